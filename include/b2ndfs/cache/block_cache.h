@@ -1,0 +1,79 @@
+// cache/block_cache: a sharded LRU of immutable byte buffers (decompressed
+// blocks and compressed chunks), bounded in bytes, with single-flight loads.
+//
+// Values are shared_ptr<const Bytes>: eviction drops the cache's reference
+// only, so a reader still copying from a block keeps it alive. Concurrent
+// GetOrLoad() calls for the same key run the loader once; the others wait for
+// its result (errors are not cached). Bytes are charged when inserted; an
+// entry larger than a shard's budget is returned but not kept.
+// Thread-safety: every method may be called from any thread.
+// Lock order: one shard mutex at a time; loaders run with no lock held.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::cache {
+
+using Bytes = std::vector<uint8_t>;
+using Value = std::shared_ptr<const Bytes>;
+
+enum class EntryKind : uint8_t { kBlock = 0, kCompressedChunk = 1, kOther = 2 };
+
+struct Key {
+  uint64_t container_id = 0;  // unique per opened container generation
+  int64_t chunk = 0;
+  int64_t block = 0;
+  EntryKind kind = EntryKind::kBlock;
+  bool operator==(const Key&) const = default;
+};
+
+struct CacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;          // lookups that had to load (or found nothing)
+  uint64_t shared_waits = 0;    // misses that waited for another thread's load
+  uint64_t evictions = 0;
+  uint64_t inserts = 0;
+  uint64_t load_errors = 0;
+  uint64_t bytes_loaded = 0;    // bytes of values produced by loaders
+  size_t bytes_cached = 0;
+  size_t entries = 0;
+  size_t capacity_bytes = 0;
+};
+
+class BlockCache {
+ public:
+  // capacity_bytes is split evenly across `shards` (rounded to >= 1 shard).
+  explicit BlockCache(size_t capacity_bytes, int shards = 16);
+  ~BlockCache();
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+
+  // Returns the cached value, or runs `loader` (once across concurrent
+  // callers of the same key) and caches what it returns.
+  Result<Value> GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader);
+  // Cached value or nullptr; counts a hit or a miss.
+  Value Lookup(const Key& key);
+  // True when cached (no stats, no LRU touch): for read-ahead decisions.
+  bool Contains(const Key& key) const;
+  void Insert(const Key& key, Value value);
+  // Drops every entry of a container (it changed on disk or was closed).
+  void EraseContainer(uint64_t container_id);
+  void Clear();
+
+  CacheStats stats() const;
+  size_t capacity_bytes() const { return capacity_bytes_; }
+
+ private:
+  struct Shard;
+  Shard& ShardFor(const Key& key) const;
+  size_t capacity_bytes_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace b2ndfs::cache
