@@ -6,8 +6,21 @@
 // GetOrLoad() calls for the same key run the loader once; the others wait for
 // its result (errors are not cached). Bytes are charged when inserted; an
 // entry larger than a shard's budget is returned but not kept.
-// Thread-safety: every method may be called from any thread.
-// Lock order: one shard mutex at a time; loaders run with no lock held.
+//
+// Accounting: an entry is charged value->size() + kEntryOverheadBytes (the
+// list node, map node, shared_ptr control block and vector header it costs).
+// Each of the `shards` shards gets capacity/shards bytes (the remainder is
+// spread over the first shards) and evicts least-recently-used entries until
+// its charges fit. Choose capacity so a shard's budget holds several of the
+// largest values, or they will never be retained. capacity 0 caches nothing
+// but loads are still single-flight.
+// Errors: a loader's non-OK Result is handed to every waiter and not cached
+// (the next call retries); a loader that throws yields ENOMEM (bad_alloc) or
+// EIO (anything else), and one that returns a null Value yields EIO.
+// Thread-safety: every method may be called from any thread; the cache must
+// outlive every call in progress.
+// Lock order: one shard mutex at a time, then (never while holding it) the
+// mutex of one in-flight load; loaders run with no lock held.
 #pragma once
 
 #include <cstddef>
@@ -35,13 +48,13 @@ struct Key {
 
 struct CacheStats {
   uint64_t hits = 0;
-  uint64_t misses = 0;          // lookups that had to load (or found nothing)
-  uint64_t shared_waits = 0;    // misses that waited for another thread's load
-  uint64_t evictions = 0;
-  uint64_t inserts = 0;
-  uint64_t load_errors = 0;
-  uint64_t bytes_loaded = 0;    // bytes of values produced by loaders
-  size_t bytes_cached = 0;
+  uint64_t misses = 0;        // lookups that had to load (or found nothing)
+  uint64_t shared_waits = 0;  // misses that waited for another thread's load
+  uint64_t evictions = 0;     // entries dropped to fit the budget only
+  uint64_t inserts = 0;       // values retained (oversize ones are not)
+  uint64_t load_errors = 0;   // failed loads (once per load, not waiter)
+  uint64_t bytes_loaded = 0;  // bytes of values produced by loaders
+  size_t bytes_cached = 0;    // sum of charges (see ChargeFor)
   size_t entries = 0;
   size_t capacity_bytes = 0;
 };
@@ -56,18 +69,31 @@ class BlockCache {
 
   // Returns the cached value, or runs `loader` (once across concurrent
   // callers of the same key) and caches what it returns.
-  Result<Value> GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader);
+  Result<Value> GetOrLoad(const Key& key,
+                          const std::function<Result<Value>()>& loader);
   // Cached value or nullptr; counts a hit or a miss.
   Value Lookup(const Key& key);
   // True when cached (no stats, no LRU touch): for read-ahead decisions.
   bool Contains(const Key& key) const;
+  // Caches `value` (replacing any entry of `key`); null values are ignored.
   void Insert(const Key& key, Value value);
   // Drops every entry of a container (it changed on disk or was closed).
+  // Loads of that container still in flight reach their waiters but are not
+  // cached, so no stale block survives the call.
   void EraseContainer(uint64_t container_id);
+  // Drops every entry; loads in flight are likewise not cached.
   void Clear();
 
   CacheStats stats() const;
   size_t capacity_bytes() const { return capacity_bytes_; }
+  int shard_count() const { return static_cast<int>(shards_.size()); }
+
+  // Fixed bookkeeping cost added to every entry's charge.
+  static constexpr size_t kEntryOverheadBytes = 128;
+  // What an entry holding `value_bytes` bytes counts against the budget.
+  static constexpr size_t ChargeFor(size_t value_bytes) {
+    return value_bytes + kEntryOverheadBytes;
+  }
 
  private:
   struct Shard;

@@ -1,4 +1,23 @@
 // format/meta_json: the meta.json document of SPEC.md, and msgpack -> JSON.
+//
+// RenderMetaJson writes pretty-printed JSON (2-space indent, arrays of scalars
+// on one line) with a fixed key order, ending with a newline:
+//   format, version, ndim, shape, chunkshape, blockshape, dtype, dtype_format,
+//   itemsize, nbytes, cbytes, cratio, nchunks, codec, clevel, filters,
+//   metalayers, vlmeta, files.
+// cratio = nbytes / cbytes rounded to 3 decimals (null when cbytes is 0, e.g.
+// an array made only of special zero chunks). codec, clevel and filters come
+// from the frame (null / [] without one); metalayers is {"names": [...]} plus
+// the decoded shape metalayer under its name ("b2nd" or "caterva").
+//
+// msgpack -> JSON mapping: nil, bool, integers as is; floats in shortest
+// round-trip form (float32 as float32), NaN and infinities as the strings
+// "NaN", "Infinity", "-Infinity" (JSON has no such numbers); str as a JSON
+// string (control characters escaped, invalid UTF-8 bytes replaced by U+FFFD);
+// bin as a base64 string; ext as {"type": n, "base64": "..."}; map keys that
+// are not strings are written as their compact JSON text (1 -> "1").
+// Nesting is limited to 64 levels and the JSON text to 16 MiB; beyond that the
+// value is not converted (nullopt, the caller falls back to base64).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -26,21 +45,34 @@ struct MetaJsonInput {
   int64_t nchunks = 0;
   const FrameInfo* frame = nullptr;      // codec, clevel, filters, metalayers
   const NdMeta* ndmeta = nullptr;        // decoded shape metalayer, if any
+  // Variable-length metalayers, content already DECOMPRESSED (in the frame
+  // each is a Blosc2 chunk). Rendered under "vlmeta" by name: as JSON when the
+  // content is one msgpack object, else {"base64": "..."}; contents over
+  // 16 MiB as {"size": n, "omitted": true}.
+  std::vector<NamedBytes> vlmeta;
   struct FileKind {
     std::string name;                  // "data", "data.npy", "chunk", "slice/0", ...
     std::vector<int64_t> shape;
     int64_t size = 0;
   };
-  std::vector<FileKind> files;
+  std::vector<FileKind> files;         // rendered as {name: {"shape", "size"}}
 };
 
 std::string RenderMetaJson(const MetaJsonInput& input);
 std::string RenderErrorJson(const std::string& message);  // {"error": "..."}
 
-// msgpack bytes -> JSON text; nullopt when the bytes are not one complete,
-// well-formed msgpack object (the caller then base64-encodes them).
+// msgpack bytes -> compact JSON text (no newline); nullopt when the bytes are
+// not exactly one complete, well-formed msgpack object (the caller then
+// base64-encodes them), or exceed the limits above.
 std::optional<std::string> MsgpackToJson(std::span<const uint8_t> bytes);
-std::string Base64Encode(std::span<const uint8_t> bytes);
+std::string Base64Encode(std::span<const uint8_t> bytes);  // RFC 4648, padded
 std::string JsonQuote(const std::string& text);  // a JSON string literal, escaped
+
+// "blosclz", "lz4", "lz4hc", "zlib", "zstd", "udcodec:<udcodec>" (codec 6),
+// else "id:<codec>". `codec` is FrameInfo::codec.
+std::string CodecName(int codec, uint8_t udcodec);
+// "shuffle", "bitshuffle", "delta", "trunc_prec", the globally registered
+// "ndcell", "ndmean", "bytedelta_buggy", "bytedelta", "int_trunc", else "id:<n>".
+std::string FilterName(uint8_t id);
 
 }  // namespace b2ndfs::format

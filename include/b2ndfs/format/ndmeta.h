@@ -37,20 +37,34 @@ struct NdMeta {
   std::optional<std::string> dtype;   // b2nd only
 };
 
-// Decodes and validates: array lengths, integer types and ranges, ndim <= 127,
-// shape >= 0, chunkshape/blockshape > 0, blockshape <= chunkshape, products in
-// int64, dtype a bounded printable string.
+// Decodes and validates: array lengths, integer types (any msgpack integer
+// width) and ranges, version and ndim 0..127, shape >= 0, chunkshape and
+// blockshape in 1..INT32_MAX, blockshape <= chunkshape, prod(shape),
+// prod(chunkshape) in int64 (and, when the dtype's item size is known, also
+// times that item size), dtype a printable-ASCII str of at most
+// kMaxDtypeLength bytes, dtype_format 0..127.
+// Tolerances: on an axis of length 0 a chunk/block extent of 0 is read as 1
+// (such an array has no chunks); bytes after the msgpack object are ignored
+// (c-blosc2 ignores them too). DecodeB2ndMetalayer also accepts a 5-entry
+// array (no dtype: dtype and dtype_format stay empty), as c-blosc2's
+// b2nd_deserialize_meta does for metalayers converted from caterva.
+// DecodeCatervaMetalayer accepts 5 entries, or the oldest 4 ([version, ndim,
+// shape, partshape]; has_blockshape = false, blockshape = chunkshape).
 Result<NdMeta> DecodeB2ndMetalayer(std::span<const uint8_t> bytes);
 Result<NdMeta> DecodeCatervaMetalayer(std::span<const uint8_t> bytes);
 
 // Item size implied by a NumPy dtype string ("<f4" -> 4, "|S10" -> 10,
-// "<U3" -> 12, "[('a', '<i4'), ('b', '<f8')]" -> 12), or nullopt when it
-// cannot be worked out (the frame's typesize then rules).
+// "<U3" -> 12, "?" -> 1, "<M8[ns]" -> 8, "float32" -> 4,
+// "[('a', '<i4'), ('b', '<f8', (2,))]" -> 20, nested structures and
+// (title, name) field names included), or nullopt when it cannot be worked out
+// (the frame's typesize then rules). Never throws.
 std::optional<int64_t> DtypeItemSize(const std::string& dtype);
 
 // The `descr` to write into a .npy header for this dtype: the dtype string
-// quoted as a Python literal for simple dtypes, the list literal itself for
-// structured ones; "'|V<itemsize>'" when there is no usable dtype.
+// quoted as a Python literal for simple dtypes (NumPy names such as "float32"
+// become their little-endian type string), the list literal itself for
+// structured ones; "'|V<itemsize>'" when there is no usable dtype: none,
+// unparsable, object ("O"), or one whose item size differs from `itemsize`.
 std::string NpyDescr(const std::optional<std::string>& dtype, int64_t itemsize);
 
 }  // namespace b2ndfs::format

@@ -1,0 +1,89 @@
+// codec: a thin RAII layer over c-blosc2 decompression.
+//
+// A Decompressor owns one blosc2 decompression context and is used by one
+// thread at a time (c-blosc2 contexts carry per-call state). A pool lends them
+// to worker threads so that no context is ever shared. Chunks are untrusted:
+// InspectChunk() checks the header against the bytes actually present before
+// any decompression is attempted.
+// Errors: Status(EIO) naming what is wrong with the chunk.
+// Thread-safety: Decompressor: one thread at a time; DecompressorPool: any.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "b2ndfs/util/status.h"
+
+struct blosc2_context_s;
+
+namespace b2ndfs::codec {
+
+// Calls blosc2_init() once per process; every entry point below does it too.
+void EnsureInitialized();
+
+// Blosc2 chunk header length: what must be read to learn a chunk's sizes.
+constexpr int64_t kChunkHeaderSize = 32;
+
+struct ChunkInfo {
+  int32_t nbytes = 0;     // decompressed size
+  int32_t cbytes = 0;     // size of the compressed chunk, header included
+  int32_t blocksize = 0;
+  int32_t typesize = 0;
+  bool special = false;   // a run of zeros / NaN / a value / uninitialised
+};
+
+// Reads sizes from the first kChunkHeaderSize bytes of a chunk.
+Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header);
+// Validates a whole chunk: header sane and cbytes == chunk.size().
+Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk);
+
+class Decompressor {
+ public:
+  Decompressor();
+  ~Decompressor();
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+
+  // Decompresses the whole chunk; out.size() must equal its nbytes.
+  Status DecompressAll(std::span<const uint8_t> chunk, std::span<uint8_t> out);
+  // Decompresses bytes [byte_offset, byte_offset + out.size()) of the chunk,
+  // touching only the blocks that hold them.
+  Status DecompressRange(std::span<const uint8_t> chunk, int64_t byte_offset,
+                         std::span<uint8_t> out);
+
+ private:
+  blosc2_context_s* context_ = nullptr;
+  std::vector<uint8_t> scratch_;  // for ranges not aligned to the typesize
+};
+
+class DecompressorPool {
+ public:
+  class Lease {
+   public:
+    Lease(DecompressorPool* pool, std::unique_ptr<Decompressor> d)
+        : pool_(pool), decompressor_(std::move(d)) {}
+    Lease(Lease&&) = default;
+    ~Lease();
+    Decompressor* operator->() { return decompressor_.get(); }
+    Decompressor& operator*() { return *decompressor_; }
+
+   private:
+    DecompressorPool* pool_;
+    std::unique_ptr<Decompressor> decompressor_;
+  };
+
+  // Keeps at most max_idle idle contexts; more are created on demand.
+  explicit DecompressorPool(size_t max_idle) : max_idle_(max_idle) {}
+  Lease Acquire();
+
+ private:
+  void Return(std::unique_ptr<Decompressor> d);
+  size_t max_idle_;
+  std::mutex mutex_;  // leaf lock
+  std::vector<std::unique_ptr<Decompressor>> idle_;
+};
+
+}  // namespace b2ndfs::codec

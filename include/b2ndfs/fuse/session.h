@@ -1,0 +1,29 @@
+// fuse: the libfuse 3 low-level adapter. Every callback goes through one
+// noexcept trampoline that replies exactly once and maps Status errnos (EIO
+// for anything unexpected, ENOMEM for bad_alloc). Knows the vfs, nothing of
+// c-blosc2 or msgpack.
+// Thread-safety: callbacks run on libfuse's worker threads concurrently.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "b2ndfs/vfs/filesystem.h"
+
+namespace b2ndfs::fuse {
+
+struct SessionOptions {
+  std::string mountpoint;
+  std::vector<std::string> fuse_args;  // argv for fuse_session_new (argv[0] first)
+  bool foreground = false;
+  bool single_threaded = false;
+  unsigned max_idle_threads = 10;
+  size_t max_read = 1 << 20;  // largest read the kernel should send
+};
+
+// Mounts, daemonizes unless foreground (only after the mount succeeded, so
+// errors reach the caller), serves until unmounted or signalled, unmounts.
+// Returns a process exit code.
+int Serve(vfs::Filesystem& filesystem, const SessionOptions& options);
+
+}  // namespace b2ndfs::fuse

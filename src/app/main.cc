@@ -1,0 +1,105 @@
+// b2ndfs: the command-line entry point. Wires the core (cache, decompressor
+// pool, workers) to the vfs and the FUSE session.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/fuse/session.h"
+#include "b2ndfs/store/container.h"
+#include "b2ndfs/store/worker_pool.h"
+#include "b2ndfs/util/log.h"
+#include "b2ndfs/vfs/filesystem.h"
+#include "options.h"
+
+namespace {
+
+size_t DefaultCacheSize() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  size_t ram = pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * page_size : (1ull << 32);
+  return std::clamp<size_t>(ram / 8, 64ull << 20, 4ull << 30);
+}
+
+std::string EscapeOption(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == ',' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace b2ndfs;
+  const std::string program = argc > 0 ? argv[0] : "b2ndfs";
+  auto parsed = app::ParseCommandLine(argc, argv);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "b2ndfs: %s\n%s", parsed.status().message().c_str(),
+                 app::Usage(program).c_str());
+    return 2;
+  }
+  app::CommandLine cl = std::move(parsed).value();
+  if (cl.show_help) {
+    std::fputs(app::Usage(program).c_str(), stdout);
+    return 0;
+  }
+  if (cl.show_version) {
+    std::printf("b2ndfs %s\n", B2NDFS_VERSION);
+    return 0;
+  }
+  if (Status s = vfs::Filesystem::ValidateSource(cl.source); !s.ok()) {
+    std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+    return 1;
+  }
+  char* real_source = ::realpath(cl.source.c_str(), nullptr);
+  if (real_source != nullptr) {
+    cl.source = real_source;
+    std::free(real_source);
+  }
+  if (::access(cl.mountpoint.c_str(), F_OK) != 0) {
+    std::fprintf(stderr, "b2ndfs: mountpoint %s does not exist\n", cl.mountpoint.c_str());
+    return 1;
+  }
+  if (cl.debug) SetLogLevel(LogLevel::kDebug);
+
+  const int threads = cl.threads > 0
+                          ? cl.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const size_t cache_size = cl.cache_size > 0 ? cl.cache_size : DefaultCacheSize();
+
+  cache::BlockCache cache(cache_size);
+  codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
+  // The reading thread helps decompress, so threads - 1 helpers give
+  // `threads` decompressions in flight for one reader.
+  store::WorkerPool workers(threads - 1);
+  store::StoreContext store;
+  store.cache = &cache;
+  store.decompressors = &decompressors;
+  store.workers = &workers;
+  store.max_pinned_bytes = std::clamp<size_t>(cache_size / 4, 8u << 20, 256u << 20);
+
+  vfs::Options fs_options;
+  fs_options.source = cl.source;
+  vfs::Filesystem filesystem(fs_options, &store);
+
+  fuse::SessionOptions session;
+  session.mountpoint = cl.mountpoint;
+  session.foreground = cl.foreground;
+  session.single_threaded = cl.single_threaded;
+  session.fuse_args.push_back(program);
+  if (cl.debug) session.fuse_args.push_back("-d");
+  std::string options = "ro,fsname=" + EscapeOption(cl.source) + ",subtype=b2ndfs";
+  // allow_other must never expose what the source's permissions do not.
+  if (cl.allow_other && !cl.has_default_permissions) options += ",default_permissions";
+  for (const auto& o : cl.fuse_options) options += "," + EscapeOption(o);
+  session.fuse_args.push_back("-o");
+  session.fuse_args.push_back(options);
+  return fuse::Serve(filesystem, session);
+}

@@ -1,0 +1,335 @@
+#include "b2ndfs/cache/block_cache.h"
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <exception>
+#include <list>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace b2ndfs::cache {
+namespace {
+
+// splitmix64's finalizer: every input bit flips about half the output bits,
+// so neighbouring blocks of one chunk land in unrelated shards and buckets.
+constexpr uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t HashKey(const Key& key) {
+  uint64_t h = Mix(key.container_id + 0x9e3779b97f4a7c15ULL);
+  h = Mix(h ^ static_cast<uint64_t>(key.chunk));
+  h = Mix(h ^ static_cast<uint64_t>(key.block));
+  return Mix(h ^ static_cast<uint64_t>(key.kind));
+}
+
+struct KeyHash {
+  size_t operator()(const Key& key) const {
+    return static_cast<size_t>(HashKey(key));
+  }
+};
+
+// Never lets an exception out: a throwing loader must still complete the
+// in-flight record, or its waiters would sleep forever.
+Result<Value> RunLoader(const std::function<Result<Value>()>& loader) noexcept {
+  try {
+    try {
+      Result<Value> result = loader();
+      if (result.ok() && *result == nullptr) {
+        return Status(EIO, "block loader returned no value");
+      }
+      return result;
+    } catch (const std::bad_alloc&) {
+      return Status(ENOMEM, "out of memory");  // fits the SSO: no allocation
+    } catch (const std::exception& e) {
+      return Status(EIO, std::string("block loader threw: ") + e.what());
+    } catch (...) {
+      return Status(EIO, "block loader threw a non-standard exception");
+    }
+  } catch (...) {
+    // Building the message above ran out of memory.
+    return Status(ENOMEM, "out of memory");
+  }
+}
+
+}  // namespace
+
+// One load in progress. Its creator (the loader) publishes the result once;
+// any number of waiters block on `cv` until then.
+struct InFlight {
+  std::mutex mu;  // Lock order: leaf; never held with a shard mutex.
+  std::condition_variable cv;
+  bool done = false;                    // guarded by mu
+  std::optional<Result<Value>> result;  // guarded by mu
+  // Cleared (under the owning shard's mutex) by EraseContainer/Clear so the
+  // finished load is handed to its waiters but not cached.
+  bool cacheable = true;
+
+  void Publish(Result<Value> r) noexcept {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      result.emplace(std::move(r));
+      done = true;
+    }
+    cv.notify_all();
+  }
+
+  Result<Value> Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return done; });
+    return *result;
+  }
+};
+
+// Aligned to a cache line so counters of neighbouring shards, bumped by
+// different threads, do not share one.
+struct alignas(64) BlockCache::Shard {
+  struct Entry {
+    Key key;
+    Value value;
+    size_t charge;
+  };
+  using List = std::list<Entry>;
+
+  explicit Shard(size_t budget_bytes) : budget(budget_bytes) {}
+
+  // Lock order: taken alone (one shard at a time, never while holding an
+  // InFlight::mu); loaders run after it is released.
+  mutable std::mutex mu;
+  const size_t budget;
+  size_t used = 0;  // sum of charges in `lru`; guarded by mu
+  List lru;         // front = most recently used; guarded by mu
+  std::unordered_map<Key, List::iterator, KeyHash> index;  // guarded by mu
+  std::unordered_map<Key, std::shared_ptr<InFlight>, KeyHash>
+      in_flight;  // guarded by mu
+
+  // Relaxed: they are tallies, read together only by stats().
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> shared_waits{0};
+  std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> inserts{0};
+  std::atomic<uint64_t> load_errors{0};
+  std::atomic<uint64_t> bytes_loaded{0};
+
+  // Moves an entry into `dropped` (a splice, so no allocation and no buffer
+  // freed under the lock: the caller destroys `dropped` after unlocking).
+  void DropLocked(List::iterator it, List* dropped) {
+    used -= it->charge;
+    index.erase(it->key);
+    dropped->splice(dropped->end(), lru, it);
+  }
+
+  // Looks `key` up and marks it most recently used; nullptr when absent.
+  Value TouchLocked(const Key& key) {
+    auto it = index.find(key);
+    if (it == index.end()) return nullptr;
+    lru.splice(lru.begin(), lru, it->second);
+    return it->second->value;
+  }
+
+  // Caches `value` under `key`, evicting from the tail to fit the budget. A
+  // value charged more than the whole budget is not kept (and any older entry
+  // of the key is dropped regardless).
+  void RetainLocked(const Key& key, Value value, List* dropped) {
+    if (auto it = index.find(key); it != index.end()) {
+      DropLocked(it->second, dropped);
+    }
+    const size_t charge = ChargeFor(value->size());
+    if (charge > budget) return;
+    lru.push_front(Entry{key, std::move(value), charge});
+    try {
+      index.emplace(key, lru.begin());
+    } catch (...) {
+      lru.pop_front();
+      throw;
+    }
+    used += charge;
+    inserts.fetch_add(1, std::memory_order_relaxed);
+    while (used > budget) {
+      DropLocked(std::prev(lru.end()), dropped);
+      evictions.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Ends the load of `key` by `flight`: unregisters it and caches a good
+  // result unless EraseContainer/Clear abandoned it meanwhile. Takes `mu`.
+  void Complete(const Key& key, const std::shared_ptr<InFlight>& flight,
+                const Result<Value>& result) noexcept {
+    List dropped;  // outlives the lock: evicted buffers are freed unlocked
+    std::lock_guard<std::mutex> lock(mu);
+    // The record may be gone (abandoned) or replaced by a newer load.
+    if (auto it = in_flight.find(key);
+        it != in_flight.end() && it->second == flight) {
+      in_flight.erase(it);
+    }
+    if (!result.ok()) {
+      load_errors.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    bytes_loaded.fetch_add((*result)->size(), std::memory_order_relaxed);
+    if (!flight->cacheable) return;
+    try {
+      RetainLocked(key, *result, &dropped);
+    } catch (const std::bad_alloc&) {
+      // Not cached; the waiters still get the value.
+    }
+  }
+
+  // Detaches in-flight loads matching `pred` so their results are not cached
+  // and later callers start a fresh load.
+  template <typename Pred>
+  void AbandonInFlightLocked(Pred pred) {
+    for (auto it = in_flight.begin(); it != in_flight.end();) {
+      if (pred(it->first)) {
+        it->second->cacheable = false;
+        it = in_flight.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+};
+
+BlockCache::BlockCache(size_t capacity_bytes, int shards)
+    : capacity_bytes_(capacity_bytes) {
+  const size_t n = shards < 1 ? 1 : static_cast<size_t>(shards);
+  shards_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    // The remainder goes to the first shards so the budgets sum to capacity.
+    const size_t budget = capacity_bytes / n + (i < capacity_bytes % n ? 1 : 0);
+    shards_.push_back(std::make_unique<Shard>(budget));
+  }
+}
+
+BlockCache::~BlockCache() = default;
+
+BlockCache::Shard& BlockCache::ShardFor(const Key& key) const {
+  // The high half picks the shard; the map buckets use the low bits, so the
+  // two choices stay independent.
+  const uint64_t h = HashKey(key) >> 32;
+  return *shards_[static_cast<size_t>(h % shards_.size())];
+}
+
+Result<Value> BlockCache::GetOrLoad(
+    const Key& key, const std::function<Result<Value>()>& loader) {
+  Shard& shard = ShardFor(key);
+  std::shared_ptr<InFlight> flight;
+  bool is_loader = false;
+  try {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (Value hit = shard.TouchLocked(key)) {
+      shard.hits.fetch_add(1, std::memory_order_relaxed);
+      return hit;
+    }
+    shard.misses.fetch_add(1, std::memory_order_relaxed);
+    if (auto it = shard.in_flight.find(key); it != shard.in_flight.end()) {
+      shard.shared_waits.fetch_add(1, std::memory_order_relaxed);
+      flight = it->second;
+    } else {
+      flight = std::make_shared<InFlight>();
+      shard.in_flight.emplace(key, flight);
+      is_loader = true;
+    }
+  } catch (const std::bad_alloc&) {
+    return Status(ENOMEM, "out of memory");
+  }
+
+  if (is_loader) {
+    Result<Value> result = RunLoader(loader);
+    shard.Complete(key, flight, result);
+    // Published after the cache is updated: a caller arriving in between
+    // already finds the value (or, after an error, starts a fresh load).
+    flight->Publish(std::move(result));
+  }
+  try {
+    return flight->Wait();
+  } catch (const std::bad_alloc&) {
+    return Status(ENOMEM, "out of memory");
+  }
+}
+
+Value BlockCache::Lookup(const Key& key) {
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  Value value = shard.TouchLocked(key);
+  (value ? shard.hits : shard.misses).fetch_add(1, std::memory_order_relaxed);
+  return value;
+}
+
+bool BlockCache::Contains(const Key& key) const {
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  return shard.index.count(key) != 0;
+}
+
+void BlockCache::Insert(const Key& key, Value value) {
+  if (value == nullptr) return;
+  Shard& shard = ShardFor(key);
+  Shard::List dropped;  // outlives the lock: freed after unlocking
+  std::lock_guard<std::mutex> lock(shard.mu);
+  try {
+    shard.RetainLocked(key, std::move(value), &dropped);
+  } catch (const std::bad_alloc&) {
+    // Caching is best effort: without memory for the index, skip it.
+  }
+}
+
+void BlockCache::EraseContainer(uint64_t container_id) {
+  for (const auto& shard_ptr : shards_) {
+    Shard& shard = *shard_ptr;
+    Shard::List dropped;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    for (auto it = shard.lru.begin(); it != shard.lru.end();) {
+      auto next = std::next(it);
+      if (it->key.container_id == container_id) shard.DropLocked(it, &dropped);
+      it = next;
+    }
+    shard.AbandonInFlightLocked([container_id](const Key& k) {
+      return k.container_id == container_id;
+    });
+  }
+}
+
+void BlockCache::Clear() {
+  for (const auto& shard_ptr : shards_) {
+    Shard& shard = *shard_ptr;
+    Shard::List dropped;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    dropped.splice(dropped.end(), shard.lru);
+    shard.index.clear();
+    shard.used = 0;
+    shard.AbandonInFlightLocked([](const Key&) { return true; });
+  }
+}
+
+CacheStats BlockCache::stats() const {
+  CacheStats s;
+  s.capacity_bytes = capacity_bytes_;
+  for (const auto& shard_ptr : shards_) {
+    const Shard& shard = *shard_ptr;
+    s.hits += shard.hits.load(std::memory_order_relaxed);
+    s.misses += shard.misses.load(std::memory_order_relaxed);
+    s.shared_waits += shard.shared_waits.load(std::memory_order_relaxed);
+    s.evictions += shard.evictions.load(std::memory_order_relaxed);
+    s.inserts += shard.inserts.load(std::memory_order_relaxed);
+    s.load_errors += shard.load_errors.load(std::memory_order_relaxed);
+    s.bytes_loaded += shard.bytes_loaded.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    s.bytes_cached += shard.used;
+    s.entries += shard.index.size();
+  }
+  return s;
+}
+
+}  // namespace b2ndfs::cache

@@ -1,0 +1,141 @@
+#include "b2ndfs/codec/decompressor.h"
+
+#include <blosc2.h>
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+namespace b2ndfs::codec {
+
+void EnsureInitialized() {
+  static std::once_flag once;
+  std::call_once(once, [] { blosc2_init(); });
+}
+
+Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
+  EnsureInitialized();
+  if (header.size() < static_cast<size_t>(BLOSC_MIN_HEADER_LENGTH)) {
+    return InvalidData("chunk is " + std::to_string(header.size()) +
+                       " bytes, shorter than a Blosc header");
+  }
+  ChunkInfo info;
+  int32_t nbytes = 0, cbytes = 0, blocksize = 0;
+  if (blosc2_cbuffer_sizes(header.data(), &nbytes, &cbytes, &blocksize) < 0) {
+    return InvalidData("chunk header is not a valid Blosc header");
+  }
+  if (nbytes < 0 || cbytes < BLOSC_MIN_HEADER_LENGTH || blocksize < 0) {
+    return InvalidData("chunk header has impossible sizes (nbytes " + std::to_string(nbytes) +
+                       ", cbytes " + std::to_string(cbytes) + ")");
+  }
+  info.nbytes = nbytes;
+  info.cbytes = cbytes;
+  info.blocksize = blocksize;
+  info.typesize = header[3];
+  if (header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH) &&
+      (header[2] & 0x3) == 0x3) {  // extended (Blosc2) header
+    info.special = ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0;
+  }
+  return info;
+}
+
+Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk) {
+  B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunkHeader(chunk));
+  if (static_cast<size_t>(info.cbytes) != chunk.size()) {
+    return InvalidData("chunk header says " + std::to_string(info.cbytes) +
+                       " compressed bytes but " + std::to_string(chunk.size()) + " are stored");
+  }
+  size_t nbytes = 0;
+  if (blosc1_cbuffer_validate(chunk.data(), chunk.size(), &nbytes) < 0) {
+    return InvalidData("chunk fails Blosc validation");
+  }
+  return info;
+}
+
+Decompressor::Decompressor() {
+  EnsureInitialized();
+  blosc2_dparams params = BLOSC2_DPARAMS_DEFAULTS;
+  params.nthreads = 1;
+  context_ = blosc2_create_dctx(params);
+}
+
+Decompressor::~Decompressor() {
+  if (context_ != nullptr) blosc2_free_ctx(context_);
+}
+
+Status Decompressor::DecompressAll(std::span<const uint8_t> chunk, std::span<uint8_t> out) {
+  if (context_ == nullptr) return Status(ENOMEM, "cannot create a Blosc2 context");
+  B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunk(chunk));
+  if (static_cast<size_t>(info.nbytes) != out.size()) {
+    return InvalidData("chunk decompresses to " + std::to_string(info.nbytes) + " bytes, expected " +
+                       std::to_string(out.size()));
+  }
+  if (out.empty()) return Status::Ok();
+  int rc = blosc2_decompress_ctx(context_, chunk.data(), static_cast<int32_t>(chunk.size()),
+                                 out.data(), static_cast<int32_t>(out.size()));
+  if (rc != static_cast<int>(out.size())) {
+    return InvalidData("Blosc2 decompression failed (code " + std::to_string(rc) + ")");
+  }
+  return Status::Ok();
+}
+
+Status Decompressor::DecompressRange(std::span<const uint8_t> chunk, int64_t byte_offset,
+                                     std::span<uint8_t> out) {
+  if (context_ == nullptr) return Status(ENOMEM, "cannot create a Blosc2 context");
+  B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunk(chunk));
+  const int64_t end = byte_offset + static_cast<int64_t>(out.size());
+  if (byte_offset < 0 || end > info.nbytes) {
+    return InvalidData("range [" + std::to_string(byte_offset) + ", " + std::to_string(end) +
+                       ") lies outside the chunk's " + std::to_string(info.nbytes) + " bytes");
+  }
+  if (out.empty()) return Status::Ok();
+  if (byte_offset == 0 && end == info.nbytes) return DecompressAll(chunk, out);
+  const int64_t typesize = info.typesize > 0 ? info.typesize : 1;
+  // getitem counts in items of the chunk's typesize; unaligned ranges go
+  // through a scratch buffer of whole items.
+  const int64_t first_item = byte_offset / typesize;
+  const int64_t end_item = (end + typesize - 1) / typesize;
+  const int64_t nitems = end_item - first_item;
+  const bool aligned = byte_offset % typesize == 0 && end % typesize == 0;
+  uint8_t* dest = out.data();
+  const int64_t dest_size = nitems * typesize;
+  if (!aligned) {
+    scratch_.resize(static_cast<size_t>(dest_size));
+    dest = scratch_.data();
+  }
+  if (first_item > INT_MAX || nitems > INT_MAX) return InvalidData("chunk range too large");
+  int rc = blosc2_getitem_ctx(context_, chunk.data(), static_cast<int32_t>(chunk.size()),
+                              static_cast<int>(first_item), static_cast<int>(nitems), dest,
+                              static_cast<int32_t>(dest_size));
+  if (rc != dest_size) {
+    return InvalidData("Blosc2 decompression of a block range failed (code " + std::to_string(rc) +
+                       ")");
+  }
+  if (!aligned) {
+    std::memcpy(out.data(), scratch_.data() + (byte_offset - first_item * typesize), out.size());
+  }
+  return Status::Ok();
+}
+
+DecompressorPool::Lease::~Lease() {
+  if (pool_ != nullptr && decompressor_ != nullptr) pool_->Return(std::move(decompressor_));
+}
+
+DecompressorPool::Lease DecompressorPool::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      auto d = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(d));
+    }
+  }
+  return Lease(this, std::make_unique<Decompressor>());
+}
+
+void DecompressorPool::Return(std::unique_ptr<Decompressor> d) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idle_.size() < max_idle_) idle_.push_back(std::move(d));
+}
+
+}  // namespace b2ndfs::codec

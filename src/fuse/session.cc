@@ -1,0 +1,342 @@
+#define FUSE_USE_VERSION 34
+#include "b2ndfs/fuse/session.h"
+
+#include <fuse_lowlevel.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "b2ndfs/util/log.h"
+
+namespace b2ndfs::fuse {
+namespace {
+
+struct State {
+  vfs::Filesystem* fs = nullptr;
+  size_t max_read = 1 << 20;
+};
+
+State& StateOf(fuse_req_t req) { return *static_cast<State*>(fuse_req_userdata(req)); }
+
+// Runs `body`, which must reply itself on success; any escaping exception is
+// turned into exactly one error reply.
+template <typename Body>
+void Trampoline(fuse_req_t req, Body&& body) noexcept {
+  try {
+    body();
+  } catch (const std::bad_alloc&) {
+    fuse_reply_err(req, ENOMEM);
+  } catch (const std::exception& e) {
+    Log(LogLevel::kError, std::string("internal error: ") + e.what());
+    fuse_reply_err(req, EIO);
+  } catch (...) {
+    fuse_reply_err(req, EIO);
+  }
+}
+
+int ErrnoOf(const Status& status) {
+  return status.error_number() > 0 ? status.error_number() : EIO;
+}
+
+void OpInit(void* userdata, struct fuse_conn_info* conn) {
+  auto* state = static_cast<State*>(userdata);
+  // libfuse 3.14 derives the kernel's max_pages from max_write; a larger
+  // value lets the kernel send reads of up to max_read bytes at once.
+  conn->max_write = static_cast<unsigned>(state->max_read);
+  conn->max_read = 0;
+  conn->max_readahead = static_cast<unsigned>(state->max_read);
+  if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
+  if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
+  // The source is read-only for us: no need for the kernel to ask before
+  // every read whether cached pages are still valid (open decides).
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+}
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Trampoline(req, [&] {
+    auto attr = StateOf(req).fs->Lookup(parent, name);
+    if (!attr.ok()) {
+      fuse_reply_err(req, ErrnoOf(attr.status()));
+      return;
+    }
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof e);
+    e.ino = attr->st.st_ino;
+    e.attr = attr->st;
+    e.attr_timeout = attr->timeout;
+    e.entry_timeout = attr->timeout;
+    if (fuse_reply_entry(req, &e) == -ENOENT) {
+      // The lookup was interrupted: the kernel never saw the reference.
+      StateOf(req).fs->Forget(e.ino, 1);
+    }
+  });
+}
+
+void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  Trampoline(req, [&] {
+    StateOf(req).fs->Forget(ino, nlookup);
+    fuse_reply_none(req);
+  });
+}
+
+void OpForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
+  Trampoline(req, [&] {
+    for (size_t i = 0; i < count; ++i) StateOf(req).fs->Forget(forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+  });
+}
+
+void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
+  Trampoline(req, [&] {
+    auto attr = StateOf(req).fs->GetAttr(ino);
+    if (!attr.ok()) {
+      fuse_reply_err(req, ErrnoOf(attr.status()));
+      return;
+    }
+    fuse_reply_attr(req, &attr->st, attr->timeout);
+  });
+}
+
+struct DirHandle {
+  std::shared_ptr<vfs::DirListing> listing;
+};
+
+void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  Trampoline(req, [&] {
+    auto listing = StateOf(req).fs->OpenDir(ino);
+    if (!listing.ok()) {
+      fuse_reply_err(req, ErrnoOf(listing.status()));
+      return;
+    }
+    auto handle = std::make_unique<DirHandle>();
+    handle->listing = std::move(listing).value();
+    fi->fh = reinterpret_cast<uint64_t>(handle.get());
+    fi->cache_readdir = 0;
+    if (fuse_reply_open(req, fi) == 0) handle.release();
+  });
+}
+
+void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+               struct fuse_file_info* fi) {
+  Trampoline(req, [&] {
+    auto* handle = reinterpret_cast<DirHandle*>(fi->fh);
+    const vfs::DirListing& listing = *handle->listing;
+    std::vector<char> buffer(size);
+    size_t used = 0;
+    // Offsets 0 and 1 are "." and ".."; entry i of the listing is at i + 2.
+    const size_t total = listing.size() + 2;
+    for (size_t index = static_cast<size_t>(offset); index < total; ++index) {
+      struct stat st;
+      std::memset(&st, 0, sizeof st);
+      std::string name;
+      if (index < 2) {
+        name = index == 0 ? "." : "..";
+        st.st_ino = ino;
+        st.st_mode = S_IFDIR;
+      } else {
+        vfs::DirEntry entry = listing.at(index - 2);
+        name = std::move(entry.name);
+        st.st_ino = entry.ino;
+        st.st_mode = entry.type;
+      }
+      size_t need = fuse_add_direntry(req, buffer.data() + used, size - used, name.c_str(), &st,
+                                      static_cast<off_t>(index + 1));
+      if (need > size - used) break;
+      used += need;
+    }
+    fuse_reply_buf(req, buffer.data(), used);
+  });
+}
+
+void OpReleaseDir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  Trampoline(req, [&] {
+    delete reinterpret_cast<DirHandle*>(fi->fh);
+    fuse_reply_err(req, 0);
+  });
+}
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  Trampoline(req, [&] {
+    auto handle = StateOf(req).fs->Open(ino, fi->flags);
+    if (!handle.ok()) {
+      fuse_reply_err(req, ErrnoOf(handle.status()));
+      return;
+    }
+    auto owned = std::make_unique<vfs::FileHandle>(std::move(handle).value());
+    fi->keep_cache = owned->keep_cache ? 1 : 0;
+    fi->direct_io = 0;  // mmap and the page cache must keep working
+    fi->fh = reinterpret_cast<uint64_t>(owned.get());
+    if (fuse_reply_open(req, fi) == 0) owned.release();
+  });
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t offset, struct fuse_file_info* fi) {
+  Trampoline(req, [&] {
+    auto* handle = reinterpret_cast<vfs::FileHandle*>(fi->fh);
+    std::unique_ptr<uint8_t[]> buffer(new uint8_t[size > 0 ? size : 1]);
+    auto n = StateOf(req).fs->Read(*handle, offset, size, buffer.get());
+    if (!n.ok()) {
+      fuse_reply_err(req, ErrnoOf(n.status()));
+      return;
+    }
+    fuse_reply_buf(req, reinterpret_cast<const char*>(buffer.get()), *n);
+  });
+}
+
+void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  Trampoline(req, [&] {
+    delete reinterpret_cast<vfs::FileHandle*>(fi->fh);
+    fuse_reply_err(req, 0);
+  });
+}
+
+void OpStatFs(fuse_req_t req, fuse_ino_t) {
+  Trampoline(req, [&] {
+    struct statvfs st;
+    std::memset(&st, 0, sizeof st);
+    st.f_bsize = 4096;
+    st.f_frsize = 4096;
+    st.f_namemax = 255;
+    st.f_files = StateOf(req).fs->NodeCount();
+    st.f_flag = ST_RDONLY;
+    fuse_reply_statfs(req, &st);
+  });
+}
+
+void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
+  Trampoline(req, [&] {
+    if (mask & W_OK) {
+      fuse_reply_err(req, EROFS);
+      return;
+    }
+    auto attr = StateOf(req).fs->GetAttr(ino);
+    fuse_reply_err(req, attr.ok() ? 0 : ErrnoOf(attr.status()));
+  });
+}
+
+void OpReadLink(fuse_req_t req, fuse_ino_t) { fuse_reply_err(req, EINVAL); }
+void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENODATA); }
+void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
+  if (size == 0) {
+    fuse_reply_xattr(req, 0);
+  } else {
+    fuse_reply_buf(req, nullptr, 0);
+  }
+}
+
+// Everything that would change the tree: the mount is read-only.
+void OpSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, struct fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
+void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
+void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int) {
+  fuse_reply_err(req, EROFS);
+}
+void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, struct fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, struct fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+  fuse_reply_err(req, EROFS);
+}
+void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, struct fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof ops);
+  ops.init = OpInit;
+  ops.lookup = OpLookup;
+  ops.forget = OpForget;
+  ops.forget_multi = OpForgetMulti;
+  ops.getattr = OpGetAttr;
+  ops.opendir = OpOpenDir;
+  ops.readdir = OpReadDir;
+  ops.releasedir = OpReleaseDir;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.release = OpRelease;
+  ops.statfs = OpStatFs;
+  ops.access = OpAccess;
+  ops.readlink = OpReadLink;
+  ops.getxattr = OpGetXattr;
+  ops.listxattr = OpListXattr;
+  ops.setattr = OpSetAttr;
+  ops.mknod = OpMknod;
+  ops.mkdir = OpMkdir;
+  ops.unlink = OpUnlink;
+  ops.rmdir = OpUnlink;
+  ops.symlink = OpSymlink;
+  ops.rename = OpRename;
+  ops.link = OpLink;
+  ops.write = OpWrite;
+  ops.create = OpCreate;
+  ops.setxattr = OpSetXattr;
+  ops.removexattr = OpRemoveXattr;
+  ops.fallocate = OpFallocate;
+  return ops;
+}
+
+}  // namespace
+
+int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
+  State state;
+  state.fs = &filesystem;
+  state.max_read = options.max_read;
+
+  std::vector<char*> argv;
+  for (const auto& a : options.fuse_args) argv.push_back(const_cast<char*>(a.c_str()));
+  struct fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  const fuse_lowlevel_ops ops = MakeOps();
+  struct fuse_session* session = fuse_session_new(&args, &ops, sizeof ops, &state);
+  fuse_opt_free_args(&args);
+  if (session == nullptr) {
+    Log(LogLevel::kError, "cannot create the FUSE session (see the message above)");
+    return 1;
+  }
+  int rc = 1;
+  if (fuse_set_signal_handlers(session) != 0) {
+    fuse_session_destroy(session);
+    return 1;
+  }
+  if (fuse_session_mount(session, options.mountpoint.c_str()) != 0) {
+    Log(LogLevel::kError, "cannot mount on " + options.mountpoint);
+    fuse_remove_signal_handlers(session);
+    fuse_session_destroy(session);
+    return 1;
+  }
+  // Only now, with the mount in place, does the parent return to the caller.
+  if (fuse_daemonize(options.foreground ? 1 : 0) != 0) {
+    fuse_session_unmount(session);
+    fuse_remove_signal_handlers(session);
+    fuse_session_destroy(session);
+    return 1;
+  }
+  if (!options.foreground) SetLogToSyslog(true);
+  if (options.single_threaded) {
+    rc = fuse_session_loop(session);
+  } else {
+    struct fuse_loop_config config;
+    std::memset(&config, 0, sizeof config);
+    config.clone_fd = 0;
+    config.max_idle_threads = options.max_idle_threads;
+    rc = fuse_session_loop_mt(session, &config);
+  }
+  fuse_session_unmount(session);
+  fuse_remove_signal_handlers(session);
+  fuse_session_destroy(session);
+  return rc == 0 ? 0 : 1;
+}
+
+}  // namespace b2ndfs::fuse

@@ -1,0 +1,74 @@
+#include "b2ndfs/store/worker_pool.h"
+
+#include <atomic>
+#include <memory>
+
+namespace b2ndfs::store {
+
+WorkerPool::WorkerPool(int threads) {
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void WorkerPool::WorkerLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping and drained
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (n == 1 || threads_.empty()) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  // Work is claimed through a shared counter, so the caller and the helpers
+  // split it dynamically; helpers that start late find nothing left to do.
+  struct Shared {
+    std::atomic<size_t> next{0};
+    std::atomic<size_t> done{0};
+    std::mutex mutex;  // leaf lock, guards the wait below
+    std::condition_variable finished;
+  };
+  auto shared = std::make_shared<Shared>();
+  auto work = [shared, n, &fn] {
+    size_t finished_here = 0;
+    for (size_t i; (i = shared->next.fetch_add(1)) < n;) {
+      fn(i);
+      ++finished_here;
+    }
+    if (finished_here > 0 && shared->done.fetch_add(finished_here) + finished_here == n) {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      shared->finished.notify_all();
+    }
+  };
+  const size_t helpers = std::min(n - 1, threads_.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Helpers capture `fn` by reference: safe because we wait for done == n,
+    // and a helper that claims no index never touches fn.
+    for (size_t i = 0; i < helpers; ++i) tasks_.emplace_back(work);
+  }
+  wake_.notify_all();
+  work();
+  std::unique_lock<std::mutex> lock(shared->mutex);
+  shared->finished.wait(lock, [&] { return shared->done.load() == n; });
+}
+
+}  // namespace b2ndfs::store

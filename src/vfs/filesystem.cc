@@ -1,0 +1,605 @@
+#include "b2ndfs/vfs/filesystem.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "b2ndfs/util/log.h"
+
+namespace b2ndfs::vfs {
+
+using store::Container;
+using store::FileKind;
+
+namespace {
+
+constexpr const char* kExtensions[] = {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"};
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
+
+bool IsSparseFrameDir(const std::string& path) {
+  struct stat st;
+  return StatPath(path + "/chunks.b2frame", &st) && S_ISREG(st.st_mode);
+}
+
+int DecimalWidth(int64_t value) {
+  int width = 1;
+  while (value >= 10) {
+    value /= 10;
+    ++width;
+  }
+  return width;
+}
+
+// Parses a non-negative decimal without sign or spaces; nullopt otherwise.
+std::optional<int64_t> ParseIndex(const std::string& text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+std::string Padded(int64_t value, int width) {
+  std::string digits = std::to_string(value);
+  if (static_cast<int>(digits.size()) < width) digits.insert(0, width - digits.size(), '0');
+  return digits;
+}
+
+struct Signature {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  struct timespec mtime {};
+  struct timespec ctime {};
+  bool operator==(const Signature& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec &&
+           ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+
+Signature SignatureOf(const struct stat& st) {
+  return Signature{st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+}
+
+}  // namespace
+
+bool HasContainerExtension(const std::string& name) {
+  for (const char* ext : kExtensions) {
+    if (EndsWith(name, ext)) return true;
+  }
+  return false;
+}
+
+// One container path; opens its Container lazily and reopens it on change.
+class ContainerEntry {
+ public:
+  ContainerEntry(std::string path, store::StoreContext* store)
+      : path_(std::move(path)), store_(store) {}
+
+  const std::string& path() const { return path_; }
+
+  // Stat of the container's source (its directory for a sparse frame).
+  Result<struct stat> SourceStat() const {
+    struct stat st;
+    if (!StatPath(path_, &st)) {
+      int e = errno;
+      return Status(e, path_ + ": " + std::strerror(e));
+    }
+    return st;
+  }
+
+  std::shared_ptr<Container> Get() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!container_) {
+      signature_ = CurrentSignature();
+      container_ = Container::Open(path_, store_);
+    }
+    return container_;
+  }
+
+  // Drops the opened container if the source changed. Returns the generation
+  // (bumped on every change).
+  uint64_t Revalidate() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (container_ && !(CurrentSignature() == signature_)) {
+      Log(LogLevel::kInfo, path_ + " changed on disk; reloading");
+      ForgetLogOnce("open:" + path_);
+      container_.reset();
+      ++generation_;
+    }
+    return generation_;
+  }
+
+ private:
+  // For a sparse frame, the index file changes whenever chunks do.
+  Signature CurrentSignature() const {
+    struct stat st;
+    std::string probe = path_;
+    if (StatPath(path_, &st) && S_ISDIR(st.st_mode)) probe += "/chunks.b2frame";
+    if (!StatPath(probe, &st)) return Signature{};
+    return SignatureOf(st);
+  }
+
+  const std::string path_;
+  store::StoreContext* store_;
+  std::mutex mutex_;  // leaf lock
+  std::shared_ptr<Container> container_;
+  Signature signature_;
+  uint64_t generation_ = 0;
+};
+
+enum class NodeType { kDir, kFile, kContainer, kChunksDir, kSlicesDir, kSliceAxisDir, kVirtual };
+
+struct Filesystem::Node {
+  Ino ino = 0;
+  Ino parent = 0;
+  NodeType type = NodeType::kDir;
+  std::string name;
+  std::string path;  // source path: kDir, kFile, kContainer
+  std::shared_ptr<ContainerEntry> entry;
+  int axis = 0;  // kSliceAxisDir
+  store::VirtualFile file;
+  uint64_t nlookup = 0;  // guarded by Filesystem::mutex_
+  std::atomic<uint64_t> opened_generation{UINT64_MAX};
+};
+
+Filesystem::Filesystem(Options options, store::StoreContext* store)
+    : options_(std::move(options)), store_(store) {
+  auto root = std::make_shared<Node>();
+  root->ino = kRootIno;
+  root->parent = kRootIno;
+  root->path = options_.source;
+  struct stat st;
+  if (StatPath(options_.source, &st) &&
+      (S_ISREG(st.st_mode) || (HasContainerExtension(options_.source) &&
+                               IsSparseFrameDir(options_.source)))) {
+    single_container_ = true;
+    root->type = NodeType::kContainer;
+    root->entry = std::make_shared<ContainerEntry>(options_.source, store_);
+  }
+  root->nlookup = 1;  // the root is never forgotten
+  nodes_[kRootIno] = root;
+}
+
+Filesystem::~Filesystem() = default;
+
+Status Filesystem::ValidateSource(const std::string& source) {
+  struct stat st;
+  if (!StatPath(source, &st)) {
+    int e = errno;
+    return Status(e, "source " + source + ": " + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (::access(source.c_str(), R_OK | X_OK) != 0) {
+      int e = errno;
+      return Status(e, "source " + source + " cannot be listed: " + std::strerror(e));
+    }
+    return Status::Ok();
+  }
+  if (S_ISREG(st.st_mode)) {
+    if (::access(source.c_str(), R_OK) != 0) {
+      int e = errno;
+      return Status(e, "source " + source + " cannot be read: " + std::strerror(e));
+    }
+    return Status::Ok();
+  }
+  return InvalidArgument("source " + source + " is neither a directory nor a container file");
+}
+
+std::shared_ptr<Filesystem::Node> Filesystem::Find(Ino ino) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = nodes_.find(ino);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+size_t Filesystem::NodeCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return nodes_.size();
+}
+
+// Returns the existing node for (parent, name) or registers `node`; either
+// way counts one lookup.
+std::shared_ptr<Filesystem::Node> Filesystem::Intern(std::shared_ptr<Node> node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string key = std::to_string(node->parent) + "/" + node->name;
+  auto it = children_.find(key);
+  if (it != children_.end()) {
+    auto existing = nodes_.find(it->second);
+    if (existing != nodes_.end()) {
+      auto& n = existing->second;
+      // A source path that changed kind (file replaced by a directory) gets
+      // a fresh node.
+      if (n->type == node->type && n->path == node->path) {
+        ++n->nlookup;
+        return n;
+      }
+    }
+  }
+  node->ino = next_ino_++;
+  node->nlookup = 1;
+  nodes_[node->ino] = node;
+  children_[key] = node->ino;
+  return node;
+}
+
+void Filesystem::Forget(Ino ino, uint64_t nlookup) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || ino == kRootIno) return;
+  auto& node = it->second;
+  node->nlookup = nlookup >= node->nlookup ? 0 : node->nlookup - nlookup;
+  if (node->nlookup == 0) {
+    const std::string key = std::to_string(node->parent) + "/" + node->name;
+    auto child = children_.find(key);
+    if (child != children_.end() && child->second == ino) children_.erase(child);
+    nodes_.erase(it);
+  }
+}
+
+// Builds (without registering) the node for `name` inside `parent`.
+Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_ptr<Node>& parent,
+                                                               const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    return NotFound(name);
+  }
+  auto node = std::make_shared<Node>();
+  node->parent = parent->ino;
+  node->name = name;
+  node->entry = parent->entry;
+  switch (parent->type) {
+    case NodeType::kFile:
+    case NodeType::kVirtual:
+      return Status(ENOTDIR, name);
+    case NodeType::kDir: {
+      const std::string path = parent->path + "/" + name;
+      struct stat st;
+      if (!StatPath(path, &st)) return NotFound(path);
+      node->path = path;
+      if (S_ISDIR(st.st_mode)) {
+        if (HasContainerExtension(name) && IsSparseFrameDir(path)) {
+          node->type = NodeType::kContainer;
+        } else {
+          node->type = NodeType::kDir;
+        }
+      } else if (S_ISREG(st.st_mode)) {
+        node->type = HasContainerExtension(name) ? NodeType::kContainer : NodeType::kFile;
+      } else {
+        return NotFound(path);  // devices, fifos, sockets are not mirrored
+      }
+      if (node->type == NodeType::kContainer) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& weak = entries_[path];
+        node->entry = weak.lock();
+        if (!node->entry) {
+          node->entry = std::make_shared<ContainerEntry>(path, store_);
+          weak = node->entry;
+        }
+      }
+      return node;
+    }
+    case NodeType::kContainer: {
+      auto container = parent->entry->Get();
+      if (name == "meta.json") {
+        node->type = NodeType::kVirtual;
+        node->file.kind = FileKind::kMetaJson;
+        return node;
+      }
+      if (!container->ok()) return NotFound(name);
+      const int ndim = container->layout().ndim();
+      if (name == "data" || name == "data.npy") {
+        node->type = NodeType::kVirtual;
+        node->file.kind = name == "data" ? FileKind::kData : FileKind::kDataNpy;
+        return node;
+      }
+      if (ndim > 0 && name == "chunks") {
+        node->type = NodeType::kChunksDir;
+        return node;
+      }
+      if (ndim > 0 && name == "slices") {
+        node->type = NodeType::kSlicesDir;
+        return node;
+      }
+      return NotFound(name);
+    }
+    case NodeType::kChunksDir: {
+      auto container = parent->entry->Get();
+      if (!container->ok()) return NotFound(name);
+      const auto& layout = container->layout();
+      std::vector<int64_t> coords;
+      size_t pos = 0;
+      while (true) {
+        size_t dot = name.find('.', pos);
+        auto index = ParseIndex(name.substr(pos, dot == std::string::npos ? dot : dot - pos));
+        if (!index) return NotFound(name);
+        coords.push_back(*index);
+        if (dot == std::string::npos) break;
+        pos = dot + 1;
+      }
+      if (static_cast<int>(coords.size()) != layout.ndim()) return NotFound(name);
+      const int64_t chunk = layout.ChunkIndex(coords);
+      if (chunk < 0) return NotFound(name);
+      node->type = NodeType::kVirtual;
+      node->file.kind = FileKind::kChunk;
+      node->file.index = chunk;
+      std::string canonical;
+      for (size_t i = 0; i < coords.size(); ++i) {
+        if (i) canonical += '.';
+        canonical += std::to_string(coords[i]);
+      }
+      node->name = canonical;
+      return node;
+    }
+    case NodeType::kSlicesDir: {
+      auto container = parent->entry->Get();
+      if (!container->ok()) return NotFound(name);
+      auto axis = ParseIndex(name);
+      if (!axis || *axis >= container->layout().ndim() || std::to_string(*axis) != name) {
+        return NotFound(name);
+      }
+      node->type = NodeType::kSliceAxisDir;
+      node->axis = static_cast<int>(*axis);
+      return node;
+    }
+    case NodeType::kSliceAxisDir: {
+      auto container = parent->entry->Get();
+      if (!container->ok()) return NotFound(name);
+      const int64_t extent = container->layout().shape()[parent->axis];
+      const int width = DecimalWidth(extent > 0 ? extent - 1 : 0);
+      auto index = ParseIndex(name);
+      if (!index || *index >= extent || static_cast<int>(name.size()) > width) {
+        return NotFound(name);
+      }
+      node->type = NodeType::kVirtual;
+      node->file.kind = FileKind::kSlice;
+      node->file.axis = parent->axis;
+      node->file.index = *index;
+      node->name = Padded(*index, width);
+      return node;
+    }
+  }
+  return NotFound(name);
+}
+
+Result<Attr> Filesystem::Attributes(const Node& node) {
+  Attr attr;
+  struct stat& st = attr.st;
+  if (node.type == NodeType::kDir || node.type == NodeType::kFile) {
+    if (!StatPath(node.path, &st)) {
+      int e = errno;
+      return Status(e, node.path + ": " + std::strerror(e));
+    }
+    if ((node.type == NodeType::kDir) != S_ISDIR(st.st_mode)) return NotFound(node.path);
+    st.st_ino = node.ino;
+    st.st_mode &= ~static_cast<mode_t>(0222);  // read-only mount
+    attr.timeout = 1.0;
+    return attr;
+  }
+  // Inside a container: owner, group, permissions and times of the source.
+  B2NDFS_ASSIGN_OR_RETURN(struct stat src, node.entry->SourceStat());
+  std::memset(&st, 0, sizeof st);
+  st.st_ino = node.ino;
+  st.st_uid = src.st_uid;
+  st.st_gid = src.st_gid;
+  st.st_atim = src.st_atim;
+  st.st_mtim = src.st_mtim;
+  st.st_ctim = src.st_ctim;
+  st.st_blksize = 128 * 1024;
+  const mode_t read_bits = src.st_mode & 0444;
+  if (node.type == NodeType::kVirtual) {
+    st.st_mode = S_IFREG | read_bits;
+    st.st_nlink = 1;
+    auto container = node.entry->Get();
+    st.st_size = container->FileSize(node.file);
+    if (node.file.kind != FileKind::kMetaJson && !container->ok()) return NotFound(node.name);
+    st.st_blocks = (st.st_size + 511) / 512;
+  } else {
+    // Directories get x wherever the source had r.
+    st.st_mode = S_IFDIR | read_bits | (read_bits >> 2);
+    st.st_nlink = 2;
+    st.st_size = 0;
+  }
+  attr.timeout = options_.attr_timeout;
+  return attr;
+}
+
+Result<Attr> Filesystem::Lookup(Ino parent_ino, const std::string& name) {
+  auto parent = Find(parent_ino);
+  if (!parent) return Status(ESTALE, "stale directory handle");
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<Node> candidate, Resolve(parent, name));
+  auto node = Intern(std::move(candidate));
+  auto attributes = Attributes(*node);
+  if (!attributes.ok()) Forget(node->ino, 1);
+  return attributes;
+}
+
+Result<Attr> Filesystem::GetAttr(Ino ino) {
+  auto node = Find(ino);
+  if (!node) return Status(ESTALE, "stale handle");
+  return Attributes(*node);
+}
+
+namespace {
+
+class VectorListing : public DirListing {
+ public:
+  explicit VectorListing(std::vector<DirEntry> entries) : entries_(std::move(entries)) {}
+  size_t size() const override { return entries_.size(); }
+  DirEntry at(size_t index) const override { return entries_[index]; }
+
+ private:
+  std::vector<DirEntry> entries_;
+};
+
+// Synthetic inode numbers for names the kernel has not looked up yet; the
+// top bit keeps them apart from real node numbers.
+Ino StandIn(Ino parent, size_t index) {
+  return (parent * 0x9E3779B97F4A7C15ull + index + 1) | (1ull << 63);
+}
+
+class GeneratedListing : public DirListing {
+ public:
+  GeneratedListing(Ino parent, size_t count, mode_t type,
+                   std::function<std::string(size_t)> name_of)
+      : parent_(parent), count_(count), type_(type), name_of_(std::move(name_of)) {}
+  size_t size() const override { return count_; }
+  DirEntry at(size_t index) const override {
+    return DirEntry{name_of_(index), type_, StandIn(parent_, index)};
+  }
+
+ private:
+  Ino parent_;
+  size_t count_;
+  mode_t type_;
+  std::function<std::string(size_t)> name_of_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
+  auto node = Find(ino);
+  if (!node) return Status(ESTALE, "stale handle");
+  switch (node->type) {
+    case NodeType::kFile:
+    case NodeType::kVirtual:
+      return Status(ENOTDIR, node->name);
+    case NodeType::kDir: {
+      DIR* dir = ::opendir(node->path.c_str());
+      if (dir == nullptr) {
+        int e = errno;
+        return Status(e, node->path + ": " + std::strerror(e));
+      }
+      std::vector<DirEntry> entries;
+      while (struct dirent* d = ::readdir(dir)) {
+        std::string name = d->d_name;
+        if (name == "." || name == "..") continue;
+        struct stat st;
+        const std::string path = node->path + "/" + name;
+        if (!StatPath(path, &st)) continue;  // vanished or a dangling link
+        mode_t type;
+        if (S_ISDIR(st.st_mode)) {
+          type = S_IFDIR;
+        } else if (S_ISREG(st.st_mode)) {
+          type = HasContainerExtension(name) ? S_IFDIR : S_IFREG;
+        } else {
+          continue;
+        }
+        entries.push_back(DirEntry{name, type, StandIn(ino, entries.size())});
+      }
+      ::closedir(dir);
+      std::sort(entries.begin(), entries.end(),
+                [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+      for (size_t i = 0; i < entries.size(); ++i) entries[i].ino = StandIn(ino, i);
+      return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(std::move(entries)));
+    }
+    case NodeType::kContainer: {
+      auto container = node->entry->Get();
+      std::vector<DirEntry> entries;
+      auto add = [&](const char* name, mode_t type) {
+        entries.push_back(DirEntry{name, type, StandIn(ino, entries.size())});
+      };
+      if (container->ok()) {
+        const int ndim = container->layout().ndim();
+        if (ndim > 0) add("chunks", S_IFDIR);
+        add("data", S_IFREG);
+        add("data.npy", S_IFREG);
+        add("meta.json", S_IFREG);
+        if (ndim > 0) add("slices", S_IFDIR);
+      } else {
+        add("meta.json", S_IFREG);
+      }
+      return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(std::move(entries)));
+    }
+    case NodeType::kChunksDir: {
+      auto container = node->entry->Get();
+      if (!container->ok()) return Status(EIO, container->error());
+      auto keep = container;
+      return std::shared_ptr<DirListing>(std::make_shared<GeneratedListing>(
+          ino, static_cast<size_t>(container->layout().NumChunks()), S_IFREG,
+          [keep](size_t i) {
+            auto coords = keep->layout().ChunkCoords(static_cast<int64_t>(i));
+            std::string name;
+            for (size_t k = 0; k < coords.size(); ++k) {
+              if (k) name += '.';
+              name += std::to_string(coords[k]);
+            }
+            return name;
+          }));
+    }
+    case NodeType::kSlicesDir: {
+      auto container = node->entry->Get();
+      if (!container->ok()) return Status(EIO, container->error());
+      return std::shared_ptr<DirListing>(std::make_shared<GeneratedListing>(
+          ino, static_cast<size_t>(container->layout().ndim()), S_IFDIR,
+          [](size_t i) { return std::to_string(i); }));
+    }
+    case NodeType::kSliceAxisDir: {
+      auto container = node->entry->Get();
+      if (!container->ok()) return Status(EIO, container->error());
+      const int64_t extent = container->layout().shape()[node->axis];
+      const int width = DecimalWidth(extent > 0 ? extent - 1 : 0);
+      return std::shared_ptr<DirListing>(std::make_shared<GeneratedListing>(
+          ino, static_cast<size_t>(extent), S_IFREG,
+          [width](size_t i) { return Padded(static_cast<int64_t>(i), width); }));
+    }
+  }
+  return Status(EIO, "unknown node type");
+}
+
+Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
+  auto node = Find(ino);
+  if (!node) return Status(ESTALE, "stale handle");
+  if ((flags & O_ACCMODE) != O_RDONLY) return Status(EROFS, "read-only file system");
+  FileHandle handle;
+  if (node->type == NodeType::kFile) {
+    B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(node->path));
+    handle.passthrough = std::make_shared<File>(std::move(file));
+    return handle;
+  }
+  if (node->type != NodeType::kVirtual) return Status(EISDIR, node->name);
+  const uint64_t generation = node->entry->Revalidate();
+  handle.container = node->entry->Get();
+  handle.file = node->file;
+  if (node->file.kind != FileKind::kMetaJson && !handle.container->ok()) {
+    return Status(EIO, handle.container->error());
+  }
+  // The kernel may keep cached pages only if the source is unchanged since
+  // this file was last opened.
+  const uint64_t previous = node->opened_generation.exchange(generation);
+  handle.keep_cache = previous == generation;
+  return handle;
+}
+
+Result<size_t> Filesystem::Read(const FileHandle& handle, int64_t offset, size_t length,
+                                uint8_t* out) {
+  if (handle.passthrough) {
+    size_t done = 0;
+    while (done < length) {
+      ssize_t n = ::pread(handle.passthrough->fd(), out + done, length - done,
+                          static_cast<off_t>(offset + static_cast<int64_t>(done)));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        return Status(e, std::strerror(e));
+      }
+      if (n == 0) break;
+      done += static_cast<size_t>(n);
+    }
+    return done;
+  }
+  return handle.container->Read(handle.file, offset, length, out);
+}
+
+Result<std::string> Filesystem::ReadLink(Ino) { return Status(EINVAL, "not a symbolic link"); }
+
+}  // namespace b2ndfs::vfs
