@@ -1,0 +1,120 @@
+// b2ndfs-make-samples: writes a small, realistic set of b2nd containers with
+// c-blosc2's own API, for the demo (scripts/demo.sh) and the benchmark.
+//
+//   b2ndfs-make-samples OUTDIR [--scale N]
+//
+// OUTDIR/climate/temperature.b2nd   float32 (days, lat, lon) smooth field + noise
+// OUTDIR/images/mandelbrot.b2nd     uint8 2-D image (view a slice of it as raw gray)
+// OUTDIR/series/counts.b2nd         int64 1-D counter series
+// OUTDIR/README.txt                 an ordinary sidecar file
+#include <b2nd.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int Write(const std::string& path, const std::vector<int64_t>& shape,
+          const std::vector<int32_t>& chunks, const std::vector<int32_t>& blocks, int typesize,
+          const char* dtype, const void* data, int64_t nbytes) {
+  blosc2_remove_urlpath(path.c_str());
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  cparams.typesize = typesize;
+  cparams.compcode = BLOSC_ZSTD;
+  cparams.clevel = 5;
+  cparams.nthreads = 2;
+  blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
+  storage.cparams = &cparams;
+  storage.contiguous = true;
+  storage.urlpath = const_cast<char*>(path.c_str());
+  b2nd_context_t* ctx =
+      b2nd_create_ctx(&storage, static_cast<int8_t>(shape.size()), shape.data(), chunks.data(),
+                      blocks.data(), dtype, DTYPE_NUMPY_FORMAT, nullptr, 0);
+  if (ctx == nullptr) return 1;
+  b2nd_array_t* array = nullptr;
+  int rc = b2nd_from_cbuffer(ctx, &array, data, nbytes);
+  b2nd_free_ctx(ctx);
+  if (rc < 0) return 1;
+  b2nd_free(array);
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: b2ndfs-make-samples OUTDIR [--scale N]\n");
+    return 2;
+  }
+  const std::string out = argv[1];
+  int scale = 1;
+  if (argc >= 4 && std::strcmp(argv[2], "--scale") == 0) scale = std::max(1, std::atoi(argv[3]));
+  blosc2_init();
+  for (const char* sub : {"", "/climate", "/images", "/series"}) {
+    ::mkdir((out + sub).c_str(), 0755);
+  }
+  int failures = 0;
+  {
+    const int64_t days = 90 * scale, lat = 180, lon = 360;
+    std::vector<float> field(static_cast<size_t>(days * lat * lon));
+    std::mt19937 rng(42);
+    std::normal_distribution<float> noise(0.0f, 0.3f);
+    size_t i = 0;
+    for (int64_t d = 0; d < days; ++d) {
+      for (int64_t y = 0; y < lat; ++y) {
+        for (int64_t x = 0; x < lon; ++x) {
+          const double season = std::sin(2 * M_PI * static_cast<double>(d) / 365.0);
+          const double latitude = (static_cast<double>(y) - 90.0) / 90.0;
+          field[i++] = static_cast<float>(15.0 - 30.0 * latitude * latitude + 10.0 * season * latitude +
+                                          3.0 * std::cos(static_cast<double>(x) / 20.0)) +
+                       noise(rng);
+        }
+      }
+    }
+    failures += Write(out + "/climate/temperature.b2nd", {days, lat, lon}, {30, 60, 120},
+                      {10, 20, 40}, 4, "<f4", field.data(),
+                      static_cast<int64_t>(field.size() * sizeof(float)));
+  }
+  {
+    const int64_t h = 768, w = 1024;
+    std::vector<uint8_t> image(static_cast<size_t>(h * w));
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        double cr = -2.2 + 3.2 * static_cast<double>(x) / static_cast<double>(w);
+        double ci = -1.2 + 2.4 * static_cast<double>(y) / static_cast<double>(h);
+        double zr = 0, zi = 0;
+        int n = 0;
+        while (n < 255 && zr * zr + zi * zi < 4) {
+          double t = zr * zr - zi * zi + cr;
+          zi = 2 * zr * zi + ci;
+          zr = t;
+          ++n;
+        }
+        image[static_cast<size_t>(y * w + x)] = static_cast<uint8_t>(n);
+      }
+    }
+    failures += Write(out + "/images/mandelbrot.b2nd", {h, w}, {256, 256}, {64, 64}, 1, "|u1",
+                      image.data(), static_cast<int64_t>(image.size()));
+  }
+  {
+    const int64_t n = 1000000;
+    std::vector<int64_t> counts(static_cast<size_t>(n));
+    int64_t total = 0;
+    for (int64_t k = 0; k < n; ++k) counts[static_cast<size_t>(k)] = (total += k % 7);
+    failures += Write(out + "/series/counts.b2nd", {n}, {100000}, {10000}, 8, "<i8", counts.data(),
+                      static_cast<int64_t>(counts.size() * 8));
+  }
+  if (FILE* f = std::fopen((out + "/README.txt").c_str(), "w")) {
+    std::fputs("Sample Blosc2 b2nd containers written by b2ndfs-make-samples.\n", f);
+    std::fclose(f);
+  }
+  blosc2_destroy();
+  return failures == 0 ? 0 : 1;
+}
