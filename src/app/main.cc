@@ -74,7 +74,9 @@ int main(int argc, char** argv) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const size_t cache_size = cl.cache_size > 0 ? cl.cache_size : DefaultCacheSize();
 
-  cache::BlockCache cache(cache_size);
+  // Few shards for small caches, so that one shard still holds large blocks.
+  const int shards = static_cast<int>(std::clamp<size_t>(cache_size / (64u << 20), 1, 16));
+  cache::BlockCache cache(cache_size, shards);
   codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
   // The reading thread helps decompress, so threads - 1 helpers give
   // `threads` decompressions in flight for one reader.

@@ -62,8 +62,6 @@ Result<Value> RunLoader(const std::function<Result<Value>()>& loader) noexcept {
   }
 }
 
-}  // namespace
-
 // One load in progress. Its creator (the loader) publishes the result once;
 // any number of waiters block on `cv` until then.
 struct InFlight {
@@ -90,6 +88,8 @@ struct InFlight {
     return *result;
   }
 };
+
+}  // namespace
 
 // Aligned to a cache line so counters of neighbouring shards, bumped by
 // different threads, do not share one.

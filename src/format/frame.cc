@@ -26,9 +26,9 @@ constexpr int64_t kPosCodecs = 27;
 constexpr int64_t kPosOtherFlags = 28;
 constexpr int64_t kPosNbytes = 30;        // int64
 constexpr int64_t kPosCbytes = 39;        // int64
-constexpr int64_t kPosTypesize = 48 + 1;  // int32
-constexpr int64_t kPosBlocksize = 53 + 1;
-constexpr int64_t kPosChunksize = 58 + 1;
+constexpr int64_t kPosTypesize = 48;     // int32 (marker 0xd2 at 47)
+constexpr int64_t kPosBlocksize = 53;    // int32 (marker 0xd2 at 52)
+constexpr int64_t kPosChunksize = 58;    // int32 (marker 0xd2 at 57)
 constexpr int64_t kPosHasVlmeta = 68;     // bool
 constexpr int64_t kPosFilterCount = 70;   // fixext16 type byte (marker 0xd8 at 69)
 constexpr int64_t kPosFilters = 71;
@@ -50,9 +50,9 @@ struct Marker {
 constexpr Marker kHeaderMarkers[] = {
     {10, 0xd2, "header_size (int32)"},    {15, 0xcf, "frame_size (uint64)"},
     {24, 0xa4, "flags (str of 4)"},       {29, 0xd3, "nbytes (int64)"},
-    {38, 0xd3, "cbytes (int64)"},         {48, 0xd2, "typesize (int32)"},
-    {53, 0xd2, "blocksize (int32)"},      {58, 0xd2, "chunksize (int32)"},
-    {63, 0xd1, "compression threads (int16)"}, {66, 0xd1, "decompression threads (int16)"},
+    {38, 0xd3, "cbytes (int64)"},         {47, 0xd2, "typesize (int32)"},
+    {52, 0xd2, "blocksize (int32)"},      {57, 0xd2, "chunksize (int32)"},
+    {62, 0xd1, "compression threads (int16)"}, {65, 0xd1, "decompression threads (int16)"},
     {69, 0xd8, "filter pipeline (fixext16)"},
 };
 

@@ -11,7 +11,7 @@
 // writes, see tests/unit/frame_test.cc):
 //   * header: a 14-entry msgpack array whose fixed part has fixed offsets
 //     (header_size int32 at byte 11, frame_size uint64 at 16, flags at 25..28,
-//     nbytes 30, cbytes 39, typesize 49, blocksize 54, chunksize 59, filters
+//     nbytes 30, cbytes 39, typesize 48, blocksize 53, chunksize 58, filters
 //     fixext16 at 69 (ext type = number of filters), udcodec at 77,
 //     compcode_meta 78, filters_meta 79..84); then the metalayers:
 //     [uint16, map16 {name: int32 offset}, array16 [bin32...]], where each
@@ -109,7 +109,7 @@ using ReadAt = std::function<Result<std::vector<uint8_t>>(int64_t offset, int64_
 Result<FrameInfo> ParseFrame(const ReadAt& read, int64_t file_size);
 
 // True if `prefix` (the first bytes of a file) starts like a Blosc2 frame
-// (needs at least 11 bytes: fixarray marker, then the str "b2frame\0").
+// (needs at least 10 bytes: a fixarray marker, then the str "b2frame\0").
 bool LooksLikeFrame(std::span<const uint8_t> prefix);
 
 enum class ChunkKind { kStored, kZeros, kNaN, kUninitialized };
