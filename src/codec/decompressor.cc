@@ -32,9 +32,17 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
   info.cbytes = cbytes;
   info.blocksize = blocksize;
   info.typesize = header[3];
-  if (header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH) &&
-      (header[2] & 0x3) == 0x3) {  // extended (Blosc2) header
+  const uint8_t flags = header[2];
+  const bool extended = (flags & BLOSC_DOSHUFFLE) && (flags & BLOSC_DOBITSHUFFLE);
+  if (extended && header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
     info.special = ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0;
+    // c-blosc2 2.17's getitem cannot decode dictionary-compressed blocks.
+    if (header[31] & BLOSC2_USEDICT) info.needs_whole_chunk = true;
+    for (int i = 16; i < 16 + BLOSC2_MAX_FILTERS; ++i) {
+      if (header[i] == BLOSC_DELTA) info.needs_whole_chunk = true;
+    }
+  } else if (!extended && (flags & BLOSC_DODELTA)) {
+    info.needs_whole_chunk = true;
   }
   return info;
 }

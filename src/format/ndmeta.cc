@@ -157,8 +157,9 @@ Result<NdMeta> Decode(std::span<const uint8_t> bytes, bool b2nd) {
   const std::string layer = b2nd ? "b2nd" : "caterva";
   MetaDecoder d(layer);
   if (bytes.empty()) return d.Error("is empty");
-  // Depth 2: the entry array and the shape arrays inside it.
-  auto unpacked = internal::UnpackBounded(bytes, 0, 2, layer + " metalayer");
+  // Depth 2 would do (the entry array and the shape arrays inside it); 3 lets
+  // a misplaced array inside a shape be reported by name.
+  auto unpacked = internal::UnpackBounded(bytes, 0, 3, layer + " metalayer");
   if (!unpacked.ok()) return unpacked.status();
   // Bytes after the object (unpacked->end < bytes.size()) are ignored, like
   // c-blosc2 does: writers sized the buffer themselves.

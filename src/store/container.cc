@@ -248,10 +248,15 @@ Status Container::LoadChunkIndex(const std::vector<uint8_t>& offsets_chunk) {
     if (!location.ok()) return location.status().WithContext("chunk " + std::to_string(i));
     src.chunks[i].kind = location->kind;
     src.chunks[i].offset = location->offset;
-    if (!src.sparse && location->kind == format::ChunkKind::kStored &&
-        (location->offset < src.frame_info.header_size || location->offset >= src.chunks_end)) {
-      return InvalidData("chunk " + std::to_string(i) + " offset " +
-                         std::to_string(location->offset) + " lies outside the chunks section");
+    if (!src.sparse && location->kind == format::ChunkKind::kStored) {
+      // Contiguous frames count chunk offsets from the end of the header.
+      const int64_t chunks_size = src.chunks_end - src.frame_info.header_size;
+      if (location->offset < 0 || location->offset >= chunks_size) {
+        return InvalidData("chunk " + std::to_string(i) + " offset " +
+                           std::to_string(location->offset) + " lies outside the " +
+                           std::to_string(chunks_size) + "-byte chunks section");
+      }
+      src.chunks[i].offset = src.frame_info.header_size + location->offset;
     }
   }
   return Status::Ok();
@@ -361,6 +366,31 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
   if (ci.nbytes != expected) {
     return InvalidData("chunk decompresses to " + std::to_string(ci.nbytes) +
                        " bytes but the layout needs " + std::to_string(expected));
+  }
+  if (ci.needs_whole_chunk && layout.BlocksInChunk(chunk_index) > 1) {
+    // Decode the chunk once and keep every block of it, since decoding any
+    // one block costs the whole chunk anyway.
+    std::vector<uint8_t> whole(static_cast<size_t>(expected));
+    {
+      auto lease = context_->decompressors->Acquire();
+      B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(*chunk, whole));
+    }
+    const int64_t nblocks = layout.BlocksInChunk(chunk_index);
+    for (int64_t b = 0; b < nblocks; ++b) {
+      const size_t from = static_cast<size_t>(layout.BlockFirstItem(chunk_index, b) * itemsize);
+      const size_t size = static_cast<size_t>(layout.BlockItems(chunk_index, b) * itemsize);
+      if (b == block_index) {
+        std::memcpy(block->data(), whole.data() + from, size);
+      } else {
+        auto other = std::make_shared<cache::Bytes>(whole.begin() + from,
+                                                    whole.begin() + from + size);
+        context_->cache->Insert(cache::Key{id_, chunk_index, b, cache::EntryKind::kBlock},
+                                std::move(other));
+      }
+    }
+    GlobalReadStats().blocks_decompressed += static_cast<uint64_t>(nblocks);
+    GlobalReadStats().bytes_decompressed += whole.size();
+    return cache::Value(std::move(block));
   }
   {
     auto lease = context_->decompressors->Acquire();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -323,23 +324,33 @@ TEST_CASE("frames of an empty super-chunk") {
 }
 
 TEST_CASE("variable-size chunks") {
-  // c-blosc2 only lets chunks of different sizes into a super-chunk without a
-  // frame; the frame made from it has chunksize 0.
+  // c-blosc2 2.17 lets chunks of different sizes into a super-chunk without a
+  // frame (never two short ones in a row), but the frame it then writes keeps
+  // the first chunk's size as chunksize, so that nbytes / chunksize disagrees
+  // with the chunk index: c-blosc2 itself cannot open it again, and we reject
+  // it too. With chunksize 0 (variable chunks) the frame is consistent.
   blosc2_cparams cparams = Cparams(BLOSC_BLOSCLZ, 1);
   blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
   storage.contiguous = false;
   storage.cparams = &cparams;
   blosc2_schunk* sc = blosc2_schunk_new(&storage);
   Bytes data(5000, 7);
-  for (int32_t n : {100, 5000, 300, 4000}) {
+  for (int32_t n : {5000, 300, 5000, 100}) {
     REQUIRE(blosc2_schunk_append_buffer(sc, data.data(), n) > 0);
   }
-  const Bytes frame = ToBuffer(sc);
+  Bytes frame = ToBuffer(sc);
+  CHECK(ErrorOf(Parse(frame)) ==
+        "chunk index has 4 entries, but nbytes 10400 in chunks of 5000 bytes make 3");
+  CHECK(blosc2_schunk_from_buffer(frame.data(), static_cast<int64_t>(frame.size()), true) ==
+        nullptr);
+  std::fill(frame.begin() + 58, frame.begin() + 62, 0);  // chunksize 0
+  frame[25] |= 0x40;                                     // variable-length chunks flag
   auto info = Parse(frame);
   REQUIRE_OK(info);
   CHECK(info->chunksize == 0);
   CHECK(info->variable_chunks);
   CHECK(info->nchunks == 4);
+  sc->chunksize = 0;  // what the frame now says
   CheckAgainstBlosc(frame, *info, sc);
   blosc2_schunk_free(sc);
 }

@@ -261,8 +261,10 @@ TEST_CASE("wrong types in every position are errors") {
   REQUIRE(DecodeB2ndMetalayer(pack_with(-1, 0)).ok());
   for (int position = 0; position < 7; ++position) {
     for (int kind = 0; kind < 8; ++kind) {
-      // An array in place of the 1-entry shapes is [1]: valid.
+      // An array in place of the 1-entry shapes is [1], a string in place of
+      // the dtype is "x": both valid.
       if (kind == 4 && position >= 2 && position <= 4) continue;
+      if (kind == 3 && position == 6) continue;
       INFO("position " << position << " kind " << kind);
       auto r = DecodeB2ndMetalayer(pack_with(position, kind));
       CHECK_FALSE(r.ok());
@@ -278,13 +280,14 @@ TEST_CASE("wrong types in every position are errors") {
       p.pack(4);
       if (axis_kind == 0) p.pack_nil();
       if (axis_kind == 1) p.pack(std::string("4"));
-      if (axis_kind == 2) p.pack_double(4.0);
+      if (axis_kind == 2) p.pack_double(4.5);  // (4.0 would be packed as an integer)
       if (axis_kind == 3) p.pack(std::vector<int>{4});
       p.pack(std::vector<int>{2, 2});
       p.pack(std::vector<int>{1, 1});
       p.pack(0);
       p.pack(std::string("<i4"));
     });
+    INFO("axis kind " << axis_kind);
     auto r = DecodeB2ndMetalayer(bytes);
     CHECK(ErrorOf(r).find("shape[1]") != std::string::npos);
   }

@@ -33,6 +33,11 @@ struct ChunkInfo {
   int32_t blocksize = 0;
   int32_t typesize = 0;
   bool special = false;   // a run of zeros / NaN / a value / uninitialised
+  // Blocks cannot be decoded on their own: the delta filter codes every block
+  // against block 0, and c-blosc2 2.17's partial decoders skip it (wrong
+  // bytes), and its getitem fails on zstd-dictionary chunks; such chunks are
+  // always decompressed whole.
+  bool needs_whole_chunk = false;
 };
 
 // Reads sizes from the first kChunkHeaderSize bytes of a chunk.
