@@ -18,25 +18,25 @@ namespace {
 // reads the header at these offsets, not through a msgpack parser, so we check
 // the msgpack markers at each of them: when they are right, the fixed-offset
 // view and the msgpack view of the header agree.
-constexpr int64_t kPosHeaderSize = 11;    // int32 (marker 0xd2 at 10)
-constexpr int64_t kPosFrameSize = 16;     // uint64 (marker 0xcf at 15)
-constexpr int64_t kPosFlags = 25;         // general_flags (str of 4, marker 0xa4 at 24)
+constexpr int64_t kPosHeaderSize = 11;  // int32 (marker 0xd2 at 10)
+constexpr int64_t kPosFrameSize = 16;   // uint64 (marker 0xcf at 15)
+constexpr int64_t kPosFlags = 25;       // general_flags (str of 4, marker 0xa4 at 24)
 constexpr int64_t kPosFrameType = 26;
 constexpr int64_t kPosCodecs = 27;
 constexpr int64_t kPosOtherFlags = 28;
-constexpr int64_t kPosNbytes = 30;        // int64
-constexpr int64_t kPosCbytes = 39;        // int64
+constexpr int64_t kPosNbytes = 30;       // int64
+constexpr int64_t kPosCbytes = 39;       // int64
 constexpr int64_t kPosTypesize = 48;     // int32 (marker 0xd2 at 47)
 constexpr int64_t kPosBlocksize = 53;    // int32 (marker 0xd2 at 52)
 constexpr int64_t kPosChunksize = 58;    // int32 (marker 0xd2 at 57)
-constexpr int64_t kPosHasVlmeta = 68;     // bool
-constexpr int64_t kPosFilterCount = 70;   // fixext16 type byte (marker 0xd8 at 69)
+constexpr int64_t kPosHasVlmeta = 68;    // bool
+constexpr int64_t kPosFilterCount = 70;  // fixext16 type byte (marker 0xd8 at 69)
 constexpr int64_t kPosFilters = 71;
 constexpr int64_t kPosUdcodec = 77;
 constexpr int64_t kPosCodecMeta = 78;
 constexpr int64_t kPosFiltersMeta = 79;
-constexpr int kMaxFilters = 6;            // BLOSC2_MAX_FILTERS
-constexpr int kMaxFrameVersion = 2;       // BLOSC2_VERSION_FRAME_FORMAT in 2.17
+constexpr int kMaxFilters = 6;       // BLOSC2_MAX_FILTERS
+constexpr int kMaxFrameVersion = 2;  // BLOSC2_VERSION_FRAME_FORMAT in 2.17
 // The uint32 trailer length sits 22 bytes before the end of the frame.
 constexpr int64_t kTrailerLenFromEnd = 22;
 constexpr int64_t kChunkMinHeaderSize = 16;  // BLOSC_MIN_HEADER_LENGTH
@@ -48,11 +48,16 @@ struct Marker {
 };
 
 constexpr Marker kHeaderMarkers[] = {
-    {10, 0xd2, "header_size (int32)"},    {15, 0xcf, "frame_size (uint64)"},
-    {24, 0xa4, "flags (str of 4)"},       {29, 0xd3, "nbytes (int64)"},
-    {38, 0xd3, "cbytes (int64)"},         {47, 0xd2, "typesize (int32)"},
-    {52, 0xd2, "blocksize (int32)"},      {57, 0xd2, "chunksize (int32)"},
-    {62, 0xd1, "compression threads (int16)"}, {65, 0xd1, "decompression threads (int16)"},
+    {10, 0xd2, "header_size (int32)"},
+    {15, 0xcf, "frame_size (uint64)"},
+    {24, 0xa4, "flags (str of 4)"},
+    {29, 0xd3, "nbytes (int64)"},
+    {38, 0xd3, "cbytes (int64)"},
+    {47, 0xd2, "typesize (int32)"},
+    {52, 0xd2, "blocksize (int32)"},
+    {57, 0xd2, "chunksize (int32)"},
+    {62, 0xd1, "compression threads (int16)"},
+    {65, 0xd1, "decompression threads (int16)"},
     {69, 0xd8, "filter pipeline (fixext16)"},
 };
 
@@ -74,9 +79,7 @@ int32_t LoadBigInt32(const uint8_t* p) {
   return static_cast<int32_t>(static_cast<uint32_t>(LoadBigEndian(p, 4)));
 }
 
-int64_t LoadBigInt64(const uint8_t* p) {
-  return static_cast<int64_t>(LoadBigEndian(p, 8));
-}
+int64_t LoadBigInt64(const uint8_t* p) { return static_cast<int64_t>(LoadBigEndian(p, 8)); }
 
 int32_t LoadLittleInt32(const uint8_t* p) {
   uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
@@ -103,8 +106,7 @@ Result<std::vector<uint8_t>> ReadExactly(const ReadAt& read, int64_t offset, int
 // lying inside `container`.
 Result<std::vector<NamedBytes>> DecodeMetalayerSection(const msgpack::object& section,
                                                        std::span<const uint8_t> container,
-                                                       const std::string& what,
-                                                       int max_entries) {
+                                                       const std::string& what, int max_entries) {
   if (section.type != msgpack::type::ARRAY || section.via.array.size != 3) {
     return Bad(what + " should be a 3-entry msgpack array (index size, map, contents) but is " +
                internal::TypeName(section) +
@@ -130,9 +132,8 @@ Result<std::vector<NamedBytes>> DecodeMetalayerSection(const msgpack::object& se
     }
     std::string name(kv.key.via.str.ptr, kv.key.via.str.size);
     if (name.size() > static_cast<size_t>(kMaxMetalayerNameLength)) {
-      return Bad(what + " entry " + std::to_string(i) + " has a " +
-                 std::to_string(name.size()) + "-byte name, longer than " +
-                 std::to_string(kMaxMetalayerNameLength));
+      return Bad(what + " entry " + std::to_string(i) + " has a " + std::to_string(name.size()) +
+                 "-byte name, longer than " + std::to_string(kMaxMetalayerNameLength));
     }
     const std::string label = what + " '" + name + "'";
     std::optional<int64_t> offset = internal::AsInt64(kv.val);
@@ -327,8 +328,8 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
                  std::to_string(trailer_size) + " stated at the frame end");
     }
     if (unpacked.end != trailer.size()) {
-      return Bad("frame trailer msgpack ends at byte " + std::to_string(unpacked.end) +
-                 " of the " + std::to_string(trailer.size()) + "-byte trailer");
+      return Bad("frame trailer msgpack ends at byte " + std::to_string(unpacked.end) + " of the " +
+                 std::to_string(trailer.size()) + "-byte trailer");
     }
     B2NDFS_ASSIGN_OR_RETURN(info.vlmetalayers,
                             DecodeMetalayerSection(top.via.array.ptr[1], trailer,
@@ -339,8 +340,8 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
   if (!info.sparse) {
     std::optional<int64_t> data_end = CheckedAdd(header_size, info.cbytes);
     if (!data_end || *data_end > info.trailer_offset) {
-      return Bad("frame header says cbytes " + std::to_string(info.cbytes) +
-                 ", but only " + std::to_string(info.trailer_offset - header_size) +
+      return Bad("frame header says cbytes " + std::to_string(info.cbytes) + ", but only " +
+                 std::to_string(info.trailer_offset - header_size) +
                  " bytes lie between the header and the trailer");
     }
   }

@@ -136,9 +136,9 @@ void AppendDouble(double value, bool single_precision, std::string* out) {
   char buf[64];
   // Shortest text that reads back to the same value; a float32 is printed as
   // a float32 (0.1f -> 0.1, not 0.100000001490116).
-  const std::to_chars_result r = single_precision
-                                     ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(value))
-                                     : std::to_chars(buf, buf + sizeof buf, value);
+  const std::to_chars_result r =
+      single_precision ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(value))
+                       : std::to_chars(buf, buf + sizeof buf, value);
   out->append(buf, r.ptr);
 }
 
@@ -262,8 +262,8 @@ class MsgpackWriter {
 };
 
 // One msgpack object filling `bytes`, written as JSON; nullopt otherwise.
-std::optional<std::string> MsgpackText(std::span<const uint8_t> bytes, Layout layout,
-                                       int indent, size_t limit) {
+std::optional<std::string> MsgpackText(std::span<const uint8_t> bytes, Layout layout, int indent,
+                                       size_t limit) {
   if (bytes.empty()) return std::nullopt;
   try {
     auto unpacked = internal::UnpackBounded(bytes, 0, kMaxMsgpackDepth, "msgpack value");

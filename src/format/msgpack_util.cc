@@ -35,8 +35,7 @@ Result<Unpacked> UnpackBounded(std::span<const uint8_t> bytes, size_t offset, si
   } catch (const msgpack::depth_size_overflow&) {
     return InvalidData(what + " nests deeper than " + std::to_string(max_depth) + " levels");
   } catch (const msgpack::size_overflow&) {
-    return InvalidData(what + " declares a size larger than its " + std::to_string(n) +
-                       " bytes");
+    return InvalidData(what + " declares a size larger than its " + std::to_string(n) + " bytes");
   } catch (const msgpack::parse_error& e) {
     return InvalidData(what + " is not valid msgpack (" + e.what() + ")");
   } catch (const msgpack::unpack_error& e) {

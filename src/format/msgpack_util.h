@@ -9,10 +9,9 @@
 // the returned handle is used.
 #pragma once
 
-#include <msgpack.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <msgpack.hpp>
 #include <optional>
 #include <span>
 #include <string>

@@ -186,11 +186,10 @@ struct NamedDtype {
 
 // NumPy type names that some writers store instead of type strings.
 constexpr NamedDtype kNamedDtypes[] = {
-    {"bool", "|b1"},        {"int8", "|i1"},       {"uint8", "|u1"},
-    {"int16", "<i2"},       {"uint16", "<u2"},     {"int32", "<i4"},
-    {"uint32", "<u4"},      {"int64", "<i8"},      {"uint64", "<u8"},
-    {"float16", "<f2"},     {"float32", "<f4"},    {"float64", "<f8"},
-    {"complex64", "<c8"},   {"complex128", "<c16"}, {"?", "|b1"},
+    {"bool", "|b1"},      {"int8", "|i1"},        {"uint8", "|u1"},   {"int16", "<i2"},
+    {"uint16", "<u2"},    {"int32", "<i4"},       {"uint32", "<u4"},  {"int64", "<i8"},
+    {"uint64", "<u8"},    {"float16", "<f2"},     {"float32", "<f4"}, {"float64", "<f8"},
+    {"complex64", "<c8"}, {"complex128", "<c16"}, {"?", "|b1"},
 };
 
 std::optional<std::string_view> NamedTypestr(std::string_view dtype) {
@@ -215,7 +214,8 @@ std::optional<int64_t> ParseCount(std::string_view digits) {
 // "<U3", "<M8[ns]". Item size in bytes (> 0) or nullopt.
 std::optional<int64_t> SimpleItemSize(std::string_view dtype) {
   if (std::optional<std::string_view> typestr = NamedTypestr(dtype)) dtype = *typestr;
-  if (!dtype.empty() && (dtype[0] == '<' || dtype[0] == '>' || dtype[0] == '|' || dtype[0] == '=')) {
+  if (!dtype.empty() &&
+      (dtype[0] == '<' || dtype[0] == '>' || dtype[0] == '|' || dtype[0] == '=')) {
     dtype.remove_prefix(1);
   }
   if (dtype.empty()) return std::nullopt;

@@ -1,10 +1,10 @@
 #include "b2ndfs/vfs/filesystem.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/filesystem.hpp>
 #include <cstring>
 
 #include "b2ndfs/util/log.h"
@@ -474,29 +474,27 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
     case NodeType::kVirtual:
       return Status(ENOTDIR, node->name);
     case NodeType::kDir: {
-      DIR* dir = ::opendir(node->path.c_str());
-      if (dir == nullptr) {
-        int e = errno;
-        return Status(e, node->path + ": " + std::strerror(e));
-      }
+      // Boost.Filesystem lists; stat() (which follows symbolic links) decides
+      // what each entry is shown as, without opening any container.
+      boost::system::error_code ec;
+      boost::filesystem::directory_iterator it(node->path, ec);
+      if (ec) return Status(ec.value() > 0 ? ec.value() : EIO, node->path + ": " + ec.message());
       std::vector<DirEntry> entries;
-      while (struct dirent* d = ::readdir(dir)) {
-        std::string name = d->d_name;
-        if (name == "." || name == "..") continue;
+      for (; it != boost::filesystem::directory_iterator(); it.increment(ec)) {
+        if (ec) return Status(ec.value() > 0 ? ec.value() : EIO, node->path + ": " + ec.message());
+        const std::string name = it->path().filename().string();
         struct stat st;
-        const std::string path = node->path + "/" + name;
-        if (!StatPath(path, &st)) continue;  // vanished or a dangling link
+        if (!StatPath(it->path().string(), &st)) continue;  // vanished or a dangling link
         mode_t type;
         if (S_ISDIR(st.st_mode)) {
           type = S_IFDIR;
         } else if (S_ISREG(st.st_mode)) {
           type = HasContainerExtension(name) ? S_IFDIR : S_IFREG;
         } else {
-          continue;
+          continue;  // devices, fifos and sockets are not mirrored
         }
-        entries.push_back(DirEntry{name, type, StandIn(ino, entries.size())});
+        entries.push_back(DirEntry{name, type, 0});
       }
-      ::closedir(dir);
       std::sort(entries.begin(), entries.end(),
                 [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
       for (size_t i = 0; i < entries.size(); ++i) entries[i].ino = StandIn(ino, i);

@@ -16,6 +16,8 @@
 #ifndef B2NDFS_TESTS_INTEGRATION_ITEST_COMMON_H_
 #define B2NDFS_TESTS_INTEGRATION_ITEST_COMMON_H_
 
+#include <b2nd.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -26,8 +28,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-struct b2nd_array_t;
 
 namespace b2ndfs::itest {
 
@@ -79,10 +79,10 @@ std::vector<HostileEntry> ReadHostileManifest(const std::string& path);
 
 // What b2ndfs must do with a hostile container.
 enum class HostileExpectation {
-  kError,        // undecodable: meta.json holds "error", no other files
-  kErrorOrEio,   // either the above, or every data read fails with EIO
-  kErrorOrSame,  // the above, or reads return the intact array's bytes
-  kPartial,      // decodes; readable chunks exact, bad chunks EIO
+  kError,           // undecodable: meta.json holds "error", no other files
+  kErrorOrEio,      // either the above, or every data read fails with EIO
+  kErrorOrSame,     // the above, or reads return the intact array's bytes
+  kPartial,         // decodes; readable chunks exact, bad chunks EIO
   kDecodesOrError,  // valid content (odd dtype): either is fine
 };
 HostileExpectation ExpectationFor(const HostileEntry& entry);

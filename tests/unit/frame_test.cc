@@ -7,8 +7,8 @@
 #include <blosc2.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -47,10 +47,10 @@ ReadAt ReaderOf(const Bytes& bytes) {
 }
 
 // REQUIRE(r.ok()), saying why not.
-#define REQUIRE_OK(r)                                                  \
-  do {                                                                 \
-    INFO(((r).ok() ? std::string() : (r).status().message()));         \
-    REQUIRE((r).ok());                                                 \
+#define REQUIRE_OK(r)                                          \
+  do {                                                         \
+    INFO(((r).ok() ? std::string() : (r).status().message())); \
+    REQUIRE((r).ok());                                         \
   } while (0)
 
 Result<FrameInfo> Parse(const Bytes& bytes) {
@@ -121,7 +121,8 @@ void CheckAgainstBlosc(const Bytes& frame_file, const FrameInfo& info, blosc2_sc
   CHECK(info.nchunks == sc->nchunks);
   if (sc->nchunks > 0) CHECK(info.chunksize == sc->chunksize);
   CHECK(info.clevel == sc->clevel);
-  CHECK(info.codec == (sc->compcode < BLOSC_LAST_CODEC ? int{sc->compcode} : int{BLOSC_UDCODEC_FORMAT}));
+  CHECK(info.codec ==
+        (sc->compcode < BLOSC_LAST_CODEC ? int{sc->compcode} : int{BLOSC_UDCODEC_FORMAT}));
   for (int i = 0; i < 6; ++i) {
     CHECK(info.filters[i] == sc->filters[i]);
     CHECK(info.filters_meta[i] == sc->filters_meta[i]);
@@ -161,14 +162,14 @@ void CheckAgainstBlosc(const Bytes& frame_file, const FrameInfo& info, blosc2_sc
     if (location->kind != ChunkKind::kStored) {
       // c-blosc2 hands out a special chunk of the same kind.
       const int special = (expected[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK;
-      const ChunkKind kind = special == BLOSC2_SPECIAL_ZERO   ? ChunkKind::kZeros
-                             : special == BLOSC2_SPECIAL_NAN  ? ChunkKind::kNaN
+      const ChunkKind kind = special == BLOSC2_SPECIAL_ZERO     ? ChunkKind::kZeros
+                             : special == BLOSC2_SPECIAL_NAN    ? ChunkKind::kNaN
                              : special == BLOSC2_SPECIAL_UNINIT ? ChunkKind::kUninitialized
                                                                 : ChunkKind::kStored;
       CHECK(location->kind == kind);
     } else if (info.sparse) {
-      const Bytes chunk = ReadFile(sparse_dir + "/" +
-                                   b2ndfs::format::SparseChunkFileName(location->offset));
+      const Bytes chunk =
+          ReadFile(sparse_dir + "/" + b2ndfs::format::SparseChunkFileName(location->offset));
       CHECK(chunk == Bytes(expected, expected + expected_cbytes));
     } else {
       REQUIRE(location->offset >= info.header_size);
@@ -272,7 +273,10 @@ TEST_CASE("in-memory frames from c-blosc2, every codec") {
     storage.contiguous = true;
     blosc2_schunk* sc = MakeSchunk(&cparams, &storage, "mymeta");
     const uint8_t meta[] = {0x93, 0x01, 0x02, 0x03};
-    const std::string attrs = "\x82\xa1" "a\x01\xa1" "b\xa3xyz";
+    const std::string attrs =
+        "\x82\xa1"
+        "a\x01\xa1"
+        "b\xa3xyz";
     REQUIRE(blosc2_vlmeta_add(sc, "attrs", (uint8_t*)attrs.data(),
                               static_cast<int32_t>(attrs.size()), nullptr) >= 0);
     const Bytes frame = ToBuffer(sc);
@@ -554,8 +558,9 @@ TEST_CASE("header fields that do not fit the file are reported in words") {
   {
     Bytes bad = good;  // chunksize no longer matches the chunk index
     PutBig(bad, 58, 2000, 4);
-    CHECK(ErrorOf(Parse(bad)).find("chunk index has 4 entries, but nbytes 14000 in chunks of "
-                                   "2000 bytes make 7") != std::string::npos);
+    CHECK(ErrorOf(Parse(bad))
+              .find("chunk index has 4 entries, but nbytes 14000 in chunks of "
+                    "2000 bytes make 7") != std::string::npos);
   }
   {
     Bytes bad = good;

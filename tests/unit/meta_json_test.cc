@@ -2,14 +2,13 @@
 // and the meta.json document checked with a small strict JSON parser.
 #include "b2ndfs/format/meta_json.h"
 
-#include <msgpack.hpp>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
+#include <msgpack.hpp>
 #include <optional>
 #include <random>
 #include <string>
@@ -84,7 +83,8 @@ class Parser {
 
  private:
   void Space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
       ++i_;
     }
   }
@@ -267,9 +267,7 @@ std::optional<Value> ParseJson(const std::string& text) { return Parser(text).Pa
 // ---- tests ------------------------------------------------------------------
 
 TEST_CASE("Base64Encode matches RFC 4648 test vectors") {
-  const auto b64 = [](const std::string& s) {
-    return Base64Encode(Bytes(s.begin(), s.end()));
-  };
+  const auto b64 = [](const std::string& s) { return Base64Encode(Bytes(s.begin(), s.end())); };
   CHECK(b64("") == "");
   CHECK(b64("f") == "Zg==");
   CHECK(b64("fo") == "Zm8=");
@@ -286,14 +284,14 @@ TEST_CASE("JsonQuote escapes and keeps UTF-8 safe") {
   CHECK(JsonQuote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
   CHECK(JsonQuote(std::string("\x01\x1f\x7f", 3)) == "\"\\u0001\\u001f\\u007f\"");
   CHECK(JsonQuote(std::string("nul\0x", 5)) == "\"nul\\u0000x\"");
-  CHECK(JsonQuote("\xc3\xa9t\xc3\xa9") == "\"\xc3\xa9t\xc3\xa9\"");              // été
-  CHECK(JsonQuote("\xe2\x82\xac") == "\"\xe2\x82\xac\"");                        // €
-  CHECK(JsonQuote("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");                // emoji
-  CHECK(JsonQuote("\xff") == "\"\\ufffd\"");                                      // invalid byte
-  CHECK(JsonQuote("a\xc3") == "\"a\\ufffd\"");                                   // truncated
-  CHECK(JsonQuote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");                           // overlong
-  CHECK(JsonQuote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");                // surrogate
-  CHECK(JsonQuote("\xf4\x90\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");     // > U+10FFFF
+  CHECK(JsonQuote("\xc3\xa9t\xc3\xa9") == "\"\xc3\xa9t\xc3\xa9\"");            // été
+  CHECK(JsonQuote("\xe2\x82\xac") == "\"\xe2\x82\xac\"");                      // €
+  CHECK(JsonQuote("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");              // emoji
+  CHECK(JsonQuote("\xff") == "\"\\ufffd\"");                                   // invalid byte
+  CHECK(JsonQuote("a\xc3") == "\"a\\ufffd\"");                                 // truncated
+  CHECK(JsonQuote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");                        // overlong
+  CHECK(JsonQuote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");             // surrogate
+  CHECK(JsonQuote("\xf4\x90\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // > U+10FFFF
   CHECK(JsonQuote("\xe2\x82x") == "\"\\ufffd\\ufffdx\"");
 }
 
@@ -314,21 +312,20 @@ TEST_CASE("MsgpackToJson goldens") {
   CHECK(Json({0xca, 0x3f, 0xc0, 0, 0}) == "1.5");  // float32
   CHECK(Json(Pack([](auto& p) { p.pack_double(1e300); })) == "1e+300");
   CHECK(Json(Pack([](auto& p) { p.pack_double(std::nan("")); })) == "\"NaN\"");
-  CHECK(Json(Pack([](auto& p) {
-          p.pack_double(std::numeric_limits<double>::infinity());
-        })) == "\"Infinity\"");
-  CHECK(Json(Pack([](auto& p) {
-          p.pack_float(-std::numeric_limits<float>::infinity());
-        })) == "\"-Infinity\"");
+  CHECK(Json(Pack([](auto& p) { p.pack_double(std::numeric_limits<double>::infinity()); })) ==
+        "\"Infinity\"");
+  CHECK(Json(Pack([](auto& p) { p.pack_float(-std::numeric_limits<float>::infinity()); })) ==
+        "\"-Infinity\"");
   CHECK(Json({0xa0}) == "\"\"");
   CHECK(Json({0xa3, 'a', '"', 'b'}) == "\"a\\\"b\"");
-  CHECK(Json({0xa2, 0xc3, 0x28}) == "\"\\ufffd(\"");  // invalid UTF-8 in a str
+  CHECK(Json({0xa2, 0xc3, 0x28}) == "\"\\ufffd(\"");       // invalid UTF-8 in a str
   CHECK(Json({0xc4, 0x03, 'f', 'o', 'o'}) == "\"Zm9v\"");  // bin -> base64
   CHECK(Json({0xc4, 0x00}) == "\"\"");
   CHECK(Json({0x90}) == "[]");
   CHECK(Json({0x80}) == "{}");
   CHECK(Json({0x93, 0x01, 0xa1, 'x', 0xc0}) == "[1,\"x\",null]");
-  CHECK(Json({0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0x92, 0xc3, 0xc2}) == "{\"a\":1,\"b\":[true,false]}");
+  CHECK(Json({0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0x92, 0xc3, 0xc2}) ==
+        "{\"a\":1,\"b\":[true,false]}");
   // Non-string keys are stringified.
   CHECK(Json({0x84, 0x01, 0xa1, 'i', 0xc3, 0xa1, 'b', 0xc0, 0xa1, 'n', 0x92, 0x01, 0x02, 0xa1,
               'a'}) == "{\"1\":\"i\",\"true\":\"b\",\"null\":\"n\",\"[1,2]\":\"a\"}");
@@ -340,10 +337,10 @@ TEST_CASE("MsgpackToJson goldens") {
 
 TEST_CASE("MsgpackToJson rejects what is not exactly one object") {
   CHECK_FALSE(MsgpackToJson(Bytes{}));
-  CHECK_FALSE(MsgpackToJson(Bytes{0x01, 0x02}));        // two objects
-  CHECK_FALSE(MsgpackToJson(Bytes{0x92, 0x01}));        // truncated
-  CHECK_FALSE(MsgpackToJson(Bytes{0xc1}));              // reserved byte
-  CHECK_FALSE(MsgpackToJson(Bytes{0xa5, 'a', 'b'}));    // str runs out
+  CHECK_FALSE(MsgpackToJson(Bytes{0x01, 0x02}));      // two objects
+  CHECK_FALSE(MsgpackToJson(Bytes{0x92, 0x01}));      // truncated
+  CHECK_FALSE(MsgpackToJson(Bytes{0xc1}));            // reserved byte
+  CHECK_FALSE(MsgpackToJson(Bytes{0xa5, 'a', 'b'}));  // str runs out
   // Sizes claiming 4 GiB or 4 Gi elements never allocate.
   CHECK_FALSE(MsgpackToJson(Bytes{0xc6, 0xff, 0xff, 0xff, 0xff, 0x00}));
   CHECK_FALSE(MsgpackToJson(Bytes{0xdd, 0xff, 0xff, 0xff, 0xff, 0x00}));
@@ -368,10 +365,9 @@ TEST_CASE("MsgpackToJson rejects what is not exactly one object") {
 TEST_CASE("MsgpackToJson output is valid JSON under random input") {
   std::mt19937 rng(777);
   // {"a": [1, 1.5, bin ff00, float32 NaN], 1: ext, "é": {nil: true}, [[], {}]: "z"}
-  const Bytes seed = {0x84, 0xa1, 'a',  0x94, 0x01, 0xcb, 0x3f, 0xf8, 0,    0,    0,    0,
-                      0,    0,    0xc4, 0x02, 0xff, 0x00, 0xca, 0x7f, 0xc0, 0x00, 0x00, 0x01,
-                      0xd4, 0x05, 0x41, 0xa2, 0xc3, 0xa9, 0x81, 0xc0, 0xc3, 0x92, 0x90, 0x80,
-                      0xa1, 'z'};
+  const Bytes seed = {0x84, 0xa1, 'a',  0x94, 0x01, 0xcb, 0x3f, 0xf8, 0,    0,    0,    0,    0,
+                      0,    0xc4, 0x02, 0xff, 0x00, 0xca, 0x7f, 0xc0, 0x00, 0x00, 0x01, 0xd4, 0x05,
+                      0x41, 0xa2, 0xc3, 0xa9, 0x81, 0xc0, 0xc3, 0x92, 0x90, 0x80, 0xa1, 'z'};
   REQUIRE(ParseJson(Json(seed)));
   int converted = 0;
   for (int iteration = 0; iteration < 5000; ++iteration) {
@@ -428,7 +424,9 @@ TEST_CASE("meta.json of a b2nd array") {
   in.vlmeta.push_back({"attrs", Pack([](auto& p) {
                          p.pack_map(2);
                          p.pack(std::string("unit"));
-                         p.pack(std::string("\xc2\xb0" "C"));
+                         p.pack(
+                             std::string("\xc2\xb0"
+                                         "C"));
                          p.pack(std::string("scale"));
                          p.pack(std::vector<double>{0.5, 2.0});
                        })});
@@ -448,9 +446,9 @@ TEST_CASE("meta.json of a b2nd array") {
   REQUIRE(doc);
   REQUIRE(doc->kind == Value::Kind::kObject);
   const std::vector<std::string> expected_keys = {
-      "format", "version",  "ndim",   "shape",  "chunkshape", "blockshape", "dtype",
-      "dtype_format", "itemsize", "nbytes", "cbytes", "cratio", "nchunks", "codec",
-      "clevel", "filters",  "metalayers", "vlmeta", "files"};
+      "format",       "version",  "ndim",       "shape",  "chunkshape", "blockshape", "dtype",
+      "dtype_format", "itemsize", "nbytes",     "cbytes", "cratio",     "nchunks",    "codec",
+      "clevel",       "filters",  "metalayers", "vlmeta", "files"};
   CHECK(doc->keys == expected_keys);
   const Value& d = *doc;
   CHECK(d["format"].text == "b2nd");
@@ -482,14 +480,16 @@ TEST_CASE("meta.json of a b2nd array") {
   CHECK(b2nd["blockshape"].Ints() == std::vector<int64_t>{57, 3});
   CHECK(b2nd["dtype"].text == "|u1");
   const Value& vlmeta = d["vlmeta"];
-  CHECK(vlmeta["attrs"]["unit"].text == "\xc2\xb0" "C");
+  CHECK(vlmeta["attrs"]["unit"].text ==
+        "\xc2\xb0"
+        "C");
   REQUIRE(vlmeta["attrs"]["scale"].items.size() == 2);
   CHECK(vlmeta["attrs"]["scale"].items[0].number == "0.5");
   CHECK(vlmeta["attrs"]["scale"].items[1].number == "2");
   CHECK(vlmeta["raw"]["base64"].text == "wQD/");
   const Value& files = d["files"];
-  CHECK(files.keys == std::vector<std::string>{"data", "data.npy", "chunks", "slices/0",
-                                               "slices/1"});
+  CHECK(files.keys ==
+        std::vector<std::string>{"data", "data.npy", "chunks", "slices/0", "slices/1"});
   CHECK(files["data"]["shape"].Ints() == std::vector<int64_t>{400, 3});
   CHECK(files["data"]["size"].Int() == 1200);
   CHECK(files["slices/1"]["size"].Int() == 400);
@@ -497,7 +497,8 @@ TEST_CASE("meta.json of a b2nd array") {
   CHECK(text.rfind("{\n  \"format\": \"b2nd\",\n  \"version\": 0,\n  \"ndim\": 2,\n  \"shape\": "
                    "[400, 3],\n",
                    0) == 0);
-  CHECK(text.find("\"vlmeta\": {\n    \"attrs\": {\n      \"unit\": \"\xc2\xb0" "C\",\n      "
+  CHECK(text.find("\"vlmeta\": {\n    \"attrs\": {\n      \"unit\": \"\xc2\xb0"
+                  "C\",\n      "
                   "\"scale\": [0.5, 2]\n    },\n") != std::string::npos);
 }
 

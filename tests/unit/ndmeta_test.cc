@@ -2,11 +2,10 @@
 // NumPy dtype item sizes and .npy descrs.
 #include "b2ndfs/format/ndmeta.h"
 
-#include <msgpack.hpp>
-
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
+#include <msgpack.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,10 +75,11 @@ TEST_CASE("b2nd golden bytes as c-blosc2 writes them") {
   // [0, 2, [400, 3], [110, 3], [57, 3], 0, "|u1"]: the example of
   // README_CFRAME_FORMAT.rst.
   const Bytes bytes = B2ndBytes({400, 3}, {110, 3}, {57, 3}, "|u1");
-  const Bytes expected = {
-      0x97, 0x00, 0x02, 0x92, 0xd3, 0, 0, 0, 0, 0, 0, 0x01, 0x90, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x03,
-      0x92, 0xd2, 0,    0,    0,    0x6e, 0xd2, 0, 0, 0, 0x03, 0x92, 0xd2, 0, 0, 0, 0x39, 0xd2, 0,
-      0,    0,    0x03, 0x00, 0xdb, 0,    0,    0, 0x03, '|', 'u', '1'};
+  const Bytes expected = {0x97, 0x00, 0x02, 0x92, 0xd3, 0,    0,    0,   0,  0, 0,
+                          0x01, 0x90, 0xd3, 0,    0,    0,    0,    0,   0,  0, 0x03,
+                          0x92, 0xd2, 0,    0,    0,    0x6e, 0xd2, 0,   0,  0, 0x03,
+                          0x92, 0xd2, 0,    0,    0,    0x39, 0xd2, 0,   0,  0, 0x03,
+                          0x00, 0xdb, 0,    0,    0,    0x03, '|',  'u', '1'};
   REQUIRE(bytes == expected);
   auto meta = DecodeB2ndMetalayer(bytes);
   REQUIRE(meta.ok());
@@ -162,9 +162,9 @@ TEST_CASE("b2nd without dtype (5 entries) is accepted like c-blosc2 does") {
 
 TEST_CASE("any msgpack integer width is accepted") {
   // uint8 / uint16 / uint32 / uint64 / int8 / int16 encodings of the same values.
-  Bytes bytes = {0x97, 0xcc, 0x01, 0xd0, 0x02, 0x92, 0xce, 0, 0, 0x01, 0x00, 0xcf, 0, 0, 0, 0,
-                 0,    0,    0,    0x10, 0x92, 0xcd, 0,    0x10, 0xd1, 0, 0x08, 0x92, 0x08, 0x04,
-                 0xd0, 0x00, 0xa3, '<',  'i',  '8'};
+  Bytes bytes = {0x97, 0xcc, 0x01, 0xd0, 0x02, 0x92, 0xce, 0,    0,    0x01, 0x00, 0xcf,
+                 0,    0,    0,    0,    0,    0,    0,    0x10, 0x92, 0xcd, 0,    0x10,
+                 0xd1, 0,    0x08, 0x92, 0x08, 0x04, 0xd0, 0x00, 0xa3, '<',  'i',  '8'};
   auto meta = DecodeB2ndMetalayer(bytes);
   REQUIRE(meta.ok());
   CHECK(meta->version == 1);
@@ -402,7 +402,8 @@ TEST_CASE("dtype and dtype_format checks") {
 
 TEST_CASE("hostile sizes never allocate") {
   // A bin header claiming 4 GiB where the dtype should be.
-  Bytes bin = {0x97, 0x00, 0x01, 0x91, 0x01, 0x91, 0x01, 0x91, 0x01, 0x00, 0xc6, 0xff, 0xff, 0xff, 0xff};
+  Bytes bin = {0x97, 0x00, 0x01, 0x91, 0x01, 0x91, 0x01, 0x91,
+               0x01, 0x00, 0xc6, 0xff, 0xff, 0xff, 0xff};
   CHECK_FALSE(DecodeB2ndMetalayer(bin).ok());
   // A str32 and an array32 and a map32 claiming 4 Gi entries.
   CHECK_FALSE(DecodeB2ndMetalayer(Bytes{0xdb, 0xff, 0xff, 0xff, 0xff, 'a'}).ok());
@@ -450,7 +451,8 @@ TEST_CASE("random mutations never crash") {
           bytes.resize(at);
           break;
         default:
-          bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<uint8_t>(rng()));
+          bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                       static_cast<uint8_t>(rng()));
       }
     }
     for (bool b2nd : {true, false}) {
@@ -508,11 +510,29 @@ TEST_CASE("DtypeItemSize") {
   CHECK(DtypeItemSize("[(\"q\", \"<i2\")]") == 2);
   CHECK(DtypeItemSize("[('a', '<i4'),]") == 4);
   // What cannot be worked out.
-  for (const char* bad :
-       {"", "<", "<f", "<fx", "f-4", "<S0", "<q8", "<M4[ns]", "<M8[n s]", "<M8[", "float",
-        "[", "[]", "[('a')]", "[('a', '<i4')", "[('a', '<i4', (-1,))]", "[('a', 5)]",
-        "[('a', '<i4'), ('b', '<f8', (99999999999, 99999999999))]", "[(1, '<i4')]",
-        "[('a', '<i4')] x", "<f4 ", "|O3", "<i99999999999999"}) {
+  for (const char* bad : {"",
+                          "<",
+                          "<f",
+                          "<fx",
+                          "f-4",
+                          "<S0",
+                          "<q8",
+                          "<M4[ns]",
+                          "<M8[n s]",
+                          "<M8[",
+                          "float",
+                          "[",
+                          "[]",
+                          "[('a')]",
+                          "[('a', '<i4')",
+                          "[('a', '<i4', (-1,))]",
+                          "[('a', 5)]",
+                          "[('a', '<i4'), ('b', '<f8', (99999999999, 99999999999))]",
+                          "[(1, '<i4')]",
+                          "[('a', '<i4')] x",
+                          "<f4 ",
+                          "|O3",
+                          "<i99999999999999"}) {
     INFO(bad);
     CHECK_FALSE(DtypeItemSize(bad));
   }

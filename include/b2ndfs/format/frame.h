@@ -53,8 +53,8 @@ constexpr int64_t kFrameTrailerMinSize = 25;  // FRAME_TRAILER_MINLEN
 // frames have headers and trailers of a few hundred bytes).
 constexpr int64_t kMaxFrameHeaderSize = int64_t{64} << 20;
 constexpr int64_t kMaxFrameTrailerSize = int64_t{64} << 20;
-constexpr int kMaxMetalayers = 16;          // BLOSC2_MAX_METALAYERS
-constexpr int kMaxVlMetalayers = 8 * 1024;  // BLOSC2_MAX_VLMETALAYERS
+constexpr int kMaxMetalayers = 16;           // BLOSC2_MAX_METALAYERS
+constexpr int kMaxVlMetalayers = 8 * 1024;   // BLOSC2_MAX_VLMETALAYERS
 constexpr int kMaxMetalayerNameLength = 31;  // BLOSC2_METALAYER_NAME_MAXLEN
 // Size of a Blosc2 chunk header (BLOSC_EXTENDED_HEADER_LENGTH).
 constexpr int64_t kBlosc2ChunkHeaderSize = 32;
@@ -66,26 +66,26 @@ struct NamedBytes {
 
 struct FrameInfo {
   int64_t header_size = 0;
-  int64_t frame_size = 0;        // as the header claims; checked against the file
-  int format_version = 0;        // general_flags bits 0..3 (at most 2 is accepted)
+  int64_t frame_size = 0;  // as the header claims; checked against the file
+  int format_version = 0;  // general_flags bits 0..3 (at most 2 is accepted)
   // The chunks may differ in size: the header's chunksize is 0 (c-blosc2 decides
   // on that field, not on general_flags bit 6).
   bool variable_chunks = false;
-  bool sparse = false;           // frame_type == 1
-  int codec = 0;                 // codec_flags bits 0..3: c-blosc2 compcode (see above)
-  int clevel = 0;                // codec_flags bits 4..7
-  int splitmode = 0;             // other_flags bits 0..1 (c-blosc2's splitmode - 1)
-  int64_t nbytes = 0;            // uncompressed size of the data
-  int64_t cbytes = 0;            // compressed size of the data chunks
+  bool sparse = false;  // frame_type == 1
+  int codec = 0;        // codec_flags bits 0..3: c-blosc2 compcode (see above)
+  int clevel = 0;       // codec_flags bits 4..7
+  int splitmode = 0;    // other_flags bits 0..1 (c-blosc2's splitmode - 1)
+  int64_t nbytes = 0;   // uncompressed size of the data
+  int64_t cbytes = 0;   // compressed size of the data chunks
   int32_t typesize = 0;
   int32_t blocksize = 0;
-  int32_t chunksize = 0;         // 0 when chunks are of variable size or there are none
+  int32_t chunksize = 0;  // 0 when chunks are of variable size or there are none
   bool has_vlmetalayers = false;
   std::array<uint8_t, 6> filters{};
   std::array<uint8_t, 6> filters_meta{};
   uint8_t udcodec = 0;
   uint8_t compcode_meta = 0;
-  std::vector<NamedBytes> metalayers;    // from the header
+  std::vector<NamedBytes> metalayers;  // from the header
   // From the trailer, content as stored: each one a Blosc2-compressed chunk.
   std::vector<NamedBytes> vlmetalayers;
   // Where the chunk index (a Blosc2 chunk of int64 offsets) lies in the frame

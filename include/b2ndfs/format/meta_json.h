@@ -43,19 +43,19 @@ struct MetaJsonInput {
   int64_t nbytes = 0;  // logical bytes of the array (itemsize * prod(shape))
   int64_t cbytes = 0;
   int64_t nchunks = 0;
-  const FrameInfo* frame = nullptr;      // codec, clevel, filters, metalayers
-  const NdMeta* ndmeta = nullptr;        // decoded shape metalayer, if any
+  const FrameInfo* frame = nullptr;  // codec, clevel, filters, metalayers
+  const NdMeta* ndmeta = nullptr;    // decoded shape metalayer, if any
   // Variable-length metalayers, content already DECOMPRESSED (in the frame
   // each is a Blosc2 chunk). Rendered under "vlmeta" by name: as JSON when the
   // content is one msgpack object, else {"base64": "..."}; contents over
   // 16 MiB as {"size": n, "omitted": true}.
   std::vector<NamedBytes> vlmeta;
   struct FileKind {
-    std::string name;                  // "data", "data.npy", "chunk", "slice/0", ...
+    std::string name;  // "data", "data.npy", "chunk", "slice/0", ...
     std::vector<int64_t> shape;
     int64_t size = 0;
   };
-  std::vector<FileKind> files;         // rendered as {name: {"shape", "size"}}
+  std::vector<FileKind> files;  // rendered as {name: {"shape", "size"}}
 };
 
 std::string RenderMetaJson(const MetaJsonInput& input);
@@ -66,7 +66,7 @@ std::string RenderErrorJson(const std::string& message);  // {"error": "..."}
 // base64-encodes them), or exceed the limits above.
 std::optional<std::string> MsgpackToJson(std::span<const uint8_t> bytes);
 std::string Base64Encode(std::span<const uint8_t> bytes);  // RFC 4648, padded
-std::string JsonQuote(const std::string& text);  // a JSON string literal, escaped
+std::string JsonQuote(const std::string& text);            // a JSON string literal, escaped
 
 // "blosclz", "lz4", "lz4hc", "zlib", "zstd", "udcodec:<udcodec>" (codec 6),
 // else "id:<codec>". `codec` is FrameInfo::codec.

@@ -22,7 +22,7 @@
 
 namespace b2ndfs::format {
 
-constexpr int kMaxNdim = 127;        // the format stores ndim as a positive fixint
+constexpr int kMaxNdim = 127;  // the format stores ndim as a positive fixint
 constexpr size_t kMaxDtypeLength = 64 * 1024;
 
 struct NdMeta {
@@ -33,8 +33,8 @@ struct NdMeta {
   std::vector<int64_t> chunkshape;
   std::vector<int64_t> blockshape;  // == chunkshape when the metalayer has none
   bool has_blockshape = true;
-  std::optional<int> dtype_format;    // b2nd only
-  std::optional<std::string> dtype;   // b2nd only
+  std::optional<int> dtype_format;   // b2nd only
+  std::optional<std::string> dtype;  // b2nd only
 };
 
 // Decodes and validates: array lengths, integer types (any msgpack integer

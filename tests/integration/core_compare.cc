@@ -1,0 +1,709 @@
+// core_compare: reads every fixture container through the b2ndfs core (no
+// FUSE) and compares every byte with what c-blosc2 itself reads.
+//
+//   core_compare set FIXTURE_TOOL      the container set (`b2nd_fixture make`)
+//   core_compare hostile FIXTURE_TOOL  the broken set (`b2nd_fixture hostile`)
+//
+// `set`: for every manifest entry, store::Container vs the reference
+// (b2nd_open + b2nd_get_slice_cbuffer in this process, or the .raw bytes of a
+// plain super-chunk): meta.json (valid JSON, right shape/itemsize/format),
+// data and data.npy (whole, and at odd offsets and lengths, across EOF),
+// every chunk (ReadArrayBox of its box and Read of its file), every slice
+// along every axis (sampled on long axes), 50 random boxes (empty and full
+// ones included). Then 8 threads read random ranges of several containers at
+// once through a small shared cache and a WorkerPool.
+// `hostile`: broken containers never crash, never give wrong bytes; readable
+// chunks of partly damaged ones read right, damaged ones fail with EIO.
+// Exit status: 0 if all equal, 1 on any mismatch (each named on stderr:
+// container, file, offset), 2 on usage or set-up errors.
+#include <blosc2.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/geometry/geometry.h"
+#include "b2ndfs/store/container.h"
+#include "b2ndfs/store/worker_pool.h"
+#include "itest_common.h"
+
+namespace b2ndfs::itest {
+namespace {
+
+using store::Container;
+using store::FileKind;
+using store::VirtualFile;
+
+constexpr uint64_t kSeed = 20240611;
+constexpr int kRandomBoxes = 50;
+// Axes up to this long have every slice checked; longer ones are sampled.
+constexpr int64_t kAllSlicesUpTo = 1000;
+constexpr size_t kSampledSlices = 24;
+
+geometry::Box ToBox(const IBox& box) {
+  return geometry::Box{box.start, box.stop};
+}
+
+std::string FileName(const Reference& ref, const VirtualFile& f) {
+  switch (f.kind) {
+    case FileKind::kMetaJson:
+      return "meta.json";
+    case FileKind::kData:
+      return "data";
+    case FileKind::kDataNpy:
+      return "data.npy";
+    case FileKind::kChunk:
+      return "chunks/" +
+             (f.index < static_cast<int64_t>(ref.chunk_names().size())
+                  ? ref.chunk_names()[f.index]
+                  : "#" + std::to_string(f.index));
+    case FileKind::kSlice:
+      return SliceName(ref.shape(), f.axis, f.index);
+  }
+  return "?";
+}
+
+// A core container and what it must contain.
+struct Subject {
+  std::string name;  // manifest relative path
+  const Reference* ref = nullptr;
+  std::shared_ptr<Container> container;
+  Bytes npy;  // the whole data.npy as read in the sequential pass
+};
+
+// Reads [offset, offset + length) of a virtual file and compares it with
+// `want` (the whole file's expected bytes).
+void CheckRead(const Subject& s, const VirtualFile& f, const Bytes& want,
+               int64_t offset, size_t length, Report& report) {
+  Bytes got(length + 1, 0xEE);  // one guard byte: Read must not write more
+  auto n = s.container->Read(f, offset, length, got.data());
+  const std::string file = FileName(*s.ref, f);
+  if (!n.ok()) {
+    report.Fail(s.name, file,
+                "read of " + std::to_string(length) + " bytes at offset " +
+                    std::to_string(offset) +
+                    " failed: " + n.status().message());
+    return;
+  }
+  const int64_t size = static_cast<int64_t>(want.size());
+  const size_t expect =
+      offset >= size
+          ? 0
+          : static_cast<size_t>(std::min<int64_t>(length, size - offset));
+  if (got[*n] != 0xEE && *n == length) {
+    report.Fail(s.name, file, "Read wrote past the length it returned");
+  }
+  report.Equal(got.data(), *n, want.data() + std::min<int64_t>(offset, size),
+               expect, s.name, file, offset);
+}
+
+// Whole-file read plus reads at awkward offsets and lengths.
+void CheckFile(const Subject& s, const VirtualFile& f, const Bytes& want,
+               std::mt19937_64& rng, int random_reads, Report& report) {
+  const int64_t size = static_cast<int64_t>(want.size());
+  const int64_t got_size = s.container->FileSize(f);
+  if (got_size != size) {
+    report.Fail(s.name, FileName(*s.ref, f),
+                "FileSize " + std::to_string(got_size) + ", expected " +
+                    std::to_string(size));
+    return;
+  }
+  CheckRead(s, f, want, 0, want.size(), report);
+  CheckRead(s, f, want, size, 7, report);         // at EOF: nothing
+  CheckRead(s, f, want, size + 4096, 1, report);  // past EOF: nothing
+  if (size == 0) return;
+  static const size_t kLengths[] = {1, 3, 4095, 4096, 4097, 65537};
+  for (int i = 0; i < random_reads; ++i) {
+    const size_t length =
+        i < 6 ? kLengths[i] : 1 + rng() % (size_t{1} << (rng() % 19));
+    int64_t offset = static_cast<int64_t>(rng() % static_cast<uint64_t>(size));
+    if (offset % 2 == 0 && offset + 1 < size) ++offset;  // odd offsets
+    CheckRead(s, f, want, offset, length, report);
+  }
+  // Straddling the end of the file.
+  CheckRead(s, f, want, std::max<int64_t>(0, size - 3), 4097, report);
+}
+
+void CheckBox(const Subject& s, const IBox& box, const Bytes& want,
+              Report& report) {
+  Bytes got(want.size() + 1, 0xEE);
+  Status status = s.container->ReadArrayBox(ToBox(box), got.data());
+  if (!status.ok()) {
+    report.Fail(s.name, "ReadArrayBox" + BoxString(box),
+                "failed: " + status.message());
+    return;
+  }
+  if (got.back() != 0xEE)
+    report.Fail(s.name, "ReadArrayBox" + BoxString(box), "wrote past");
+  report.Equal(got.data(), want.size(), want.data(), want.size(), s.name,
+               "ReadArrayBox" + BoxString(box), 0);
+}
+
+void CheckMeta(const Subject& s, const ManifestEntry& e, Report& report) {
+  const Container& c = *s.container;
+  const std::string& meta = c.meta_json();
+  const VirtualFile f{FileKind::kMetaJson};
+  if (c.FileSize(f) != static_cast<int64_t>(meta.size())) {
+    report.Fail(s.name, "meta.json",
+                "FileSize differs from meta_json().size()");
+  }
+  Bytes got(meta.size());
+  auto n = c.Read(f, 0, meta.size(), got.data());
+  if (!n.ok() || *n != meta.size() ||
+      std::memcmp(got.data(), meta.data(), meta.size()) != 0) {
+    report.Fail(s.name, "meta.json", "Read differs from meta_json()");
+  }
+  if (meta.empty() || meta[0] != '{' ||
+      meta.find("\"shape\"") == std::string::npos) {
+    report.Fail(s.name, "meta.json",
+                "does not start with '{' or lacks \"shape\"");
+  }
+  std::string error;
+  auto json = ParseJson(meta, &error);
+  if (!json) {
+    report.Fail(s.name, "meta.json", error);
+    return;
+  }
+  static const char* kKeys[] = {
+      "format",     "version",    "ndim",         "shape",    "chunkshape",
+      "blockshape", "dtype",      "dtype_format", "itemsize", "nbytes",
+      "cbytes",     "cratio",     "nchunks",      "codec",    "clevel",
+      "filters",    "metalayers", "vlmeta",       "files"};
+  for (const char* key : kKeys) {
+    if (json->Find(key) == nullptr)
+      report.Fail(s.name, "meta.json", std::string("no \"") + key + "\"");
+  }
+  const Json* format = json->Find("format");
+  if (format && format->text != e.Format()) {
+    report.Fail(
+        s.name, "meta.json",
+        "format \"" + format->text + "\", expected \"" + e.Format() + "\"");
+  }
+  const Json* shape = json->Find("shape");
+  if (shape && shape->IntArray() != std::optional<Shape>(s.ref->shape())) {
+    report.Fail(s.name, "meta.json",
+                "shape differs from the reference " +
+                    BoxString(FullBox(s.ref->shape())));
+  }
+  const Json* ndim = json->Find("ndim");
+  if (ndim && ndim->Int() != std::optional<int64_t>(s.ref->ndim())) {
+    report.Fail(s.name, "meta.json", "ndim differs");
+  }
+  const Json* itemsize = json->Find("itemsize");
+  if (itemsize &&
+      itemsize->Int() != std::optional<int64_t>(s.ref->itemsize())) {
+    report.Fail(s.name, "meta.json", "itemsize differs");
+  }
+  const Json* nbytes = json->Find("nbytes");
+  if (nbytes && nbytes->Int() != std::optional<int64_t>(s.ref->nbytes())) {
+    report.Fail(s.name, "meta.json",
+                "nbytes " + nbytes->text + ", expected " +
+                    std::to_string(s.ref->nbytes()));
+  }
+  const Json* dtype = json->Find("dtype");
+  if (dtype && e.Format() != "b2nd" && dtype->type != Json::Type::kNull) {
+    report.Fail(s.name, "meta.json",
+                "dtype should be null for a " + e.Format() + " container");
+  }
+  if (dtype && e.Format() == "b2nd" && dtype->type != Json::Type::kString) {
+    report.Fail(s.name, "meta.json",
+                "dtype of a b2nd container is not a string");
+  }
+  report.Count();
+}
+
+void CheckNpy(Subject& s, Report& report, std::mt19937_64& rng) {
+  const Container& c = *s.container;
+  const VirtualFile f{FileKind::kDataNpy};
+  const int64_t size = c.FileSize(f);
+  const int64_t body = s.ref->nbytes();
+  if (size < body + 16) {
+    report.Fail(s.name, "data.npy",
+                "FileSize " + std::to_string(size) + " too small for " +
+                    std::to_string(body) + " data bytes");
+    return;
+  }
+  Bytes npy(static_cast<size_t>(size));
+  auto n = c.Read(f, 0, npy.size(), npy.data());
+  if (!n.ok() || *n != npy.size()) {
+    report.Fail(s.name, "data.npy",
+                "whole read failed: " +
+                    (n.ok() ? std::string("short") : n.status().message()));
+    return;
+  }
+  std::string error;
+  auto header = ParseNpyHeader(npy.data(), npy.size(), &error);
+  if (!header || !CheckNpyDict(header->dict, s.ref->shape(), &error)) {
+    report.Fail(s.name, "data.npy", error);
+    return;
+  }
+  if (static_cast<int64_t>(header->total_length) + body != size) {
+    report.Fail(s.name, "data.npy",
+                "header " + std::to_string(header->total_length) + " + data " +
+                    std::to_string(body) + " != FileSize " +
+                    std::to_string(size));
+    return;
+  }
+  report.Equal(npy.data() + header->total_length,
+               npy.size() - header->total_length, s.ref->full().data(),
+               s.ref->full().size(), s.name, "data.npy",
+               static_cast<int64_t>(header->total_length));
+  s.npy = npy;
+  CheckFile(s, f, npy, rng, 12, report);
+}
+
+void CheckContainer(Subject& s, const ManifestEntry& e, Report& report,
+                    std::mt19937_64& rng) {
+  const Reference& ref = *s.ref;
+  const Container& c = *s.container;
+  if (!c.ok()) {
+    report.Fail(s.name, "(open)", "container does not decode: " + c.error());
+    return;
+  }
+  if (c.format_name() != e.Format()) {
+    report.Fail(s.name, "(open)",
+                "format_name " + c.format_name() + ", expected " + e.Format());
+  }
+  if (c.layout().shape() != ref.shape() ||
+      c.layout().itemsize() != ref.itemsize()) {
+    report.Fail(s.name, "(layout)",
+                "shape/itemsize differ from the reference: shape " +
+                    BoxString(FullBox(c.layout().shape())) + " vs " +
+                    BoxString(FullBox(ref.shape())));
+    return;
+  }
+  CheckMeta(s, e, report);
+
+  const VirtualFile data{FileKind::kData};
+  if (!(c.FileBox(data) == ToBox(FullBox(ref.shape())))) {
+    report.Fail(s.name, "data", "FileBox is not the whole array");
+  }
+  CheckFile(s, data, ref.full(), rng, 16, report);
+  CheckNpy(s, report, rng);
+
+  // Random boxes, an empty one and the full one.
+  std::vector<IBox> boxes = {FullBox(ref.shape())};
+  if (ref.ndim() > 0) {
+    IBox empty = FullBox(ref.shape());
+    empty.start[0] = empty.stop[0] = ref.shape()[0] / 2;
+    boxes.push_back(empty);
+    for (int i = 0; i < kRandomBoxes; ++i)
+      boxes.push_back(RandomBox(ref.shape(), rng));
+  }
+  for (const IBox& box : boxes) CheckBox(s, box, ref.Slice(box), report);
+  if (ref.ndim() == 0) return;
+
+  // Every chunk: as a box and as a file.
+  const int64_t nchunks = c.layout().NumChunks();
+  if (nchunks != static_cast<int64_t>(ref.chunk_boxes().size())) {
+    report.Fail(s.name, "chunks/",
+                std::to_string(nchunks) + " chunks, expected " +
+                    std::to_string(ref.chunk_boxes().size()));
+  } else {
+    for (int64_t i = 0; i < nchunks; ++i) {
+      const IBox& box = ref.chunk_boxes()[i];
+      const VirtualFile f{FileKind::kChunk, 0, i};
+      if (!(c.FileBox(f) == ToBox(box))) {
+        report.Fail(s.name, FileName(ref, f),
+                    "FileBox differs from " + BoxString(box));
+        continue;
+      }
+      const Bytes want = ref.Slice(box);
+      CheckBox(s, box, want, report);
+      CheckFile(s, f, want, rng, 2, report);
+    }
+  }
+
+  // Slices along every axis.
+  for (int axis = 0; axis < ref.ndim(); ++axis) {
+    const int64_t n = ref.shape()[axis];
+    for (int64_t idx : SampleIndices(
+             n, n <= kAllSlicesUpTo ? kAllSlicesUpTo : kSampledSlices, rng)) {
+      const IBox box = SliceBox(ref.shape(), axis, idx);
+      const VirtualFile f{FileKind::kSlice, axis, idx};
+      if (!(c.FileBox(f) == ToBox(box))) {
+        report.Fail(s.name, FileName(ref, f),
+                    "FileBox differs from " + BoxString(box));
+        continue;
+      }
+      CheckFile(s, f, ref.Slice(box), rng, n <= 64 ? 2 : 0, report);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Many threads, one shared (small) cache, a worker pool.
+
+struct ThreadTarget {
+  const Subject* subject;
+  VirtualFile file;
+  Bytes want;
+};
+
+void RunParallel(const std::vector<Subject>& subjects, Report& report,
+                 int threads, size_t cache_bytes, const char* label) {
+  cache::BlockCache cache(cache_bytes, 4);
+  codec::DecompressorPool decompressors(8);
+  store::WorkerPool workers(3);
+  store::StoreContext ctx;
+  ctx.cache = &cache;
+  ctx.decompressors = &decompressors;
+  ctx.workers = &workers;
+  ctx.max_pinned_bytes = 256u << 10;  // forces reads to be split
+
+  // Freshly opened containers sharing the new context.
+  std::vector<Subject> fresh;
+  for (const Subject& s : subjects) {
+    Subject f = s;
+    f.container = Container::Open(s.container->source_path(), &ctx);
+    if (!f.container->ok()) continue;
+    fresh.push_back(std::move(f));
+  }
+  if (fresh.empty()) {
+    report.Fail("(parallel)", label, "no container opened");
+    return;
+  }
+  std::vector<ThreadTarget> targets;
+  std::mt19937_64 rng(kSeed + 7);
+  for (const Subject& s : fresh) {
+    const Reference& ref = *s.ref;
+    targets.push_back({&s, {FileKind::kData}, ref.full()});
+    if (!s.npy.empty()) targets.push_back({&s, {FileKind::kDataNpy}, s.npy});
+    for (int64_t i : SampleIndices(
+             static_cast<int64_t>(ref.chunk_boxes().size()), 6, rng)) {
+      targets.push_back({&s,
+                         {FileKind::kChunk, 0, i},
+                         CopyBox(ref.full(), ref.shape(), ref.itemsize(),
+                                 ref.chunk_boxes()[i])});
+    }
+    for (int axis = 0; axis < ref.ndim(); ++axis) {
+      for (int64_t i : SampleIndices(ref.shape()[axis], 3, rng)) {
+        targets.push_back({&s,
+                           {FileKind::kSlice, axis, i},
+                           CopyBox(ref.full(), ref.shape(), ref.itemsize(),
+                                   SliceBox(ref.shape(), axis, i))});
+      }
+    }
+  }
+  // Half of all reads go to the first target (one file, many readers).
+  std::vector<std::thread> pool;
+  std::atomic<uint64_t> bytes{0};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937_64 trng(kSeed + 100 + t);
+      for (int op = 0; op < 160; ++op) {
+        const ThreadTarget& target =
+            op % 2 == 0 ? targets[0] : targets[trng() % targets.size()];
+        const int64_t size = static_cast<int64_t>(target.want.size());
+        if (size == 0) continue;
+        const int64_t offset =
+            static_cast<int64_t>(trng() % static_cast<uint64_t>(size));
+        const size_t length = 1 + trng() % (size_t{1} << (trng() % 19));
+        CheckRead(*target.subject, target.file, target.want, offset, length,
+                  report);
+        bytes += length;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const cache::CacheStats st = cache.stats();
+  std::printf(
+      "core.compare: parallel (%s): %d threads, %zu files, %llu bytes asked, "
+      "cache "
+      "hits %llu misses %llu shared_waits %llu evictions %llu\n",
+      label, threads, targets.size(),
+      static_cast<unsigned long long>(bytes.load()),
+      static_cast<unsigned long long>(st.hits),
+      static_cast<unsigned long long>(st.misses),
+      static_cast<unsigned long long>(st.shared_waits),
+      static_cast<unsigned long long>(st.evictions));
+}
+
+// ---------------------------------------------------------------------------
+
+int RunSet(const std::string& fixture_tool) {
+  namespace fs = std::filesystem;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string work = MakeTempDir("b2ndfs-core-compare");
+  const std::string out = work + "/out";
+  const std::string refdir = work + "/ref";
+  if (RunCommand({fixture_tool, "make", out, refdir}) != 0) {
+    std::fprintf(stderr, "core.compare: %s make failed\n",
+                 fixture_tool.c_str());
+    return 2;
+  }
+  const auto entries = ReadManifest(refdir + "/manifest.tsv");
+
+  cache::BlockCache cache(64u << 20);
+  codec::DecompressorPool decompressors(4);
+  store::WorkerPool workers(2);
+  store::StoreContext ctx;
+  ctx.cache = &cache;
+  ctx.decompressors = &decompressors;
+  ctx.workers = &workers;
+
+  Report report;
+  std::mt19937_64 rng(kSeed);
+  std::vector<std::unique_ptr<Reference>> refs;
+  std::vector<Subject> subjects;
+  std::vector<Subject> parallel;
+  for (const ManifestEntry& e : entries) {
+    refs.push_back(Reference::Open(refdir + "/" + e.reference, e.itemsize));
+    Subject s;
+    s.name = e.rel;
+    s.ref = refs.back().get();
+    s.container = Container::Open(out + "/" + e.rel, &ctx);
+    const uint64_t before = report.failures();
+    CheckContainer(s, e, report, rng);
+    if (report.failures() == before && s.container->ok()) {
+      const bool pick =
+          e.rel.rfind("medium/", 0) == 0 || e.rel == "ndim/3d_f4.b2nd" ||
+          e.rel == "frames/sparse_f4.b2nd" || e.rel == "frames/plain.b2frame" ||
+          e.rel == "legacy/caterva_i2.cat" ||
+          e.rel == "special/partial_zeros_f4.b2nd";
+      if (pick) parallel.push_back(s);
+    }
+  }
+  // The busiest file first: RunParallel sends half of all reads to it.
+  std::stable_sort(parallel.begin(), parallel.end(),
+                   [](const Subject& a, const Subject& b) {
+                     return a.ref->nbytes() > b.ref->nbytes();
+                   });
+  if (!parallel.empty()) {
+    RunParallel(parallel, report, 8, 1u << 20, "1 MiB cache");
+    RunParallel(parallel, report, 8, 64u << 20, "64 MiB cache");
+  } else {
+    report.Fail("(parallel)", "-", "no container passed the sequential checks");
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::printf(
+      "core.compare: %zu containers, %llu checks, %llu mismatches, %.1f s\n",
+      entries.size(), static_cast<unsigned long long>(report.checks()),
+      static_cast<unsigned long long>(report.failures()), seconds);
+  if (report.failures() == 0 || std::getenv("B2NDFS_KEEP_TMP") == nullptr) {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+  } else {
+    std::printf("core.compare: fixtures kept in %s\n", work.c_str());
+  }
+  return report.failures() == 0 ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+
+// Reads a whole virtual file; the Result's errno on failure.
+Result<Bytes> ReadAll(const Container& c, const VirtualFile& f) {
+  Bytes out(static_cast<size_t>(std::max<int64_t>(0, c.FileSize(f))));
+  auto n = c.Read(f, 0, out.size(), out.data());
+  if (!n.ok()) return n.status();
+  out.resize(*n);
+  return out;
+}
+
+int64_t ChunkIndexByName(const Container& c, const std::string& name) {
+  Shape coords;
+  size_t pos = 0;
+  while (pos <= name.size()) {
+    const size_t dot = name.find('.', pos);
+    coords.push_back(std::stoll(
+        name.substr(pos, dot == std::string::npos ? dot : dot - pos)));
+    if (dot == std::string::npos) break;
+    pos = dot + 1;
+  }
+  return c.layout().ChunkIndex(coords);
+}
+
+void CheckHostile(const HostileEntry& e, const std::string& dir,
+                  const Reference* intact, store::StoreContext* ctx,
+                  Report& report) {
+  auto c = Container::Open(dir + "/out/" + e.name, ctx);
+  std::string error;
+  auto json = ParseJson(c->meta_json(), &error);
+  if (!json) {
+    report.Fail(e.name, "meta.json",
+                "not JSON: " + error + "\n" + c->meta_json());
+    return;
+  }
+  const Json* err = json->Find("error");
+  if (!c->ok()) {
+    if (err == nullptr || err->type != Json::Type::kString ||
+        err->text.empty()) {
+      report.Fail(e.name, "meta.json",
+                  "undecodable container without an \"error\" string");
+    }
+    auto data = ReadAll(*c, {FileKind::kData});
+    if (data.ok() && !data->empty())
+      report.Fail(e.name, "data", "readable although broken");
+    if (ExpectationFor(e) == HostileExpectation::kPartial) {
+      report.Fail(
+          e.name, "(open)",
+          "should decode (only some chunks are damaged): " + c->error());
+    }
+    report.Count();
+    return;
+  }
+  if (err != nullptr)
+    report.Fail(e.name, "meta.json", "has \"error\" but the container is ok()");
+  auto data = ReadAll(*c, {FileKind::kData});
+  auto expect_eio = [&](const Result<Bytes>& r, const std::string& file) {
+    if (r.ok()) {
+      report.Fail(e.name, file, "read succeeded, expected EIO");
+    } else if (r.status().error_number() != EIO) {
+      report.Fail(e.name, file,
+                  "failed with errno " +
+                      std::to_string(r.status().error_number()) +
+                      ", expected EIO");
+    } else {
+      report.Count();
+    }
+  };
+  switch (ExpectationFor(e)) {
+    case HostileExpectation::kError:
+      report.Fail(e.name, "(open)",
+                  "decodes, but it is broken (" + e.description + ")");
+      break;
+    case HostileExpectation::kErrorOrEio:
+      expect_eio(data, "data");
+      break;
+    case HostileExpectation::kErrorOrSame:
+      if (data.ok()) {
+        report.Equal(data->data(), data->size(), intact->full().data(),
+                     intact->full().size(), e.name, "data", 0);
+      } else {
+        expect_eio(data, "data");
+      }
+      break;
+    case HostileExpectation::kPartial: {
+      expect_eio(data, "data");
+      Reference* ref = nullptr;
+      std::unique_ptr<Reference> own;
+      if (!e.reference.empty()) {
+        own = Reference::Open(dir + "/" + e.reference, 0);
+        ref = own.get();
+      }
+      for (int pass = 0; pass < 2;
+           ++pass) {  // errors must not stick, nor vanish
+        for (const std::string& name : e.readable_chunks) {
+          const int64_t i = ChunkIndexByName(*c, name);
+          if (i < 0 || ref == nullptr) {
+            report.Fail(e.name, "chunks/" + name, "no such chunk");
+            continue;
+          }
+          auto got = ReadAll(*c, {FileKind::kChunk, 0, i});
+          if (!got.ok()) {
+            report.Fail(e.name, "chunks/" + name,
+                        "read failed: " + got.status().message());
+            continue;
+          }
+          const Bytes want = ref->Slice(ref->chunk_boxes()[i]);
+          report.Equal(got->data(), got->size(), want.data(), want.size(),
+                       e.name, "chunks/" + name, 0);
+        }
+        for (const std::string& name : e.bad_chunks) {
+          const int64_t i = ChunkIndexByName(*c, name);
+          if (i < 0) {
+            report.Fail(e.name, "chunks/" + name, "no such chunk");
+            continue;
+          }
+          expect_eio(ReadAll(*c, {FileKind::kChunk, 0, i}), "chunks/" + name);
+        }
+      }
+      break;
+    }
+    case HostileExpectation::kDecodesOrError: {
+      Bytes head(4096);
+      auto n = c->Read({FileKind::kDataNpy}, 0, head.size(), head.data());
+      std::string npy_error;
+      if (!n.ok()) {
+        report.Fail(e.name, "data.npy", "read failed: " + n.status().message());
+      } else if (auto h = ParseNpyHeader(head.data(), *n, &npy_error);
+                 !h ||
+                 !CheckNpyDict(h->dict, c->layout().shape(), &npy_error)) {
+        report.Fail(e.name, "data.npy", "bad header: " + npy_error);
+      }
+      break;
+    }
+  }
+  // Whatever the verdict, reading every file must not crash.
+  if (c->layout().ndim() > 0) {
+    for (int64_t i = 0; i < c->layout().NumChunks(); ++i) {
+      (void)ReadAll(*c, {FileKind::kChunk, 0, i});
+    }
+    for (int axis = 0; axis < c->layout().ndim(); ++axis) {
+      for (int64_t i = 0; i < std::min<int64_t>(c->layout().shape()[axis], 64);
+           ++i) {
+        (void)ReadAll(*c, {FileKind::kSlice, axis, i});
+      }
+    }
+  }
+}
+
+int RunHostile(const std::string& fixture_tool) {
+  namespace fs = std::filesystem;
+  const std::string work = MakeTempDir("b2ndfs-core-hostile");
+  if (RunCommand({fixture_tool, "hostile", work + "/out"}) != 0) {
+    std::fprintf(stderr, "core.hostile: %s hostile failed\n",
+                 fixture_tool.c_str());
+    return 2;
+  }
+  const auto entries = ReadHostileManifest(work + "/hostile.tsv");
+  auto intact = Reference::Open(work + "/hostile_ref/intact.b2nd", 0);
+  cache::BlockCache cache(16u << 20);
+  codec::DecompressorPool decompressors(2);
+  store::WorkerPool workers(2);
+  store::StoreContext ctx;
+  ctx.cache = &cache;
+  ctx.decompressors = &decompressors;
+  ctx.workers = &workers;
+  Report report;
+  for (const HostileEntry& e : entries)
+    CheckHostile(e, work, intact.get(), &ctx, report);
+  std::printf("core.hostile: %zu containers, %llu checks, %llu mismatches\n",
+              entries.size(), static_cast<unsigned long long>(report.checks()),
+              static_cast<unsigned long long>(report.failures()));
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return report.failures() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace b2ndfs::itest
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: core_compare set|hostile FIXTURE_TOOL\n");
+    return 2;
+  }
+  blosc2_init();
+  int rc = 2;
+  try {
+    const std::string mode = argv[1];
+    if (mode == "set") {
+      rc = b2ndfs::itest::RunSet(argv[2]);
+    } else if (mode == "hostile") {
+      rc = b2ndfs::itest::RunHostile(argv[2]);
+    } else {
+      std::fprintf(stderr, "core_compare: unknown mode %s\n", mode.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "core_compare: %s\n", e.what());
+    rc = 2;
+  }
+  blosc2_destroy();
+  return rc;
+}

@@ -1,0 +1,767 @@
+#include "itest_common.h"
+
+#include <b2nd.h>
+#include <blosc2.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace b2ndfs::itest {
+
+Shape IBox::Extent() const {
+  Shape e(start.size());
+  for (size_t i = 0; i < start.size(); ++i) e[i] = stop[i] - start[i];
+  return e;
+}
+
+int64_t IBox::NumItems() const { return Product(Extent()); }
+
+IBox FullBox(const Shape& shape) { return IBox{Shape(shape.size(), 0), shape}; }
+
+std::string BoxString(const IBox& box) {
+  std::string out = "[";
+  for (size_t i = 0; i < box.start.size(); ++i) {
+    if (i != 0) out += ",";
+    out += std::to_string(box.start[i]) + ":" + std::to_string(box.stop[i]);
+  }
+  return out + "]";
+}
+
+int64_t Product(const Shape& shape) {
+  int64_t p = 1;
+  for (int64_t v : shape) p *= v;
+  return p;
+}
+
+namespace {
+
+std::vector<std::string> SplitTabs(const std::string& line) {
+  std::vector<std::string> fields;
+  size_t pos = 0;
+  while (true) {
+    const size_t tab = line.find('\t', pos);
+    fields.push_back(
+        line.substr(pos, tab == std::string::npos ? tab : tab - pos));
+    if (tab == std::string::npos) break;
+    pos = tab + 1;
+  }
+  return fields;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  if (s.empty() || s == "-") return out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = s.find(',', pos);
+    out.push_back(
+        s.substr(pos, comma == std::string::npos ? comma : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw TestError("cannot read " + path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string ManifestEntry::Format() const {
+  if (kind.find("caterva") != std::string::npos) return "caterva";
+  if (kind.find("schunk") != std::string::npos) return "schunk";
+  return "b2nd";
+}
+
+std::vector<ManifestEntry> ReadManifest(const std::string& path) {
+  std::vector<ManifestEntry> entries;
+  for (const std::string& line : ReadLines(path)) {
+    const auto f = SplitTabs(line);
+    if (f.size() != 5) throw TestError(path + ": bad line: " + line);
+    entries.push_back({f[0], f[1], f[2], f[3], std::stoll(f[4])});
+  }
+  if (entries.empty()) throw TestError(path + ": no entries");
+  return entries;
+}
+
+std::vector<HostileEntry> ReadHostileManifest(const std::string& path) {
+  std::vector<HostileEntry> entries;
+  for (const std::string& line : ReadLines(path)) {
+    const auto f = SplitTabs(line);
+    if (f.size() != 6) throw TestError(path + ": bad line: " + line);
+    entries.push_back({f[0], f[1], SplitCommas(f[2]), SplitCommas(f[3]),
+                       f[4] == "-" ? "" : f[4], f[5]});
+  }
+  if (entries.empty()) throw TestError(path + ": no entries");
+  return entries;
+}
+
+HostileExpectation ExpectationFor(const HostileEntry& e) {
+  if (e.defect == "chunk-corrupt" || e.defect == "sparse-missing-chunk") {
+    return HostileExpectation::kPartial;
+  }
+  if (e.defect == "meta-dtype") return HostileExpectation::kDecodesOrError;
+  if (e.defect == "meta-inconsistent") return HostileExpectation::kErrorOrEio;
+  // A lenient reader may still find every chunk of these: then the bytes
+  // must be the intact array's.
+  if (e.defect == "frame-size" || e.name == "truncated_trailer.b2nd" ||
+      (e.defect == "header-bitflip" && e.name != "header_bitflip_magic.b2nd")) {
+    return HostileExpectation::kErrorOrSame;
+  }
+  return HostileExpectation::kError;
+}
+
+// ---------------------------------------------------------------------------
+
+Reference::~Reference() {
+  if (array_ != nullptr) b2nd_free(array_);
+}
+
+std::unique_ptr<Reference> Reference::Open(const std::string& path,
+                                           int64_t itemsize) {
+  std::unique_ptr<Reference> ref(new Reference());
+  ref->path_ = path;
+  const bool raw =
+      path.size() > 4 && path.compare(path.size() - 4, 4, ".raw") == 0;
+  if (raw) {
+    ref->raw_ = ReadWholeFile(path);
+    ref->itemsize_ = itemsize;
+    if (itemsize <= 0 || ref->raw_.size() % itemsize != 0) {
+      throw TestError(path + ": size not a multiple of itemsize");
+    }
+    ref->shape_ = {static_cast<int64_t>(ref->raw_.size()) / itemsize};
+    const Bytes json_bytes = ReadWholeFile(path + ".json");
+    std::string error;
+    auto json = ParseJson(
+        std::string_view(reinterpret_cast<const char*>(json_bytes.data()),
+                         json_bytes.size()),
+        &error);
+    const Json* items = json ? json->Find("chunk_items") : nullptr;
+    auto lengths = items ? items->IntArray() : std::nullopt;
+    if (!lengths) throw TestError(path + ".json: no chunk_items " + error);
+    int64_t begin = 0;
+    for (size_t i = 0; i < lengths->size(); ++i) {
+      ref->chunk_boxes_.push_back(IBox{{begin}, {begin + (*lengths)[i]}});
+      ref->chunk_names_.push_back(std::to_string(i));
+      begin += (*lengths)[i];
+    }
+    if (begin != ref->shape_[0]) {
+      throw TestError(path + ".json: chunk_items do not add up");
+    }
+    ref->full_ = ref->raw_;
+    return ref;
+  }
+  b2nd_array_t* array = nullptr;
+  const int rc = b2nd_open(path.c_str(), &array);
+  if (rc < 0 || array == nullptr) {
+    throw TestError(path + ": b2nd_open failed: " + print_error(rc));
+  }
+  ref->array_ = array;
+  ref->shape_.assign(array->shape, array->shape + array->ndim);
+  ref->itemsize_ = array->sc->typesize;
+  if (itemsize > 0 && itemsize != ref->itemsize_) {
+    throw TestError(path + ": manifest itemsize " + std::to_string(itemsize) +
+                    " but the reference has " + std::to_string(ref->itemsize_));
+  }
+  if (array->ndim > 0) {
+    Shape grid(array->ndim);
+    for (int i = 0; i < array->ndim; ++i) {
+      const int64_t c = array->chunkshape[i];
+      grid[i] = array->shape[i] == 0 ? 0 : (array->shape[i] + c - 1) / c;
+    }
+    const int64_t nchunks = Product(grid);
+    for (int64_t lin = 0; lin < nchunks; ++lin) {
+      Shape coords(array->ndim);
+      int64_t rest = lin;
+      for (int i = array->ndim - 1; i >= 0; --i) {
+        coords[i] = rest % grid[i];
+        rest /= grid[i];
+      }
+      IBox box;
+      for (int i = 0; i < array->ndim; ++i) {
+        box.start.push_back(coords[i] * array->chunkshape[i]);
+        box.stop.push_back(std::min<int64_t>(
+            (coords[i] + 1) * array->chunkshape[i], array->shape[i]));
+      }
+      ref->chunk_boxes_.push_back(box);
+      ref->chunk_names_.push_back(ChunkName(coords));
+    }
+  }
+  ref->full_ = ref->Slice(FullBox(ref->shape_));
+  return ref;
+}
+
+Bytes Reference::Slice(const IBox& box) const {
+  const int64_t n = box.NumItems() * itemsize_;
+  Bytes out(static_cast<size_t>(n));
+  if (n == 0) return out;
+  if (raw()) {
+    std::memcpy(out.data(), raw_.data() + box.start[0] * itemsize_, out.size());
+    return out;
+  }
+  const Shape extent = box.Extent();
+  const int64_t zero = 0;  // c-blosc2 wants non-null pointers for 0-D
+  const int rc = b2nd_get_slice_cbuffer(
+      array_, box.start.empty() ? &zero : box.start.data(),
+      box.stop.empty() ? &zero : box.stop.data(), out.data(),
+      extent.empty() ? &zero : extent.data(), n);
+  if (rc < 0) {
+    throw TestError(path_ + ": b2nd_get_slice_cbuffer" + BoxString(box) +
+                    " failed: " + print_error(rc));
+  }
+  return out;
+}
+
+Bytes CopyBox(const Bytes& full, const Shape& shape, int64_t itemsize,
+              const IBox& box) {
+  const size_t ndim = shape.size();
+  const Shape extent = box.Extent();
+  Bytes out(static_cast<size_t>(Product(extent) * itemsize));
+  if (out.empty()) return out;
+  if (ndim == 0) return Bytes(full.begin(), full.begin() + itemsize);
+  Shape strides(ndim, 1);
+  for (size_t i = ndim - 1; i-- > 0;)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  const size_t row = static_cast<size_t>(extent[ndim - 1] * itemsize);
+  Shape idx(ndim, 0);
+  uint8_t* dst = out.data();
+  while (true) {
+    int64_t lin = 0;
+    for (size_t i = 0; i < ndim; ++i)
+      lin += (box.start[i] + idx[i]) * strides[i];
+    std::memcpy(dst, full.data() + lin * itemsize, row);
+    dst += row;
+    size_t k = ndim - 1;
+    while (k-- > 0) {
+      if (++idx[k] < extent[k]) break;
+      idx[k] = 0;
+    }
+    if (k == static_cast<size_t>(-1)) break;
+  }
+  return out;
+}
+
+std::string ChunkName(const Shape& coords) {
+  std::string out;
+  for (size_t i = 0; i < coords.size(); ++i) {
+    if (i != 0) out += ".";
+    out += std::to_string(coords[i]);
+  }
+  return out;
+}
+
+int SliceWidth(int64_t n) {
+  return n <= 1 ? 1 : static_cast<int>(std::to_string(n - 1).size());
+}
+
+std::string SliceName(const Shape& shape, int axis, int64_t index,
+                      bool padded) {
+  std::string idx = std::to_string(index);
+  if (padded) {
+    const int width = SliceWidth(shape[axis]);
+    if (static_cast<int>(idx.size()) < width) {
+      idx.insert(0, width - idx.size(), '0');
+    }
+  }
+  return "slices/" + std::to_string(axis) + "/" + idx;
+}
+
+IBox SliceBox(const Shape& shape, int axis, int64_t index) {
+  IBox box = FullBox(shape);
+  box.start[axis] = index;
+  box.stop[axis] = index + 1;
+  return box;
+}
+
+std::vector<int64_t> SampleIndices(int64_t n, size_t max_count,
+                                   std::mt19937_64& rng) {
+  std::vector<int64_t> out;
+  if (n <= 0) return out;
+  if (static_cast<uint64_t>(n) <= max_count) {
+    for (int64_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  std::set<int64_t> picked = {0, n - 1};
+  std::uniform_int_distribution<int64_t> pick(1, n - 2);
+  while (picked.size() < max_count) picked.insert(pick(rng));
+  return std::vector<int64_t>(picked.begin(), picked.end());
+}
+
+IBox RandomBox(const Shape& shape, std::mt19937_64& rng) {
+  IBox box = FullBox(shape);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) continue;
+    std::uniform_int_distribution<int64_t> start(0, shape[i] - 1);
+    box.start[i] = start(rng);
+    std::uniform_int_distribution<int64_t> len(1, shape[i] - box.start[i]);
+    box.stop[i] = box.start[i] + len(rng);
+  }
+  if (!shape.empty() && rng() % 10 == 0) {  // an empty box
+    const size_t axis = rng() % shape.size();
+    box.stop[axis] = box.start[axis];
+  }
+  return box;
+}
+
+// ---------------------------------------------------------------------------
+// JSON
+
+const Json* Json::Find(std::string_view key) const {
+  if (type != Type::kObject) return nullptr;
+  for (const auto& [k, v] : members) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> Json::Int() const {
+  if (type != Type::kNumber) return std::nullopt;
+  if (text.find_first_of(".eE") != std::string::npos) return std::nullopt;
+  return std::stoll(text);
+}
+
+std::optional<Shape> Json::IntArray() const {
+  if (type != Type::kArray) return std::nullopt;
+  Shape out;
+  for (const Json& item : items) {
+    auto v = item.Int();
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+  }
+  return out;
+}
+
+namespace {
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : s_(text) {}
+
+  bool Parse(Json* out, std::string* error) {
+    SkipSpace();
+    if (!Value(out, 0)) {
+      *error =
+          "JSON syntax error at byte " + std::to_string(pos_) + ": " + why_;
+      return false;
+    }
+    SkipSpace();
+    if (pos_ != s_.size()) {
+      *error = "trailing characters at byte " + std::to_string(pos_);
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  bool Error(const char* why) {
+    why_ = why;
+    return false;
+  }
+  void SkipSpace() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' ||
+                                s_[pos_] == '\n' || s_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  bool Literal(std::string_view word) {
+    if (s_.substr(pos_, word.size()) != word) return Error("bad literal");
+    pos_ += word.size();
+    return true;
+  }
+  bool Value(Json* out, int depth) {
+    if (depth > 64) return Error("nested too deeply");
+    if (pos_ >= s_.size()) return Error("unexpected end");
+    const char c = s_[pos_];
+    if (c == '{') return Object(out, depth);
+    if (c == '[') return Array(out, depth);
+    if (c == '"') {
+      out->type = Json::Type::kString;
+      return String(&out->text);
+    }
+    if (c == 't' || c == 'f') {
+      out->type = Json::Type::kBool;
+      out->boolean = c == 't';
+      return Literal(c == 't' ? "true" : "false");
+    }
+    if (c == 'n') {
+      out->type = Json::Type::kNull;
+      return Literal("null");
+    }
+    return Number(out);
+  }
+  bool Digits() {
+    const size_t begin = pos_;
+    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+    return pos_ > begin;
+  }
+  bool Number(Json* out) {
+    const size_t begin = pos_;
+    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '0') {
+      ++pos_;
+    } else if (!Digits()) {
+      return Error("bad value");
+    }
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      ++pos_;
+      if (!Digits()) return Error("bad fraction");
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (!Digits()) return Error("bad exponent");
+    }
+    out->type = Json::Type::kNumber;
+    out->text = std::string(s_.substr(begin, pos_ - begin));
+    out->number = std::strtod(out->text.c_str(), nullptr);
+    return true;
+  }
+  bool Hex4(uint32_t* v) {
+    if (pos_ + 4 > s_.size()) return Error("short \\u escape");
+    *v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char h = s_[pos_++];
+      *v <<= 4;
+      if (h >= '0' && h <= '9') {
+        *v |= h - '0';
+      } else if (h >= 'a' && h <= 'f') {
+        *v |= h - 'a' + 10;
+      } else if (h >= 'A' && h <= 'F') {
+        *v |= h - 'A' + 10;
+      } else {
+        return Error("bad \\u escape");
+      }
+    }
+    return true;
+  }
+  static void AppendUtf8(uint32_t cp, std::string* out) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  bool String(std::string* out) {
+    ++pos_;  // '"'
+    out->clear();
+    while (true) {
+      if (pos_ >= s_.size()) return Error("unterminated string");
+      const unsigned char c = static_cast<unsigned char>(s_[pos_++]);
+      if (c == '"') return true;
+      if (c < 0x20) return Error("control character in string");
+      if (c != '\\') {
+        out->push_back(static_cast<char>(c));
+        continue;
+      }
+      if (pos_ >= s_.size()) return Error("unterminated escape");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(e);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!Hex4(&cp)) return false;
+          if (cp >= 0xD800 && cp < 0xDC00) {
+            uint32_t low = 0;
+            if (s_.substr(pos_, 2) != "\\u") return Error("lone surrogate");
+            pos_ += 2;
+            if (!Hex4(&low) || low < 0xDC00 || low > 0xDFFF) {
+              return Error("bad surrogate pair");
+            }
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          AppendUtf8(cp, out);
+          break;
+        }
+        default:
+          return Error("bad escape");
+      }
+    }
+  }
+  bool Array(Json* out, int depth) {
+    ++pos_;
+    out->type = Json::Type::kArray;
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == ']') {
+      ++pos_;
+      return true;
+    }
+    while (true) {
+      SkipSpace();
+      out->items.emplace_back();
+      if (!Value(&out->items.back(), depth + 1)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size()) return Error("unterminated array");
+      const char c = s_[pos_++];
+      if (c == ']') return true;
+      if (c != ',') return Error("expected , or ]");
+    }
+  }
+  bool Object(Json* out, int depth) {
+    ++pos_;
+    out->type = Json::Type::kObject;
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+      return true;
+    }
+    while (true) {
+      SkipSpace();
+      if (pos_ >= s_.size() || s_[pos_] != '"') return Error("expected key");
+      std::string key;
+      if (!String(&key)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size() || s_[pos_] != ':') return Error("expected :");
+      ++pos_;
+      SkipSpace();
+      Json value;
+      if (!Value(&value, depth + 1)) return false;
+      out->members.emplace_back(std::move(key), std::move(value));
+      SkipSpace();
+      if (pos_ >= s_.size()) return Error("unterminated object");
+      const char c = s_[pos_++];
+      if (c == '}') return true;
+      if (c != ',') return Error("expected , or }");
+    }
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  const char* why_ = "";
+};
+
+}  // namespace
+
+std::optional<Json> ParseJson(std::string_view text, std::string* error) {
+  Json out;
+  JsonParser parser(text);
+  if (!parser.Parse(&out, error)) return std::nullopt;
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// .npy
+
+std::optional<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size,
+                                        std::string* error) {
+  static const uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (size < 10 || std::memcmp(data, kMagic, 6) != 0) {
+    *error = "no \\x93NUMPY magic";
+    return std::nullopt;
+  }
+  NpyHeader h;
+  h.major = data[6];
+  size_t prefix = 0;
+  size_t len = 0;
+  if (h.major == 1) {
+    prefix = 10;
+    len = data[8] | (data[9] << 8);
+  } else if (h.major == 2 || h.major == 3) {
+    prefix = 12;
+    if (size < 12) {
+      *error = "short v2 header";
+      return std::nullopt;
+    }
+    len = static_cast<size_t>(data[8]) | (static_cast<size_t>(data[9]) << 8) |
+          (static_cast<size_t>(data[10]) << 16) |
+          (static_cast<size_t>(data[11]) << 24);
+  } else {
+    *error = "unknown .npy version " + std::to_string(h.major);
+    return std::nullopt;
+  }
+  h.total_length = prefix + len;
+  if (h.total_length > size) {
+    *error = "header length " + std::to_string(h.total_length) +
+             " runs past the bytes read";
+    return std::nullopt;
+  }
+  if (h.total_length % 16 != 0) {
+    *error = "header not 16-byte aligned (" + std::to_string(h.total_length) +
+             " bytes)";
+    return std::nullopt;
+  }
+  if (data[h.total_length - 1] != '\n') {
+    *error = "header does not end with a newline";
+    return std::nullopt;
+  }
+  h.dict.assign(reinterpret_cast<const char*>(data) + prefix, len - 1);
+  while (!h.dict.empty() && h.dict.back() == ' ') h.dict.pop_back();
+  if (h.dict.find('\n') != std::string::npos) {
+    *error = "newline inside the header dict";
+    return std::nullopt;
+  }
+  return h;
+}
+
+std::string NpyShapeTuple(const Shape& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) out += ",";
+  return out + ")";
+}
+
+bool CheckNpyDict(const std::string& dict, const Shape& shape,
+                  std::string* error) {
+  if (dict.empty() || dict.front() != '{' || dict.back() != '}') {
+    *error = "header dict is not {...}: " + dict;
+    return false;
+  }
+  if (dict.find("'descr': ") == std::string::npos) {
+    *error = "no 'descr' in " + dict;
+    return false;
+  }
+  if (dict.find("'fortran_order': False") == std::string::npos) {
+    *error = "no 'fortran_order': False in " + dict;
+    return false;
+  }
+  const std::string want = "'shape': " + NpyShapeTuple(shape);
+  if (dict.find(want) == std::string::npos) {
+    *error = "no " + want + " in " + dict;
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+
+void Report::Fail(const std::string& container, const std::string& file,
+                  const std::string& what) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++failures_;
+  if (failures_ <= max_printed_) {
+    std::fprintf(stderr, "MISMATCH %s %s: %s\n", container.c_str(),
+                 file.c_str(), what.c_str());
+  } else if (failures_ == max_printed_ + 1) {
+    std::fprintf(stderr, "(further mismatches not printed)\n");
+  }
+}
+
+bool Report::Equal(const uint8_t* got, size_t got_size, const uint8_t* want,
+                   size_t want_size, const std::string& container,
+                   const std::string& file, int64_t offset) {
+  const size_t n = std::min(got_size, want_size);
+  const auto diff = std::mismatch(got, got + n, want);
+  if (diff.first == got + n && got_size == want_size) {
+    Count();
+    return true;
+  }
+  char what[256];
+  if (diff.first != got + n) {
+    const size_t at = static_cast<size_t>(diff.first - got);
+    std::snprintf(what, sizeof what,
+                  "read of %zu bytes at offset %" PRId64
+                  ": byte at offset %" PRId64 " is 0x%02x, expected 0x%02x",
+                  want_size, offset, offset + static_cast<int64_t>(at),
+                  *diff.first, *diff.second);
+  } else {
+    std::snprintf(what, sizeof what,
+                  "read at offset %" PRId64 " gave %zu bytes, expected %zu",
+                  offset, got_size, want_size);
+  }
+  Fail(container, file, what);
+  return false;
+}
+
+void Report::Count(uint64_t checks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  checks_ += checks;
+}
+
+uint64_t Report::failures() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failures_;
+}
+
+uint64_t Report::checks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return checks_;
+}
+
+// ---------------------------------------------------------------------------
+
+int RunCommand(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) {
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + ".XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) {
+    throw TestError("mkdtemp " + templ + ": " + std::strerror(errno));
+  }
+  return templ;
+}
+
+Bytes ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TestError("cannot read " + path);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace b2ndfs::itest
