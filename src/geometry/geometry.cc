@@ -40,8 +40,7 @@ std::string AxisName(const char* what, size_t axis) {
 
 // Offset of `coords` (relative to the box origin) in a C-order array of
 // `shape`.
-int64_t COrderOffset(std::span<const int64_t> rel,
-                     std::span<const int64_t> shape) {
+int64_t COrderOffset(std::span<const int64_t> rel, std::span<const int64_t> shape) {
   int64_t offset = 0;
   for (size_t i = 0; i < shape.size(); ++i) offset = offset * shape[i] + rel[i];
   return offset;
@@ -52,9 +51,8 @@ int64_t COrderOffset(std::span<const int64_t> rel,
 // A range that starts at 0 of the sub-box produces no leading pieces and one
 // that ends at its end no trailing pieces, which is what bounds the output at
 // 2 * ndim - 1 boxes.
-void DecomposeRange(const Box& box, const Shape& inner_items, int axis,
-                    std::vector<int64_t>& fixed, int64_t begin, int64_t end,
-                    std::vector<Box>& out) {
+void DecomposeRange(const Box& box, const Shape& inner_items, int axis, std::vector<int64_t>& fixed,
+                    int64_t begin, int64_t end, std::vector<Box>& out) {
   const int ndim = box.ndim();
   auto emit = [&](int64_t lo, int64_t hi) {
     Box piece;
@@ -82,23 +80,21 @@ void DecomposeRange(const Box& box, const Shape& inner_items, int axis,
   const int64_t last = (end - 1) / inner;  // inclusive
   if (first == last) {
     fixed[axis] = first;
-    DecomposeRange(box, inner_items, axis + 1, fixed, begin - first * inner,
-                   end - first * inner, out);
+    DecomposeRange(box, inner_items, axis + 1, fixed, begin - first * inner, end - first * inner,
+                   out);
     return;
   }
   int64_t mid_lo = first;
   if (begin % inner != 0) {
     fixed[axis] = first;
-    DecomposeRange(box, inner_items, axis + 1, fixed, begin - first * inner,
-                   inner, out);
+    DecomposeRange(box, inner_items, axis + 1, fixed, begin - first * inner, inner, out);
     ++mid_lo;
   }
   const int64_t mid_hi = (end % inner == 0) ? last + 1 : last;
   if (mid_lo < mid_hi) emit(mid_lo, mid_hi);
   if (end % inner != 0) {
     fixed[axis] = last;
-    DecomposeRange(box, inner_items, axis + 1, fixed, 0, end - last * inner,
-                   out);
+    DecomposeRange(box, inner_items, axis + 1, fixed, 0, end - last * inner, out);
   }
 }
 
@@ -109,8 +105,7 @@ void DecomposeRange(const Box& box, const Shape& inner_items, int axis,
 
 Shape Box::shape() const {
   Shape s(start.size());
-  for (size_t i = 0; i < start.size(); ++i)
-    s[i] = std::max<int64_t>(0, stop[i] - start[i]);
+  for (size_t i = 0; i < start.size(); ++i) s[i] = std::max<int64_t>(0, stop[i] - start[i]);
   return s;
 }
 
@@ -157,64 +152,57 @@ std::string ToString(const Box& box) {
 // ---------------------------------------------------------------------------
 // ArrayLayout: factories
 
-Result<ArrayLayout> ArrayLayout::Regular(Shape shape, Shape chunkshape,
-                                         Shape blockshape, int64_t itemsize) {
+Result<ArrayLayout> ArrayLayout::Regular(Shape shape, Shape chunkshape, Shape blockshape,
+                                         int64_t itemsize) {
   const size_t ndim = shape.size();
   if (ndim > static_cast<size_t>(kMaxNdim)) {
-    return InvalidData("ndim is " + std::to_string(ndim) +
-                       "; must be at most " + std::to_string(kMaxNdim));
+    return InvalidData("ndim is " + std::to_string(ndim) + "; must be at most " +
+                       std::to_string(kMaxNdim));
   }
   if (chunkshape.size() != ndim || blockshape.size() != ndim) {
-    return InvalidData("shape has " + std::to_string(ndim) +
-                       " axes but chunkshape has " +
+    return InvalidData("shape has " + std::to_string(ndim) + " axes but chunkshape has " +
                        std::to_string(chunkshape.size()) + " and blockshape " +
                        std::to_string(blockshape.size()));
   }
   if (itemsize <= 0) {
-    return InvalidData("itemsize is " + std::to_string(itemsize) +
-                       "; must be positive");
+    return InvalidData("itemsize is " + std::to_string(itemsize) + "; must be positive");
   }
   Shape extchunkshape(ndim);
   for (size_t i = 0; i < ndim; ++i) {
     if (shape[i] < 0) {
-      return InvalidData(AxisName("shape", i) + " is " +
-                         std::to_string(shape[i]) + "; must not be negative");
+      return InvalidData(AxisName("shape", i) + " is " + std::to_string(shape[i]) +
+                         "; must not be negative");
     }
     if (chunkshape[i] <= 0) {
-      return InvalidData(AxisName("chunkshape", i) + " is " +
-                         std::to_string(chunkshape[i]) + "; must be positive");
+      return InvalidData(AxisName("chunkshape", i) + " is " + std::to_string(chunkshape[i]) +
+                         "; must be positive");
     }
     if (blockshape[i] <= 0) {
-      return InvalidData(AxisName("blockshape", i) + " is " +
-                         std::to_string(blockshape[i]) + "; must be positive");
+      return InvalidData(AxisName("blockshape", i) + " is " + std::to_string(blockshape[i]) +
+                         "; must be positive");
     }
     if (blockshape[i] > chunkshape[i]) {
-      return InvalidData(AxisName("blockshape", i) + " is " +
-                         std::to_string(blockshape[i]) + ", larger than " +
-                         AxisName("chunkshape", i) + " " +
+      return InvalidData(AxisName("blockshape", i) + " is " + std::to_string(blockshape[i]) +
+                         ", larger than " + AxisName("chunkshape", i) + " " +
                          std::to_string(chunkshape[i]));
     }
-    const auto ext =
-        CheckedMul(CeilDiv(chunkshape[i], blockshape[i]), blockshape[i]);
-    if (!ext)
-      return InvalidData(AxisName("extchunkshape", i) + " overflows int64");
+    const auto ext = CheckedMul(CeilDiv(chunkshape[i], blockshape[i]), blockshape[i]);
+    if (!ext) return InvalidData(AxisName("extchunkshape", i) + " overflows int64");
     extchunkshape[i] = *ext;
     // Block boxes are reported untrimmed in array coordinates, so the padded
     // extent of the last chunk must be representable too.
     if (shape[i] > 0) {
-      const auto last_origin =
-          CheckedMul(CeilDiv(shape[i], chunkshape[i]) - 1, chunkshape[i]);
+      const auto last_origin = CheckedMul(CeilDiv(shape[i], chunkshape[i]) - 1, chunkshape[i]);
       if (!last_origin || !CheckedAdd(*last_origin, *ext)) {
-        return InvalidData(AxisName("shape", i) + " " +
-                           std::to_string(shape[i]) +
+        return InvalidData(AxisName("shape", i) + " " + std::to_string(shape[i]) +
                            " padded to whole blocks overflows int64");
       }
     }
   }
   const auto nitems = ShapeProduct(shape);
   if (!nitems || !CheckedMul(*nitems, itemsize)) {
-    return InvalidData("array size (product of shape times itemsize " +
-                       std::to_string(itemsize) + ") overflows int64");
+    return InvalidData("array size (product of shape times itemsize " + std::to_string(itemsize) +
+                       ") overflows int64");
   }
   // The chunk grid and the block grid are at most as large as prod(shape) and
   // prod(extchunkshape) respectively, so checking those covers their counts.
@@ -234,36 +222,30 @@ Result<ArrayLayout> ArrayLayout::Regular(Shape shape, Shape chunkshape,
 }
 
 Result<ArrayLayout> ArrayLayout::Irregular1D(std::vector<int64_t> chunk_nitems,
-                                             std::vector<int64_t> block_nitems,
-                                             int64_t itemsize) {
+                                             std::vector<int64_t> block_nitems, int64_t itemsize) {
   if (chunk_nitems.size() != block_nitems.size()) {
-    return InvalidData(
-        "chunk_nitems has " + std::to_string(chunk_nitems.size()) +
-        " entries but block_nitems has " + std::to_string(block_nitems.size()));
+    return InvalidData("chunk_nitems has " + std::to_string(chunk_nitems.size()) +
+                       " entries but block_nitems has " + std::to_string(block_nitems.size()));
   }
   if (itemsize <= 0) {
-    return InvalidData("itemsize is " + std::to_string(itemsize) +
-                       "; must be positive");
+    return InvalidData("itemsize is " + std::to_string(itemsize) + "; must be positive");
   }
   std::vector<int64_t> chunk_start(chunk_nitems.size() + 1, 0);
   int64_t max_chunk = 0;
   int64_t max_block = 0;
   for (size_t i = 0; i < chunk_nitems.size(); ++i) {
     if (chunk_nitems[i] < 0) {
-      return InvalidData(AxisName("chunk_nitems", i) + " is " +
-                         std::to_string(chunk_nitems[i]) +
+      return InvalidData(AxisName("chunk_nitems", i) + " is " + std::to_string(chunk_nitems[i]) +
                          "; must not be negative");
     }
     if (block_nitems[i] <= 0) {
-      return InvalidData(AxisName("block_nitems", i) + " is " +
-                         std::to_string(block_nitems[i]) +
+      return InvalidData(AxisName("block_nitems", i) + " is " + std::to_string(block_nitems[i]) +
                          "; must be positive");
     }
     const auto next = CheckedAdd(chunk_start[i], chunk_nitems[i]);
     if (!next || !CheckedMul(*next, itemsize)) {
-      return InvalidData("total size up to chunk " + std::to_string(i) +
-                         " (itemsize " + std::to_string(itemsize) +
-                         ") overflows int64");
+      return InvalidData("total size up to chunk " + std::to_string(i) + " (itemsize " +
+                         std::to_string(itemsize) + ") overflows int64");
     }
     chunk_start[i + 1] = *next;
     max_chunk = std::max(max_chunk, chunk_nitems[i]);
@@ -289,8 +271,7 @@ int64_t ArrayLayout::NumItems() const { return *ShapeProduct(shape_); }
 Shape ArrayLayout::ChunkGridShape() const {
   if (!regular_) return {static_cast<int64_t>(chunk_start_.size()) - 1};
   Shape grid(shape_.size());
-  for (size_t i = 0; i < shape_.size(); ++i)
-    grid[i] = CeilDiv(shape_[i], chunkshape_[i]);
+  for (size_t i = 0; i < shape_.size(); ++i) grid[i] = CeilDiv(shape_[i], chunkshape_[i]);
   return grid;
 }
 
@@ -332,15 +313,13 @@ Box ArrayLayout::ChunkBox(int64_t chunk_index) const {
     box.start[i] *= chunkshape_[i];
     // Written as a difference: origin + chunkshape may exceed int64 even
     // though the trimmed stop cannot.
-    box.stop[i] =
-        box.start[i] + std::min(chunkshape_[i], shape_[i] - box.start[i]);
+    box.stop[i] = box.start[i] + std::min(chunkshape_[i], shape_[i] - box.start[i]);
   }
   return box;
 }
 
 int64_t ArrayLayout::ChunkStoredItems(int64_t chunk_index) const {
-  if (!regular_)
-    return chunk_start_[chunk_index + 1] - chunk_start_[chunk_index];
+  if (!regular_) return chunk_start_[chunk_index + 1] - chunk_start_[chunk_index];
   int64_t n = 1;
   for (size_t i = 0; i < shape_.size(); ++i) {
     n *= CeilDiv(chunkshape_[i], blockshape_[i]) * blockshape_[i];
@@ -353,13 +332,11 @@ int64_t ArrayLayout::BlocksInChunk(int64_t chunk_index) const {
     return CeilDiv(ChunkStoredItems(chunk_index), block_nitems_[chunk_index]);
   }
   int64_t n = 1;
-  for (size_t i = 0; i < shape_.size(); ++i)
-    n *= CeilDiv(chunkshape_[i], blockshape_[i]);
+  for (size_t i = 0; i < shape_.size(); ++i) n *= CeilDiv(chunkshape_[i], blockshape_[i]);
   return n;
 }
 
-int64_t ArrayLayout::BlockItems(int64_t chunk_index,
-                                int64_t block_index) const {
+int64_t ArrayLayout::BlockItems(int64_t chunk_index, int64_t block_index) const {
   if (!regular_) {
     const int64_t bn = block_nitems_[chunk_index];
     return std::min(bn, ChunkStoredItems(chunk_index) - block_index * bn);
@@ -367,8 +344,7 @@ int64_t ArrayLayout::BlockItems(int64_t chunk_index,
   return *ShapeProduct(blockshape_);
 }
 
-int64_t ArrayLayout::BlockFirstItem(int64_t chunk_index,
-                                    int64_t block_index) const {
+int64_t ArrayLayout::BlockFirstItem(int64_t chunk_index, int64_t block_index) const {
   if (!regular_) return block_index * block_nitems_[chunk_index];
   return block_index * *ShapeProduct(blockshape_);
 }
@@ -377,8 +353,7 @@ int64_t ArrayLayout::BlockFirstItem(int64_t chunk_index,
 // ArrayLayout::ForEachBlockIn
 
 void ArrayLayout::ForEachBlockIn(
-    const Box& box,
-    const std::function<void(const BlockRef&, const Box& region)>& fn) const {
+    const Box& box, const std::function<void(const BlockRef&, const Box& region)>& fn) const {
   if (box.ndim() != ndim()) return;
   // Callers promise a box inside the array; clamping keeps a violated promise
   // from turning into out-of-grid chunk indices.
@@ -394,8 +369,8 @@ void ArrayLayout::ForEachBlockIn(
     const int64_t nchunks = static_cast<int64_t>(chunk_start_.size()) - 1;
     // Last chunk starting at or before `lo`; empty chunks sharing that start
     // come earlier and are skipped by construction.
-    int64_t c = std::upper_bound(chunk_start_.begin(), chunk_start_.end(), lo) -
-                chunk_start_.begin() - 1;
+    int64_t c =
+        std::upper_bound(chunk_start_.begin(), chunk_start_.end(), lo) - chunk_start_.begin() - 1;
     ref.block_box.start.resize(1);
     ref.block_box.stop.resize(1);
     region.start.resize(1);
@@ -452,8 +427,7 @@ void ArrayLayout::ForEachBlockIn(
       // box ∩ trimmed chunk box; blocks outside it hold only padding here.
       sub_start[i] = std::max(clipped.start[i], origin[i]);
       sub_stop[i] =
-          std::min(clipped.stop[i],
-                   origin[i] + std::min(chunkshape_[i], shape_[i] - origin[i]));
+          std::min(clipped.stop[i], origin[i] + std::min(chunkshape_[i], shape_[i] - origin[i]));
       block_lo[i] = (sub_start[i] - origin[i]) / blockshape_[i];
       block_hi[i] = (sub_stop[i] - 1 - origin[i]) / blockshape_[i];
     }
@@ -486,8 +460,7 @@ void ArrayLayout::ForEachBlockIn(
 // ---------------------------------------------------------------------------
 // Streams of boxes
 
-std::vector<Box> LinearRangeToBoxes(const Box& box, int64_t item_begin,
-                                    int64_t item_end) {
+std::vector<Box> LinearRangeToBoxes(const Box& box, int64_t item_begin, int64_t item_end) {
   std::vector<Box> out;
   item_begin = std::max<int64_t>(item_begin, 0);
   item_end = std::min(item_end, box.NumItems());
@@ -501,16 +474,15 @@ std::vector<Box> LinearRangeToBoxes(const Box& box, int64_t item_begin,
   // inner_items[i]: items in one step along axis i (product of later extents).
   Shape inner_items(ndim);
   inner_items[ndim - 1] = 1;
-  for (int i = ndim - 1; i > 0; --i)
-    inner_items[i - 1] = inner_items[i] * extent[i];
+  for (int i = ndim - 1; i > 0; --i) inner_items[i - 1] = inner_items[i] * extent[i];
   std::vector<int64_t> fixed(ndim, 0);
   out.reserve(2 * ndim - 1);
   DecomposeRange(box, inner_items, 0, fixed, item_begin, item_end, out);
   return out;
 }
 
-void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst,
-                const Box& dst_box, const Box& region, int64_t itemsize) {
+void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box& dst_box,
+                const Box& region, int64_t itemsize) {
   if (region.empty()) return;
   const int n = region.ndim();
   if (n > kMaxScratchAxes) return;  // no layout has that many axes
@@ -530,8 +502,7 @@ void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst,
       src_offset += (region.start[i] - src_box.start[i]) * ss;
       dst_offset += (region.start[i] - dst_box.start[i]) * ds;
       if (e != 1) {
-        if (m > 0 && rev_ss[m - 1] * rev_ext[m - 1] == ss &&
-            rev_ds[m - 1] * rev_ext[m - 1] == ds) {
+        if (m > 0 && rev_ss[m - 1] * rev_ext[m - 1] == ss && rev_ds[m - 1] * rev_ext[m - 1] == ds) {
           rev_ext[m - 1] *= e;
         } else {
           rev_ext[m] = e;

@@ -40,7 +40,8 @@ int DecimalWidth(int64_t value) {
 
 // Parses a non-negative decimal without sign or spaces; nullopt otherwise.
 std::optional<int64_t> ParseIndex(const std::string& text) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
+  const size_t digits = text.size() - std::min(text.find_first_not_of('0'), text.size() - 1);
+  if (text.empty() || digits > 18 || text.size() > 255) return std::nullopt;
   int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
@@ -357,9 +358,9 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
       const int64_t extent = container->layout().shape()[parent->axis];
       const int width = DecimalWidth(extent > 0 ? extent - 1 : 0);
       auto index = ParseIndex(name);
-      if (!index || *index >= extent || static_cast<int>(name.size()) > width) {
-        return NotFound(name);
-      }
+      // Padded and unpadded (and over-padded) spellings all name the same
+      // file; the canonical, listed name is padded to the axis's width.
+      if (!index || *index >= extent) return NotFound(name);
       node->type = NodeType::kVirtual;
       node->file.kind = FileKind::kSlice;
       node->file.axis = parent->axis;

@@ -58,15 +58,13 @@ int64_t OffsetIn(const Box& box, const Coords& x) {
 
 int64_t LinearIn(const Coords& coords, const Shape& shape) {
   int64_t offset = 0;
-  for (size_t i = 0; i < shape.size(); ++i)
-    offset = offset * shape[i] + coords[i];
+  for (size_t i = 0; i < shape.size(); ++i) offset = offset * shape[i] + coords[i];
   return offset;
 }
 
 bool Contains(const Box& outer, const Box& inner) {
   for (int i = 0; i < outer.ndim(); ++i) {
-    if (inner.start[i] < outer.start[i] || inner.stop[i] > outer.stop[i])
-      return false;
+    if (inner.start[i] < outer.start[i] || inner.stop[i] > outer.stop[i]) return false;
   }
   return true;
 }
@@ -140,8 +138,7 @@ void CheckBlockWalk(const ArrayLayout& layout, const Box& box,
                     const std::function<Location(const Coords&)>& brute) {
   INFO("shape " << ToString(Box::FromShape(layout.shape())) << " chunk "
                 << ToString(Box::FromShape(layout.chunkshape())) << " block "
-                << ToString(Box::FromShape(layout.blockshape())) << " box "
-                << ToString(box));
+                << ToString(Box::FromShape(layout.blockshape())) << " box " << ToString(box));
   const Box array = Box::FromShape(layout.shape());
   std::vector<int> coverage(static_cast<size_t>(layout.NumItems()), 0);
   std::set<std::pair<int64_t, int64_t>> reported;
@@ -161,8 +158,7 @@ void CheckBlockWalk(const ArrayLayout& layout, const Box& box,
       mismatch("chunk index out of range");
       return;
     }
-    if (ref.block_index < 0 ||
-        ref.block_index >= layout.BlocksInChunk(ref.chunk_index)) {
+    if (ref.block_index < 0 || ref.block_index >= layout.BlocksInChunk(ref.chunk_index)) {
       mismatch("block index out of range");
       return;
     }
@@ -175,19 +171,16 @@ void CheckBlockWalk(const ArrayLayout& layout, const Box& box,
         !Contains(ref.block_box, region)) {
       mismatch("region outside its boxes");
     }
-    if (ref.block_box.NumItems() !=
-        layout.BlockItems(ref.chunk_index, ref.block_index)) {
+    if (ref.block_box.NumItems() != layout.BlockItems(ref.chunk_index, ref.block_index)) {
       mismatch("block_box size != BlockItems");
     }
-    const int64_t first =
-        layout.BlockFirstItem(ref.chunk_index, ref.block_index);
+    const int64_t first = layout.BlockFirstItem(ref.chunk_index, ref.block_index);
     ForEachItem(region, [&](const Coords& x) {
       ++coverage[OffsetIn(array, x)];
       const int64_t pos = first + OffsetIn(ref.block_box, x);
       const Location got{ref.chunk_index, ref.block_index, pos};
       if (got != brute(x)) mismatch("location of item " + ToString(Box{x, x}));
-      if (pos >= layout.ChunkStoredItems(ref.chunk_index))
-        mismatch("past chunk end");
+      if (pos >= layout.ChunkStoredItems(ref.chunk_index)) mismatch("past chunk end");
     });
   });
 
@@ -218,8 +211,7 @@ TEST_CASE("Box basics") {
   const Box i = Intersect(Box{{0, 0}, {4, 4}}, Box{{2, 5}, {6, 9}});
   CHECK(i.empty());
   CHECK(i.shape() == Shape{2, 0});
-  CHECK(Intersect(Box{{0, 0}, {4, 4}}, Box{{2, 1}, {6, 3}}) ==
-        Box{{2, 1}, {4, 3}});
+  CHECK(Intersect(Box{{0, 0}, {4, 4}}, Box{{2, 1}, {6, 3}}) == Box{{2, 1}, {4, 3}});
 }
 
 TEST_CASE("Regular layout worked example") {
@@ -284,16 +276,14 @@ TEST_CASE("a zero-length axis has no chunks") {
   CHECK(r->ChunkGridShape() == Shape{3, 0, 2});
   CHECK(r->ChunkIndex(Coords{0, 0, 0}) == -1);
   int calls = 0;
-  r->ForEachBlockIn(Box::FromShape(r->shape()),
-                    [&](const BlockRef&, const Box&) { ++calls; });
+  r->ForEachBlockIn(Box::FromShape(r->shape()), [&](const BlockRef&, const Box&) { ++calls; });
   CHECK(calls == 0);
 }
 
 TEST_CASE("ForEachBlockIn costs blocks touched, not blocks in the grid") {
   // 2^30 blocks per chunk: walking every block would take far too long.
-  auto r =
-      ArrayLayout::Regular({int64_t{1} << 30, int64_t{1} << 30},
-                           {int64_t{1} << 15, int64_t{1} << 15}, {1, 1}, 1);
+  auto r = ArrayLayout::Regular({int64_t{1} << 30, int64_t{1} << 30},
+                                {int64_t{1} << 15, int64_t{1} << 15}, {1, 1}, 1);
   REQUIRE(r.ok());
   const int64_t edge = int64_t{1} << 15;
   std::vector<BlockRef> refs;
@@ -320,8 +310,7 @@ TEST_CASE("ForEachBlockIn matches brute force on random regular layouts") {
     const int ndim = trial % 6;
     const ArrayLayout layout = RandomRegular(rng, ndim);
     const Box box = RandomBoxIn(rng, layout.shape());
-    CheckBlockWalk(layout, box,
-                   [&](const Coords& x) { return BruteRegular(layout, x); });
+    CheckBlockWalk(layout, box, [&](const Coords& x) { return BruteRegular(layout, x); });
   }
 }
 
@@ -351,8 +340,7 @@ TEST_CASE("chunk grid, coordinates and boxes match brute force") {
       Box expected;
       for (int i = 0; i < ndim; ++i) {
         expected.start.push_back(coords[i] * l.chunkshape()[i]);
-        expected.stop.push_back(
-            std::min(shape[i], (coords[i] + 1) * l.chunkshape()[i]));
+        expected.stop.push_back(std::min(shape[i], (coords[i] + 1) * l.chunkshape()[i]));
       }
       const Box box = l.ChunkBox(ci);
       REQUIRE(box == expected);
@@ -397,11 +385,9 @@ TEST_CASE("Irregular1D layouts match brute force") {
     REQUIRE(l.NumItems() == starts.back());
     REQUIRE(l.NumChunks() == nchunks);
     REQUIRE(l.ChunkGridShape() == Shape{nchunks});
-    REQUIRE(
-        l.chunkshape() ==
-        Shape{lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end())});
-    REQUIRE(l.blockshape() ==
-            Shape{bns.empty() ? 0 : *std::max_element(bns.begin(), bns.end())});
+    REQUIRE(l.chunkshape() ==
+            Shape{lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end())});
+    REQUIRE(l.blockshape() == Shape{bns.empty() ? 0 : *std::max_element(bns.begin(), bns.end())});
     for (int i = 0; i < nchunks; ++i) {
       REQUIRE(l.ChunkCoords(i) == Coords{i});
       REQUIRE(l.ChunkIndex(Coords{i}) == i);
@@ -427,8 +413,7 @@ TEST_CASE("Irregular1D layouts match brute force") {
       FAIL("item outside every chunk");
       return {};
     };
-    for (int k = 0; k < 4; ++k)
-      CheckBlockWalk(l, RandomBoxIn(rng, l.shape()), brute);
+    for (int k = 0; k < 4; ++k) CheckBlockWalk(l, RandomBoxIn(rng, l.shape()), brute);
   }
 }
 
@@ -440,8 +425,7 @@ TEST_CASE("LinearRangeToBoxes concatenates to exactly the range") {
     for (int i = 0; i < ndim; ++i) {
       const int64_t start = Rand(rng, 0, 5);
       box.start.push_back(start);
-      box.stop.push_back(
-          start + (Rand(rng, 0, 15) == 0 ? 0 : Rand(rng, 1, MaxExtent(ndim))));
+      box.stop.push_back(start + (Rand(rng, 0, 15) == 0 ? 0 : Rand(rng, 1, MaxExtent(ndim))));
     }
     const std::vector<Coords> all = Items(box);
     const auto n = static_cast<int64_t>(all.size());
@@ -490,8 +474,7 @@ TEST_CASE("CopyRegion matches an item-by-item copy") {
     Box region, src_box, dst_box;
     for (int i = 0; i < ndim; ++i) {
       const int64_t start = Rand(rng, 2, 5);
-      const int64_t extent =
-          Rand(rng, 0, 12) == 0 ? 0 : Rand(rng, 1, MaxExtent(ndim));
+      const int64_t extent = Rand(rng, 0, 12) == 0 ? 0 : Rand(rng, 1, MaxExtent(ndim));
       region.start.push_back(start);
       region.stop.push_back(start + extent);
       // Half the time a buffer spans the region exactly on an axis, so the
@@ -502,21 +485,18 @@ TEST_CASE("CopyRegion matches an item-by-item copy") {
       dst_box.start.push_back(start - pad());
       dst_box.stop.push_back(start + extent + pad());
     }
-    std::vector<uint8_t> src(
-        static_cast<size_t>(src_box.NumItems() * itemsize));
-    std::vector<uint8_t> dst(
-        static_cast<size_t>(dst_box.NumItems() * itemsize));
+    std::vector<uint8_t> src(static_cast<size_t>(src_box.NumItems() * itemsize));
+    std::vector<uint8_t> dst(static_cast<size_t>(dst_box.NumItems() * itemsize));
     for (auto& v : src) v = static_cast<uint8_t>(rng());
     for (auto& v : dst) v = static_cast<uint8_t>(rng());
     std::vector<uint8_t> expected = dst;
     ForEachItem(region, [&](const Coords& x) {
       std::memcpy(expected.data() + OffsetIn(dst_box, x) * itemsize,
-                  src.data() + OffsetIn(src_box, x) * itemsize,
-                  static_cast<size_t>(itemsize));
+                  src.data() + OffsetIn(src_box, x) * itemsize, static_cast<size_t>(itemsize));
     });
     CopyRegion(src.data(), src_box, dst.data(), dst_box, region, itemsize);
-    INFO("src " << ToString(src_box) << " dst " << ToString(dst_box)
-                << " region " << ToString(region) << " itemsize " << itemsize);
+    INFO("src " << ToString(src_box) << " dst " << ToString(dst_box) << " region "
+                << ToString(region) << " itemsize " << itemsize);
     REQUIRE(dst == expected);
   }
 }
@@ -533,24 +513,21 @@ TEST_CASE("CopyRegion from block buffers assembles the array") {
     const Box box = RandomBoxIn(rng, l.shape());
     // Item value = its C-order offset in the array; chunk buffers hold it at
     // the brute-force position, and padding holds a poison value.
-    std::vector<std::vector<int64_t>> chunks(
-        static_cast<size_t>(l.NumChunks()));
-    for (int64_t c = 0; c < l.NumChunks(); ++c)
-      chunks[c].assign(l.ChunkStoredItems(c), -1);
+    std::vector<std::vector<int64_t>> chunks(static_cast<size_t>(l.NumChunks()));
+    for (int64_t c = 0; c < l.NumChunks(); ++c) chunks[c].assign(l.ChunkStoredItems(c), -1);
     ForEachItem(array, [&](const Coords& x) {
       const auto [c, b, p] = BruteRegular(l, x);
       chunks[c][p] = OffsetIn(array, x);
     });
     std::vector<int64_t> out(static_cast<size_t>(box.NumItems()), -2);
     l.ForEachBlockIn(box, [&](const BlockRef& ref, const Box& region) {
-      const int64_t* block = chunks[ref.chunk_index].data() +
-                             l.BlockFirstItem(ref.chunk_index, ref.block_index);
+      const int64_t* block =
+          chunks[ref.chunk_index].data() + l.BlockFirstItem(ref.chunk_index, ref.block_index);
       CopyRegion(reinterpret_cast<const uint8_t*>(block), ref.block_box,
                  reinterpret_cast<uint8_t*>(out.data()), box, region, itemsize);
     });
     std::vector<int64_t> expected;
-    ForEachItem(
-        box, [&](const Coords& x) { expected.push_back(OffsetIn(array, x)); });
+    ForEachItem(box, [&](const Coords& x) { expected.push_back(OffsetIn(array, x)); });
     REQUIRE(out == expected);
   }
 }
@@ -589,20 +566,17 @@ TEST_CASE("Regular rejects malformed layouts") {
     CHECK(r.status().message().find(c.needle) != std::string::npos);
   }
   // At the limits, still valid.
-  CHECK(ArrayLayout::Regular(Shape(127, 1), Shape(127, 1), Shape(127, 1), 4)
-            .ok());
+  CHECK(ArrayLayout::Regular(Shape(127, 1), Shape(127, 1), Shape(127, 1), 4).ok());
   CHECK(ArrayLayout::Regular({big, 0}, {1, 1}, {1, 1}, 8).ok());
   CHECK(ArrayLayout::Regular({0, big, big}, {1, 1, 1}, {1, 1, 1}, 8).ok());
-  CHECK(ArrayLayout::Regular({3}, {7}, {7}, 1)
-            .ok());  // chunk larger than the array
+  CHECK(ArrayLayout::Regular({3}, {7}, {7}, 1).ok());  // chunk larger than the array
 }
 
 TEST_CASE("Irregular1D rejects malformed layouts") {
   const int64_t big = int64_t{1} << 62;
-  auto fails = [](std::vector<int64_t> lens, std::vector<int64_t> bns,
-                  int64_t itemsize, const std::string& needle) {
-    auto r =
-        ArrayLayout::Irregular1D(std::move(lens), std::move(bns), itemsize);
+  auto fails = [](std::vector<int64_t> lens, std::vector<int64_t> bns, int64_t itemsize,
+                  const std::string& needle) {
+    auto r = ArrayLayout::Irregular1D(std::move(lens), std::move(bns), itemsize);
     INFO("expecting: " << needle);
     REQUIRE_FALSE(r.ok());
     INFO("got: " << r.status().message());

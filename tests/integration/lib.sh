@@ -1,0 +1,250 @@
+# Shared by the FUSE tests (tests/integration/fuse_*.sh): paths to the built
+# programs, a private temp dir, mounting and ALWAYS unmounting, waiting, and
+# failure bookkeeping. Source it, then call itest_init NAME BUILD_DIR.
+#
+# Every mount made with mount_fs / mount_daemon is recorded; the EXIT trap
+# unmounts each (fusermount3 -u, then -uz as a last resort), stops the
+# daemons this test started (by pid only) and removes the temp dir, but only
+# when nothing is mounted below it any more.
+# Exit status convention: 0 pass, 1 fail, 77 skip (only when /dev/fuse
+# cannot be used at all).
+
+set -uo pipefail
+
+ITEST_FAILURES=0
+ITEST_MOUNTS=()
+ITEST_PIDS=()
+
+itest_init() {
+  ITEST_NAME=$1
+  BUILD=$(cd "$2" && pwd) || { echo "no build dir $2" >&2; exit 2; }
+  B2NDFS=$BUILD/src/app/b2ndfs
+  INSPECT=$BUILD/src/tools/b2ndfs-inspect
+  FIXTURE=$BUILD/tests/fixtures/b2nd_fixture
+  FUSE_COMPARE=$BUILD/tests/integration/fuse_compare
+  for p in "$B2NDFS" "$FIXTURE" "$FUSE_COMPARE"; do
+    [[ -x $p ]] || { echo "$ITEST_NAME: $p is not built" >&2; exit 2; }
+  done
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/b2ndfs-$ITEST_NAME.XXXXXX")
+  chmod 755 "$TMP"  # other users (fuse.permissions) must reach the mounts
+  ITEST_T0=$(date +%s.%N)
+  trap itest_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+log() { echo "[$ITEST_NAME] $*"; }
+
+fail() {
+  echo "[$ITEST_NAME] FAIL: $*" >&2
+  ITEST_FAILURES=$((ITEST_FAILURES + 1))
+}
+
+# check DESCRIPTION CMD...: runs CMD, records a failure if it exits non-zero.
+check() {
+  local what=$1
+  shift
+  if "$@"; then return 0; fi
+  fail "$what (command: $*)"
+  return 1
+}
+
+# Is exactly this path a mountpoint now (a dead FUSE daemon counts too)?
+is_mounted() {
+  awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+# wait_until SECONDS CMD...: polls CMD every 0.1 s.
+wait_until() {
+  local limit=$1
+  shift
+  local deadline
+  deadline=$(($(date +%s%N) + limit * 1000000000))
+  until "$@"; do
+    (($(date +%s%N) > deadline)) && return 1
+    sleep 0.1
+  done
+}
+
+pid_alive() { kill -0 "$1" 2>/dev/null; }
+
+# The pid of the b2ndfs process serving MOUNTPOINT, found by its exact command
+# line (for daemons started without -f).
+daemon_pid() {
+  local mnt=$1 p args
+  for p in /proc/[0-9]*; do
+    args=$(tr '\0' '\n' 2>/dev/null <"$p/cmdline") || continue
+    [[ $(head -n1 <<<"$args") == *b2ndfs ]] || continue
+    if grep -qxF -- "$mnt" <<<"$args"; then
+      echo "${p#/proc/}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Skips the test (exit 77) when /dev/fuse cannot be used; a probe mount
+# decides. Any other failure of the probe is a test failure.
+require_fuse() {
+  if [[ ! -c /dev/fuse ]]; then
+    log "SKIP: /dev/fuse is missing"
+    exit 77
+  fi
+  if ! { exec 9<>/dev/fuse; } 2>/dev/null; then
+    log "SKIP: /dev/fuse cannot be opened"
+    exit 77
+  fi
+  exec 9>&-
+  mkdir -p "$TMP/probe_src" "$TMP/probe_mnt"
+  if "$B2NDFS" "$TMP/probe_src" "$TMP/probe_mnt" 2>"$TMP/probe.log"; then
+    ITEST_MOUNTS+=("$TMP/probe_mnt")
+    local pid
+    pid=$(daemon_pid "$TMP/probe_mnt") && ITEST_PIDS+=("$pid")
+    unmount_fs "$TMP/probe_mnt"
+    return 0
+  fi
+  if grep -qiE "device not found|failed to open /dev/fuse|mount failed: (Operation not permitted|Permission denied)|fusermount3?: .*(not permitted|denied)" \
+    "$TMP/probe.log"; then
+    log "SKIP: FUSE mounts are not possible here: $(head -c 300 "$TMP/probe.log")"
+    exit 77
+  fi
+  fail "probe mount failed: $(cat "$TMP/probe.log")"
+  exit 1
+}
+
+# mount_fs SOURCE MOUNTPOINT [b2ndfs options...]: runs b2ndfs in the
+# foreground in the background (its pid in DAEMON_PID, stderr in
+# MOUNTPOINT.log) and waits until the mount is in place.
+mount_fs() {
+  local src=$1 mnt=$2
+  shift 2
+  mkdir -p "$mnt"
+  "$B2NDFS" -f "$@" "$src" "$mnt" 2>"$mnt.log" &
+  DAEMON_PID=$!
+  ITEST_PIDS+=("$DAEMON_PID")
+  ITEST_MOUNTS+=("$mnt")
+  if ! wait_until 20 is_mounted "$mnt"; then
+    fail "b2ndfs did not mount $mnt within 20 s: $(cat "$mnt.log")"
+    return 1
+  fi
+  # The mount exists; wait until it answers.
+  wait_until 10 stat "$mnt/." >/dev/null 2>&1 || fail "$mnt does not answer stat"
+}
+
+# mount_daemon SOURCE MOUNTPOINT [options...]: b2ndfs as users start it (it
+# daemonizes and returns once mounted). Sets DAEMON_PID.
+mount_daemon() {
+  local src=$1 mnt=$2
+  shift 2
+  mkdir -p "$mnt"
+  ITEST_MOUNTS+=("$mnt")
+  if ! "$B2NDFS" "$@" "$src" "$mnt" 2>"$mnt.log"; then
+    fail "b2ndfs $* $src $mnt exited non-zero: $(cat "$mnt.log")"
+    return 1
+  fi
+  if ! is_mounted "$mnt"; then
+    fail "b2ndfs returned before $mnt was mounted"
+    wait_until 10 is_mounted "$mnt" || return 1
+  fi
+  DAEMON_PID=$(daemon_pid "$mnt") || DAEMON_PID=""
+  [[ -n $DAEMON_PID ]] && ITEST_PIDS+=("$DAEMON_PID")
+  return 0
+}
+
+# unmount_fs MOUNTPOINT: fusermount3 -u (retried while busy), -uz last.
+# Returns non-zero if the clean unmount did not work.
+unmount_fs() {
+  local mnt=$1 i
+  is_mounted "$mnt" || return 0
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    if fusermount3 -u "$mnt" 2>>"$TMP/unmount.log"; then
+      # The daemon exits once unmounted.
+      return 0
+    fi
+    sleep 0.3
+  done
+  fusermount3 -uz "$mnt" 2>>"$TMP/unmount.log" || umount -l "$mnt" 2>>"$TMP/unmount.log"
+  return 1
+}
+
+# stop_pid PID: waits for a daemon to exit after its unmount, then TERM, KILL.
+stop_pid() {
+  local pid=$1
+  pid_alive "$pid" || return 0
+  wait_until 5 eval "! kill -0 $pid 2>/dev/null" && return 0
+  kill -TERM "$pid" 2>/dev/null
+  wait_until 3 eval "! kill -0 $pid 2>/dev/null" && return 0
+  kill -KILL "$pid" 2>/dev/null
+}
+
+itest_cleanup() {
+  local rc=$? mnt pid
+  set +e
+  for mnt in "${ITEST_MOUNTS[@]}"; do
+    unmount_fs "$mnt"
+  done
+  for pid in "${ITEST_PIDS[@]}"; do
+    stop_pid "$pid"
+  done
+  if [[ -n ${TMP:-} && -d $TMP ]]; then
+    if grep -qF " $TMP/" /proc/self/mountinfo; then
+      echo "[$ITEST_NAME] WARNING: something is still mounted below $TMP; not removing it" >&2
+    elif [[ -n ${B2NDFS_KEEP_TMP:-} && $rc -ne 0 ]]; then
+      echo "[$ITEST_NAME] kept $TMP" >&2
+    else
+      rm -rf "$TMP"
+    fi
+  fi
+  exit "$rc"
+}
+
+# finish: prints the summary and exits 0 or 1.
+finish() {
+  local t
+  t=$(awk -v a="$ITEST_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if ((ITEST_FAILURES > 0)); then
+    log "$ITEST_FAILURES failure(s) in ${t} s"
+    exit 1
+  fi
+  log "passed in ${t} s"
+  exit 0
+}
+
+# make_fixtures DIR: the container set in DIR/src, references in DIR/ref.
+make_fixtures() {
+  "$FIXTURE" make "$1/src" "$1/ref" >/dev/null || { fail "b2nd_fixture make failed"; exit 1; }
+}
+
+# ref_slice REF BOX OUT [--itemsize N]: the reference bytes of a box.
+ref_slice() {
+  "$FIXTURE" slice "$@" || fail "b2nd_fixture slice $*"
+}
+
+# ref_of REFDIR CONTAINER: the reference path of a manifest entry.
+ref_of() {
+  local r
+  r=$(awk -F'\t' -v c="$2" '$1 == c { print $3 }' "$1/manifest.tsv")
+  [[ -n $r ]] || { fail "$2 is not in $1/manifest.tsv"; return 1; }
+  echo "$1/$r"
+}
+
+# info_field REFPATH FIELD: an array field of `b2nd_fixture info` as "a,b,c",
+# or a number.
+info_field() {
+  "$FIXTURE" info "$1" | sed -E 's/.*"'"$2"'":(\[[^]]*\]|[^,}]*).*/\1/; s/[][]//g'
+}
+
+# chunk_box REFPATH NAME: the box of chunk NAME ("1.0.2") as b2nd_fixture
+# slice wants it ("8:16,0:8,16:24").
+chunk_box() {
+  local shape chunks
+  shape=$(info_field "$1" shape)
+  chunks=$(info_field "$1" chunkshape)
+  awk -v s="$shape" -v c="$chunks" -v n="$2" 'BEGIN {
+    split(s, S, ","); split(c, C, ","); k = split(n, N, ".");
+    out = "";
+    for (i = 1; i <= k; i++) {
+      a = N[i] * C[i]; b = a + C[i]; if (b > S[i]) b = S[i];
+      out = out (i > 1 ? "," : "") a ":" b;
+    }
+    print out }'
+}
