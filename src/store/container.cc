@@ -145,9 +145,7 @@ Status Container::Load() {
   if (b2nd != nullptr || caterva != nullptr) {
     auto decoded = b2nd != nullptr ? format::DecodeB2ndMetalayer(b2nd->content)
                                    : format::DecodeCatervaMetalayer(caterva->content);
-    if (!decoded.ok()) {
-      return decoded.status().WithContext(std::string(b2nd ? "b2nd" : "caterva") + " metalayer");
-    }
+    if (!decoded.ok()) return decoded.status();
     src.ndmeta = std::move(decoded).value();
     const format::NdMeta& nd = *src.ndmeta;
     format_name_ = nd.format;
@@ -590,7 +588,10 @@ Result<size_t> Container::Read(const VirtualFile& file, int64_t offset, size_t l
     GlobalReadStats().read_errors++;
     LogOnce("read:" + source_path_ + ":" + status.message(), LogLevel::kError,
             source_path_ + ": " + status.message());
-    return Status(status.error_number(), source_path_ + ": " + status.message());
+    // Whatever went wrong inside the container (a vanished chunk file
+    // included) is an I/O error of this file, not a missing file.
+    const int error_number = status.error_number() == ENOMEM ? ENOMEM : EIO;
+    return Status(error_number, source_path_ + ": " + status.message());
   }
   GlobalReadStats().bytes_served += n;
   return n;

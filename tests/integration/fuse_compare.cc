@@ -114,6 +114,17 @@ std::string Join(const std::vector<std::string>& v, size_t max = 12) {
 
 std::string AsString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
+// SPEC.md: names shown as containers, whatever their content.
+bool HasContainerExtension(const std::string& name) {
+  for (const char* ext :
+       {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"}) {
+    const size_t n = std::strlen(ext);
+    if (name.size() > n && name.compare(name.size() - n, n, ext) == 0)
+      return true;
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------------------
 // tree
 
@@ -143,7 +154,7 @@ void CheckMirror(const std::string& mount, const std::string& outdir,
       report.Fail(r, "(stat)", Errno(errno));
       continue;
     }
-    if (containers.count(r) != 0) {
+    if (containers.count(r) != 0 || HasContainerExtension(name)) {
       if (!S_ISDIR(m.st_mode))
         report.Fail(r, "(stat)", "container is not shown as a directory");
     } else if (S_ISDIR(s.st_mode)) {

@@ -331,8 +331,9 @@ TEST_CASE("variable-size chunks") {
   // c-blosc2 2.17 lets chunks of different sizes into a super-chunk without a
   // frame (never two short ones in a row), but the frame it then writes keeps
   // the first chunk's size as chunksize, so that nbytes / chunksize disagrees
-  // with the chunk index: c-blosc2 itself cannot open it again, and we reject
-  // it too. With chunksize 0 (variable chunks) the frame is consistent.
+  // with the chunk index: c-blosc2 itself cannot open it again
+  // (blosc2_schunk_from_buffer returns NULL, and leaks, so it is not called
+  // here), and we reject it too. With chunksize 0 the frame is consistent.
   blosc2_cparams cparams = Cparams(BLOSC_BLOSCLZ, 1);
   blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
   storage.contiguous = false;
@@ -345,8 +346,6 @@ TEST_CASE("variable-size chunks") {
   Bytes frame = ToBuffer(sc);
   CHECK(ErrorOf(Parse(frame)) ==
         "chunk index has 4 entries, but nbytes 10400 in chunks of 5000 bytes make 3");
-  CHECK(blosc2_schunk_from_buffer(frame.data(), static_cast<int64_t>(frame.size()), true) ==
-        nullptr);
   std::fill(frame.begin() + 58, frame.begin() + 62, 0);  // chunksize 0
   frame[25] |= 0x40;                                     // variable-length chunks flag
   auto info = Parse(frame);
