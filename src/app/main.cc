@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
   const int shards = static_cast<int>(std::clamp<size_t>(cache_size / (64u << 20), 1, 16));
   cache::BlockCache cache(cache_size, shards);
   codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
-  // The reading thread helps decompress, so threads - 1 helpers give
-  // `threads` decompressions in flight for one reader.
-  store::WorkerPool workers(threads - 1);
+  // A read decompresses its misses on the calling thread plus up to
+  // threads - 1 workers; read-ahead runs on the workers.
+  store::WorkerPool workers(threads);
   store::StoreContext store;
   store.cache = &cache;
   store.decompressors = &decompressors;
@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
 
   vfs::Options fs_options;
   fs_options.source = cl.source;
+  if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   vfs::Filesystem filesystem(fs_options, &store);
 
   fuse::SessionOptions session;

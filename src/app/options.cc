@@ -49,6 +49,12 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     cl.cache_size = static_cast<size_t>(*size);
     return Status::Ok();
   }
+  if (StartsWith(option, "readahead=")) {
+    auto size = ParseSize(option.substr(10));
+    if (!size) return InvalidArgument("bad value in '" + option + "': expected e.g. 8M or 0");
+    cl.readahead = static_cast<int64_t>(*size);
+    return Status::Ok();
+  }
   if (StartsWith(option, "threads=")) {
     const std::string value = option.substr(8);
     char* end = nullptr;
@@ -155,6 +161,8 @@ std::string Usage(const std::string& program) {
          "  -o cache_size=SIZE     bytes of decompressed blocks to keep (K, M, G suffixes);\n"
          "                         default: 1/8 of RAM, at most 4G\n"
          "  -o threads=N           decompression workers (default: number of CPUs)\n"
+         "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
+         "                         decompressed (default 8M; 0 turns it off)\n"
          "  -o allow_other         let other users in (permission bits still apply)\n"
          "  -o OPTION              any other libfuse mount option; fstab/systemd options\n"
          "                         (_netdev, nofail, noauto, x-systemd.*, defaults) are ignored\n";

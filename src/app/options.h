@@ -17,6 +17,7 @@ struct CommandLine {
   std::string mountpoint;
   size_t cache_size = 0;  // 0: default
   int threads = 0;        // 0: default
+  int64_t readahead = -1; // -1: default
   bool foreground = false;
   bool debug = false;
   bool single_threaded = false;

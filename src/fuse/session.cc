@@ -4,7 +4,10 @@
 #include <fuse_lowlevel.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <memory>
 #include <new>
 #include <vector>
@@ -167,7 +170,9 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     }
     auto owned = std::make_unique<vfs::FileHandle>(std::move(handle).value());
     fi->keep_cache = owned->keep_cache ? 1 : 0;
-    fi->direct_io = 0;  // mmap and the page cache must keep working
+    // Array files keep the page cache (mmap needs it); only generated files
+    // whose size changes between opens (stats) bypass it.
+    fi->direct_io = owned->direct_io ? 1 : 0;
     fi->fh = reinterpret_cast<uint64_t>(owned.get());
     if (fuse_reply_open(req, fi) == 0) owned.release();
   });
@@ -288,6 +293,37 @@ fuse_lowlevel_ops MakeOps() {
   return ops;
 }
 
+// Raises the kernel's read-ahead window for this mount (the FUSE default is
+// 128 KiB), so that sequential readers get large requests. The mount is
+// found in /proc/self/mountinfo: a stat() of the mountpoint would need the
+// request loop that is not running yet.
+void SetKernelReadahead(const std::string& mountpoint, size_t bytes) {
+  char resolved[PATH_MAX];
+  if (::realpath(mountpoint.c_str(), resolved) == nullptr) return;
+  FILE* mountinfo = std::fopen("/proc/self/mountinfo", "r");
+  if (mountinfo == nullptr) return;
+  char line[4096];
+  std::string device;
+  while (std::fgets(line, sizeof line, mountinfo) != nullptr) {
+    // "ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ..." (mountpoint octal-escaped).
+    char dev[64], root[PATH_MAX], point[PATH_MAX];
+    if (std::sscanf(line, "%*d %*d %63s %4095s %4095s", dev, root, point) == 3 &&
+        std::string(point) == resolved) {
+      device = dev;  // the last match is the newest mount
+    }
+  }
+  std::fclose(mountinfo);
+  if (device.empty()) return;
+  const std::string path = "/sys/class/bdi/" + device + "/read_ahead_kb";
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    Log(LogLevel::kDebug, "cannot raise read-ahead: " + path + " not writable");
+    return;
+  }
+  std::fprintf(f, "%zu\n", bytes / 1024);
+  std::fclose(f);
+}
+
 }  // namespace
 
 int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
@@ -316,6 +352,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     fuse_session_destroy(session);
     return 1;
   }
+  if (options.kernel_readahead > 0) SetKernelReadahead(options.mountpoint, options.kernel_readahead);
   // Only now, with the mount in place, does the parent return to the caller.
   if (fuse_daemonize(options.foreground ? 1 : 0) != 0) {
     fuse_session_unmount(session);

@@ -450,6 +450,11 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
       pinned += static_cast<size_t>(layout.BlockItems(r.chunk_index, r.block_index) * itemsize);
       ++end;
     }
+    GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
+    struct Unpin {
+      size_t bytes;
+      ~Unpin() { GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes); }
+    } unpin{pinned};
     auto fetch = [&](size_t i) {
       BlockWork& w = blocks[begin + i];
       auto value = GetBlock(w.ref.chunk_index, w.ref.block_index);
@@ -526,6 +531,53 @@ Status Container::ReadArrayBox(const Box& box, uint8_t* out) const {
     }
   }
   return ReadBox(box, 0, box.NumItems(), out);
+}
+
+void Container::Prefetch(const VirtualFile& file, int64_t offset, int64_t length) const {
+  if (!ok() || context_->workers == nullptr || length <= 0) return;
+  if (file.kind == FileKind::kMetaJson) return;
+  int64_t body_offset = offset;
+  if (file.kind == FileKind::kDataNpy) {
+    body_offset -= static_cast<int64_t>(npy_header_.size());
+    if (body_offset < 0) {
+      length += body_offset;
+      body_offset = 0;
+    }
+  }
+  const Box box = FileBox(file);
+  const int64_t itemsize = layout_->itemsize();
+  const int64_t body_size = box.NumItems() * itemsize;
+  if (body_offset >= body_size || length <= 0) return;
+  const int64_t first = body_offset / itemsize;
+  const int64_t last = CeilDiv(std::min(body_offset + length, body_size), itemsize);
+  std::vector<std::pair<int64_t, int64_t>> wanted;
+  for (const Box& sub : geometry::LinearRangeToBoxes(box, first, last)) {
+    layout_->ForEachBlockIn(sub, [&](const BlockRef& ref, const Box&) {
+      if (!wanted.empty() && wanted.back() == std::make_pair(ref.chunk_index, ref.block_index)) {
+        return;
+      }
+      const cache::Key key{id_, ref.chunk_index, ref.block_index, cache::EntryKind::kBlock};
+      if (!context_->cache->Contains(key)) wanted.emplace_back(ref.chunk_index, ref.block_index);
+    });
+  }
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  GlobalReadStats().prefetch_requests++;
+  auto self = shared_from_this();
+  const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;
+  for (const auto& [chunk, block] : wanted) {
+    const bool queued = context_->workers->TrySubmit(
+        [self, chunk = chunk, block = block] {
+          try {
+            (void)self->GetBlock(chunk, block);
+          } catch (...) {
+            // Read-ahead is best effort; the real read reports errors.
+          }
+        },
+        max_queued);
+    if (!queued) break;
+    GlobalReadStats().prefetched_blocks++;
+  }
 }
 
 Box Container::FileBox(const VirtualFile& file) const {

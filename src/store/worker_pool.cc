@@ -34,7 +34,7 @@ void WorkerPool::WorkerLoop() {
 
 void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (n == 1 || threads_.empty()) {
+  if (n == 1 || threads_.size() <= 1) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
@@ -58,7 +58,7 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
       shared->finished.notify_all();
     }
   };
-  const size_t helpers = std::min(n - 1, threads_.size());
+  const size_t helpers = std::min(n - 1, threads_.size() - 1);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Helpers capture `fn` by reference: safe because we wait for done == n,
@@ -69,6 +69,26 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   work();
   std::unique_lock<std::mutex> lock(shared->mutex);
   shared->finished.wait(lock, [&] { return shared->done.load() == n; });
+}
+
+}  // namespace b2ndfs::store
+
+namespace b2ndfs::store {
+
+bool WorkerPool::TrySubmit(std::function<void()> fn, size_t max_queued) {
+  if (threads_.empty()) return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ || tasks_.size() >= max_queued) return false;
+    tasks_.push_back(std::move(fn));
+  }
+  wake_.notify_one();
+  return true;
+}
+
+size_t WorkerPool::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tasks_.size();
 }
 
 }  // namespace b2ndfs::store

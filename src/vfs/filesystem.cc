@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <boost/filesystem.hpp>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "b2ndfs/util/log.h"
 
@@ -140,7 +142,17 @@ class ContainerEntry {
   uint64_t generation_ = 0;
 };
 
-enum class NodeType { kDir, kFile, kContainer, kChunksDir, kSlicesDir, kSliceAxisDir, kVirtual };
+enum class NodeType {
+  kDir,
+  kFile,
+  kContainer,
+  kChunksDir,
+  kSlicesDir,
+  kSliceAxisDir,
+  kVirtual,
+  kControlDir,  // .b2ndfs at the root: looked up, never listed
+  kStatsFile,   // .b2ndfs/stats
+};
 
 struct Filesystem::Node {
   Ino ino = 0;
@@ -151,6 +163,7 @@ struct Filesystem::Node {
   std::shared_ptr<ContainerEntry> entry;
   int axis = 0;  // kSliceAxisDir
   store::VirtualFile file;
+  std::shared_ptr<ReadPattern> pattern = std::make_shared<ReadPattern>();
   uint64_t nlookup = 0;  // guarded by Filesystem::mutex_
   std::atomic<uint64_t> opened_generation{UINT64_MAX};
 };
@@ -171,6 +184,9 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   }
   root->nlookup = 1;  // the root is never forgotten
   nodes_[kRootIno] = root;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  start_time_ns_ = now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
 Filesystem::~Filesystem() = default;
@@ -258,7 +274,18 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
   node->parent = parent->ino;
   node->name = name;
   node->entry = parent->entry;
+  node->path = parent->path;
+  if (parent->ino == kRootIno && name == kControlDirName) {
+    node->type = NodeType::kControlDir;
+    return node;
+  }
   switch (parent->type) {
+    case NodeType::kControlDir:
+      if (name != "stats") return NotFound(name);
+      node->type = NodeType::kStatsFile;
+      return node;
+    case NodeType::kStatsFile:
+      return Status(ENOTDIR, name);
     case NodeType::kFile:
     case NodeType::kVirtual:
       return Status(ENOTDIR, name);
@@ -375,6 +402,24 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
 Result<Attr> Filesystem::Attributes(const Node& node) {
   Attr attr;
   struct stat& st = attr.st;
+  if (node.type == NodeType::kControlDir || node.type == NodeType::kStatsFile) {
+    // Owned like the mount's root; readable by whoever may read the root.
+    if (!StatPath(options_.source, &st)) {
+      int e = errno;
+      return Status(e, options_.source + ": " + std::strerror(e));
+    }
+    st.st_ino = node.ino;
+    st.st_nlink = node.type == NodeType::kControlDir ? 2 : 1;
+    if (node.type == NodeType::kControlDir) {
+      st.st_mode = S_IFDIR | 0555;
+      st.st_size = 0;
+    } else {
+      st.st_mode = S_IFREG | 0444;
+      st.st_size = static_cast<off_t>(StatsJson().size());
+    }
+    attr.timeout = 0;
+    return attr;
+  }
   if (node.type == NodeType::kDir || node.type == NodeType::kFile) {
     if (!StatPath(node.path, &st)) {
       int e = errno;
@@ -473,7 +518,11 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
   switch (node->type) {
     case NodeType::kFile:
     case NodeType::kVirtual:
+    case NodeType::kStatsFile:
       return Status(ENOTDIR, node->name);
+    case NodeType::kControlDir:
+      return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(
+          std::vector<DirEntry>{DirEntry{"stats", S_IFREG, StandIn(ino, 0)}}));
     case NodeType::kDir: {
       // Boost.Filesystem lists; stat() (which follows symbolic links) decides
       // what each entry is shown as, without opening any container.
@@ -565,7 +614,13 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
     handle.passthrough = std::make_shared<File>(std::move(file));
     return handle;
   }
+  if (node->type == NodeType::kStatsFile) {
+    handle.snapshot = std::make_shared<const std::string>(StatsJson());
+    handle.direct_io = true;  // its size changes between opens
+    return handle;
+  }
   if (node->type != NodeType::kVirtual) return Status(EISDIR, node->name);
+  handle.pattern = node->pattern;
   const uint64_t generation = node->entry->Revalidate();
   handle.container = node->entry->Get();
   handle.file = node->file;
@@ -581,6 +636,13 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
 
 Result<size_t> Filesystem::Read(const FileHandle& handle, int64_t offset, size_t length,
                                 uint8_t* out) {
+  if (handle.snapshot) {
+    const auto& text = *handle.snapshot;
+    if (offset < 0 || offset >= static_cast<int64_t>(text.size())) return size_t{0};
+    const size_t n = std::min(length, text.size() - static_cast<size_t>(offset));
+    std::memcpy(out, text.data() + offset, n);
+    return n;
+  }
   if (handle.passthrough) {
     size_t done = 0;
     while (done < length) {
@@ -596,7 +658,116 @@ Result<size_t> Filesystem::Read(const FileHandle& handle, int64_t offset, size_t
     }
     return done;
   }
-  return handle.container->Read(handle.file, offset, length, out);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  auto n = handle.container->Read(handle.file, offset, length, out);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  read_latency_.Record(static_cast<uint64_t>(
+      ((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec)) / 1000));
+  if (n.ok() && *n > 0 && handle.pattern) PlanReadAhead(handle, offset, *n);
+  return n;
+}
+
+// A reader whose next request starts near where the previous one ended is
+// sequential (the kernel's concurrent read-ahead reorders requests a little,
+// mmap faults arrive through any handle): decompress a growing window of
+// blocks ahead of it on the background workers.
+void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length) {
+  const int64_t n = static_cast<int64_t>(length);
+  const int64_t end = offset + n;
+  int64_t max_window = options_.max_readahead;
+  if (store_->cache != nullptr) {
+    max_window = std::min<int64_t>(max_window,
+                                   static_cast<int64_t>(store_->cache->capacity_bytes() / 8));
+  }
+  if (max_window <= 0) return;
+  int64_t from = 0, to = 0;
+  {
+    ReadPattern& p = *handle.pattern;
+    std::lock_guard<std::mutex> lock(p.mutex);
+    const int64_t slack = 2 * std::max<int64_t>(n, 128 << 10);
+    const bool sequential = p.next_offset >= 0 && offset >= p.next_offset - slack &&
+                            offset <= p.next_offset + slack;
+    if (sequential) {
+      p.window = std::min(max_window, std::max(p.window * 2, 2 * n));
+      from = std::max(end, p.prefetched_until);
+      to = end + p.window;
+      if (to > from) p.prefetched_until = to;
+      p.next_offset = std::max(p.next_offset, end);
+    } else {
+      p.window = 0;
+      p.prefetched_until = 0;
+      p.next_offset = end;
+    }
+  }
+  if (to > from) handle.container->Prefetch(handle.file, from, to - from);
+}
+
+std::string Filesystem::StatsJson() const {
+  const cache::CacheStats c = store_->cache != nullptr ? store_->cache->stats() : cache::CacheStats{};
+  const store::ReadStats& r = store::GlobalReadStats();
+  const LatencyHistogram::Summary lat = read_latency_.Summarize();
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const double uptime =
+      static_cast<double>(now.tv_sec * 1000000000LL + now.tv_nsec - start_time_ns_) / 1e9;
+  size_t open_containers = 0;
+  size_t inodes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [path, weak] : entries_) open_containers += weak.expired() ? 0 : 1;
+    inodes = nodes_.size();
+  }
+  const uint64_t lookups = c.hits + c.misses;
+  char hit_ratio[32];
+  std::snprintf(hit_ratio, sizeof hit_ratio, "%.4f",
+                lookups ? static_cast<double>(c.hits) / static_cast<double>(lookups) : 0.0);
+  char mean[32];
+  std::snprintf(mean, sizeof mean, "%.1f", lat.mean_us);
+  char up[32];
+  std::snprintf(up, sizeof up, "%.1f", uptime);
+  auto kv = [](const char* key, auto value, bool last = false) {
+    return std::string("    \"") + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
+  };
+  std::string out = "{\n";
+  out += "  \"uptime_s\": " + std::string(up) + ",\n";
+  out += "  \"containers_referenced\": " + std::to_string(open_containers) + ",\n";
+  out += "  \"inodes\": " + std::to_string(inodes) + ",\n";
+  out += "  \"cache\": {\n";
+  out += kv("capacity_bytes", c.capacity_bytes);
+  out += kv("bytes_cached", c.bytes_cached);
+  out += kv("entries", c.entries);
+  out += kv("hits", c.hits);
+  out += kv("misses", c.misses);
+  out += "    \"hit_ratio\": " + std::string(hit_ratio) + ",\n";
+  out += kv("shared_waits", c.shared_waits);
+  out += kv("evictions", c.evictions);
+  out += kv("inserts", c.inserts);
+  out += kv("load_errors", c.load_errors);
+  out += kv("bytes_loaded", c.bytes_loaded, true);
+  out += "  },\n";
+  out += "  \"reads\": {\n";
+  out += kv("requests", r.reads.load());
+  out += kv("bytes_served", r.bytes_served.load());
+  out += kv("errors", r.read_errors.load());
+  out += kv("blocks_decompressed", r.blocks_decompressed.load());
+  out += kv("bytes_decompressed", r.bytes_decompressed.load());
+  out += kv("chunks_fetched", r.chunks_fetched.load());
+  out += kv("compressed_bytes_fetched", r.bytes_fetched.load());
+  out += kv("readahead_requests", r.prefetch_requests.load());
+  out += kv("readahead_blocks", r.prefetched_blocks.load());
+  out += kv("pinned_bytes", r.pinned_bytes.load(), true);
+  out += "  },\n";
+  out += "  \"read_latency_us\": {\n";
+  out += kv("count", lat.count);
+  out += "    \"mean\": " + std::string(mean) + ",\n";
+  out += kv("p50", lat.p50_us);
+  out += kv("p90", lat.p90_us);
+  out += kv("p99", lat.p99_us);
+  out += kv("max", lat.max_us, true);
+  out += "  }\n";
+  out += "}\n";
+  return out;
 }
 
 Result<std::string> Filesystem::ReadLink(Ino) { return Status(EINVAL, "not a symbolic link"); }

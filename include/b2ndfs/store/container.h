@@ -53,10 +53,13 @@ struct ReadStats {
   std::atomic<uint64_t> bytes_decompressed{0};
   std::atomic<uint64_t> chunks_fetched{0};
   std::atomic<uint64_t> bytes_fetched{0};
+  std::atomic<uint64_t> prefetch_requests{0};
+  std::atomic<uint64_t> prefetched_blocks{0};
+  std::atomic<int64_t> pinned_bytes{0};  // blocks held by readers right now
 };
 ReadStats& GlobalReadStats();
 
-class Container {
+class Container : public std::enable_shared_from_this<Container> {
  public:
   // `source_path` is a frame file or a sparse-frame directory.
   static std::shared_ptr<Container> Open(const std::string& source_path, StoreContext* context);
@@ -82,6 +85,10 @@ class Container {
   // Reads any box of the array (inside its shape) as C-order bytes into
   // `out`, which holds box.NumItems() * itemsize bytes.
   Status ReadArrayBox(const geometry::Box& box, uint8_t* out) const;
+  // Starts decompressing, on the background workers, the blocks that bytes
+  // [offset, offset + length) of `file` need and the cache lacks. Best
+  // effort: does nothing without workers or when their queue is full.
+  void Prefetch(const VirtualFile& file, int64_t offset, int64_t length) const;
 
  private:
   Container(std::string source_path, StoreContext* context);

@@ -24,13 +24,18 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int size() const { return static_cast<int>(threads_.size()); }
-  // Runs fn(0) .. fn(n - 1) on the workers and the calling thread; returns
-  // when all have finished. fn must not throw.
+  // Runs fn(0) .. fn(n - 1) on the calling thread and up to size() - 1
+  // workers (so at most size() at once); returns when all have finished.
+  // fn must not throw.
   void ParallelFor(size_t n, const std::function<void(size_t)>& fn);
+  // Queues best-effort work (read-ahead) unless `max_queued` tasks already
+  // wait; returns false when the task was dropped. fn must not throw.
+  bool TrySubmit(std::function<void()> fn, size_t max_queued);
+  size_t queued() const;
 
  private:
   void WorkerLoop();
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;

@@ -25,6 +25,7 @@
 
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/file.h"
+#include "b2ndfs/util/latency.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::vfs {
@@ -51,12 +52,25 @@ class DirListing {
   virtual DirEntry at(size_t index) const = 0;
 };
 
+// How one file is being read, shared by all its handles (and so by mmap
+// faults, which the kernel sends through any handle): detects sequential
+// reading and how far ahead blocks have been requested.
+struct ReadPattern {
+  std::mutex mutex;  // leaf lock
+  int64_t next_offset = -1;
+  int64_t window = 0;            // current read-ahead distance in bytes
+  int64_t prefetched_until = 0;  // read-ahead was requested up to here
+};
+
 // An open regular file.
 struct FileHandle {
   std::shared_ptr<store::Container> container;  // virtual files
   store::VirtualFile file;
   std::shared_ptr<File> passthrough;            // ordinary source files
+  std::shared_ptr<ReadPattern> pattern;
+  std::shared_ptr<const std::string> snapshot;  // generated files (stats)
   bool keep_cache = true;  // false when the source changed since the last open
+  bool direct_io = false;  // for generated files whose size is not fixed
 };
 
 class ContainerEntry;
@@ -71,7 +85,11 @@ struct Attr {
 struct Options {
   std::string source;               // directory, or a single container
   double attr_timeout = 60.0;       // seconds the kernel may cache attributes
+  int64_t max_readahead = 8 << 20;  // bytes of blocks decompressed ahead of a reader
 };
+
+// The hidden directory at the mount root with runtime statistics.
+constexpr const char* kControlDirName = ".b2ndfs";
 
 class Filesystem {
  public:
@@ -90,6 +108,8 @@ class Filesystem {
   Result<size_t> Read(const FileHandle& handle, int64_t offset, size_t length, uint8_t* out);
   Result<std::string> ReadLink(Ino ino);
   size_t NodeCount() const;
+  // The JSON document served as .b2ndfs/stats.
+  std::string StatsJson() const;
   const Options& options() const { return options_; }
 
  private:
@@ -101,6 +121,7 @@ class Filesystem {
                                         const std::string& name);
   Result<Attr> Attributes(const Node& node);
   std::shared_ptr<Node> Intern(std::shared_ptr<Node> node);
+  void PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length);
 
   Options options_;
   store::StoreContext* store_;
@@ -109,6 +130,8 @@ class Filesystem {
   std::unordered_map<std::string, Ino> children_;  // parent ino + '/' + name -> ino
   std::unordered_map<std::string, std::weak_ptr<ContainerEntry>> entries_;
   Ino next_ino_ = kRootIno + 1;
+  LatencyHistogram read_latency_;
+  int64_t start_time_ns_ = 0;
   bool single_container_ = false;
 };
 
