@@ -11,6 +11,7 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/fuse/session.h"
 #include "b2ndfs/store/container.h"
+#include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
@@ -85,7 +86,12 @@ int main(int argc, char** argv) {
   store.cache = &cache;
   store.decompressors = &decompressors;
   store.workers = &workers;
-  store.max_pinned_bytes = std::clamp<size_t>(cache_size / 4, 8u << 20, 256u << 20);
+  // Blocks held by readers outside the cache: bounded mount-wide, so memory
+  // stays within cache_size plus this (and per-request buffers).
+  const size_t pin_limit = std::clamp<size_t>(cache_size / 4, 16u << 20, 256u << 20);
+  store::PinBudget pins(pin_limit);
+  store.pins = &pins;
+  store.max_pinned_bytes = pin_limit / 4;
 
   vfs::Options fs_options;
   fs_options.source = cl.source;

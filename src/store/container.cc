@@ -11,6 +11,7 @@
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
 #include "b2ndfs/util/file.h"
@@ -450,11 +451,16 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
       pinned += static_cast<size_t>(layout.BlockItems(r.chunk_index, r.block_index) * itemsize);
       ++end;
     }
+    if (context_->pins != nullptr) context_->pins->Acquire(pinned);
     GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
     struct Unpin {
+      PinBudget* pins;
       size_t bytes;
-      ~Unpin() { GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes); }
-    } unpin{pinned};
+      ~Unpin() {
+        GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes);
+        if (pins != nullptr) pins->Release(bytes);
+      }
+    } unpin{context_->pins, pinned};
     auto fetch = [&](size_t i) {
       BlockWork& w = blocks[begin + i];
       auto value = GetBlock(w.ref.chunk_index, w.ref.block_index);

@@ -27,12 +27,14 @@
 namespace b2ndfs::store {
 
 class WorkerPool;
+class PinBudget;
 
 // Services shared by every container of a mount.
 struct StoreContext {
   cache::BlockCache* cache = nullptr;
   codec::DecompressorPool* decompressors = nullptr;
   WorkerPool* workers = nullptr;  // optional: parallel decompression of misses
+  PinBudget* pins = nullptr;      // optional: mount-wide limit on pinned blocks
   // Bytes of blocks one read may pin at once before it copies them out.
   size_t max_pinned_bytes = 64u << 20;
 };
