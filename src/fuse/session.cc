@@ -6,7 +6,10 @@
 
 #include <climits>
 #include <cstdio>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <memory>
 #include <new>
@@ -324,6 +327,54 @@ void SetKernelReadahead(const std::string& mountpoint, size_t bytes) {
   std::fclose(f);
 }
 
+// Forwards "this inode changed" to the kernel from its own thread: the
+// notification must not be sent from inside a request for the same inode.
+class Invalidator {
+ public:
+  explicit Invalidator(struct fuse_session* session) : session_(session) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Invalidator() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void Enqueue(const std::vector<vfs::Ino>& inodes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.insert(pending_.end(), inodes.begin(), inodes.end());
+    }
+    wake_.notify_all();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      if (stopping_) return;
+      std::vector<vfs::Ino> batch;
+      batch.swap(pending_);
+      lock.unlock();
+      for (vfs::Ino ino : batch) {
+        // -ENOENT: the kernel holds nothing for it; nothing to do.
+        fuse_lowlevel_notify_inval_inode(session_, ino, 0, 0);
+      }
+      lock.lock();
+    }
+  }
+
+  struct fuse_session* session_;
+  std::mutex mutex_;  // leaf lock
+  std::condition_variable wake_;
+  std::vector<vfs::Ino> pending_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
@@ -361,6 +412,10 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     return 1;
   }
   if (!options.foreground) SetLogToSyslog(true);
+  // Started after fuse_daemonize(): threads do not survive its fork.
+  auto invalidator = std::make_unique<Invalidator>(session);
+  filesystem.SetInvalidateCallback(
+      [&invalidator](const std::vector<vfs::Ino>& inodes) { invalidator->Enqueue(inodes); });
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {
@@ -370,6 +425,8 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     config.max_idle_threads = options.max_idle_threads;
     rc = fuse_session_loop_mt(session, &config);
   }
+  filesystem.SetInvalidateCallback(nullptr);
+  invalidator.reset();
   fuse_session_unmount(session);
   fuse_remove_signal_handlers(session);
   fuse_session_destroy(session);

@@ -5,8 +5,15 @@
 
 namespace b2ndfs::store {
 
-WorkerPool::WorkerPool(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+WorkerPool::WorkerPool(int threads) : size_(threads > 0 ? threads : 0) {}
+
+// Threads start on first use: the daemon forks (fuse_daemonize) after the
+// pool is built, and threads do not survive a fork.
+void WorkerPool::EnsureStarted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  for (int i = 0; i < size_; ++i) threads_.emplace_back([this] { WorkerLoop(); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -34,7 +41,7 @@ void WorkerPool::WorkerLoop() {
 
 void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (n == 1 || threads_.size() <= 1) {
+  if (n == 1 || size_ <= 1) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
@@ -58,7 +65,8 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
       shared->finished.notify_all();
     }
   };
-  const size_t helpers = std::min(n - 1, threads_.size() - 1);
+  EnsureStarted();
+  const size_t helpers = std::min(n - 1, static_cast<size_t>(size_ - 1));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Helpers capture `fn` by reference: safe because we wait for done == n,
@@ -76,7 +84,8 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
 namespace b2ndfs::store {
 
 bool WorkerPool::TrySubmit(std::function<void()> fn, size_t max_queued) {
-  if (threads_.empty()) return false;
+  if (size_ == 0) return false;
+  EnsureStarted();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || tasks_.size() >= max_queued) return false;

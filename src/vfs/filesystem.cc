@@ -113,13 +113,17 @@ class ContainerEntry {
 
   // Drops the opened container if the source changed. Returns the generation
   // (bumped on every change).
-  uint64_t Revalidate() {
+  uint64_t Revalidate(bool* changed = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (changed != nullptr) *changed = false;
     if (container_ && !(CurrentSignature() == signature_)) {
       Log(LogLevel::kInfo, path_ + " changed on disk; reloading");
       ForgetLogOnce("open:" + path_);
+      // Readers holding the old generation finish with it; its cached blocks
+      // go when the last of them lets go (~Container).
       container_.reset();
       ++generation_;
+      if (changed != nullptr) *changed = true;
     }
     return generation_;
   }
@@ -399,6 +403,23 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
   return NotFound(name);
 }
 
+uint64_t Filesystem::RevalidateEntry(const std::shared_ptr<ContainerEntry>& entry) {
+  bool changed = false;
+  const uint64_t generation = entry->Revalidate(&changed);
+  if (changed && invalidate_) {
+    // Tell the kernel to forget attributes and pages of everything inside.
+    std::vector<Ino> inodes;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [ino, n] : nodes_) {
+        if (n->entry == entry) inodes.push_back(ino);
+      }
+    }
+    invalidate_(inodes);
+  }
+  return generation;
+}
+
 Result<Attr> Filesystem::Attributes(const Node& node) {
   Attr attr;
   struct stat& st = attr.st;
@@ -432,6 +453,8 @@ Result<Attr> Filesystem::Attributes(const Node& node) {
     return attr;
   }
   // Inside a container: owner, group, permissions and times of the source.
+  // A changed source is noticed here too, so sizes are never stale.
+  RevalidateEntry(node.entry);
   B2NDFS_ASSIGN_OR_RETURN(struct stat src, node.entry->SourceStat());
   std::memset(&st, 0, sizeof st);
   st.st_ino = node.ino;
@@ -621,7 +644,8 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
   }
   if (node->type != NodeType::kVirtual) return Status(EISDIR, node->name);
   handle.pattern = node->pattern;
-  const uint64_t generation = node->entry->Revalidate();
+  const uint64_t generation = RevalidateEntry(node->entry);
+  if (auto source = node->entry->SourceStat(); !source.ok()) return source.status();  // deleted
   handle.container = node->entry->Get();
   handle.file = node->file;
   if (node->file.kind != FileKind::kMetaJson && !handle.container->ok()) {

@@ -23,7 +23,7 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return size_; }
   // Runs fn(0) .. fn(n - 1) on the calling thread and up to size() - 1
   // workers (so at most size() at once); returns when all have finished.
   // fn must not throw.
@@ -35,6 +35,9 @@ class WorkerPool {
 
  private:
   void WorkerLoop();
+  void EnsureStarted();
+  const int size_;
+  bool started_ = false;  // guarded by mutex_
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;

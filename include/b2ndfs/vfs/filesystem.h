@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -108,6 +109,12 @@ class Filesystem {
   Result<size_t> Read(const FileHandle& handle, int64_t offset, size_t length, uint8_t* out);
   Result<std::string> ReadLink(Ino ino);
   size_t NodeCount() const;
+  // Called (from a request thread, no lock held) with the inodes whose
+  // kernel-cached attributes and pages became stale because their container
+  // changed on disk. The FUSE layer forwards them to the kernel.
+  void SetInvalidateCallback(std::function<void(const std::vector<Ino>&)> callback) {
+    invalidate_ = std::move(callback);
+  }
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
   const Options& options() const { return options_; }
@@ -122,6 +129,7 @@ class Filesystem {
   Result<Attr> Attributes(const Node& node);
   std::shared_ptr<Node> Intern(std::shared_ptr<Node> node);
   void PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length);
+  uint64_t RevalidateEntry(const std::shared_ptr<ContainerEntry>& entry);
 
   Options options_;
   store::StoreContext* store_;
@@ -131,6 +139,7 @@ class Filesystem {
   std::unordered_map<std::string, std::weak_ptr<ContainerEntry>> entries_;
   Ino next_ino_ = kRootIno + 1;
   LatencyHistogram read_latency_;
+  std::function<void(const std::vector<Ino>&)> invalidate_;
   int64_t start_time_ns_ = 0;
   bool single_container_ = false;
 };
