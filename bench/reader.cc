@@ -1,0 +1,217 @@
+// bench_reader: timed reads of a plain file, as ordinary programs do them
+// (through a FUSE mount, or any file). The file holds a C-order array from
+// byte --base on (0 for b2ndfs's `data`, the .npy header size for data.npy).
+//
+//   bench_reader [--drop-cache] [--base N] OP FILE [ARGS]
+//     seq FILE                    the whole file with 1 MiB read() calls (what cat does)
+//     rand FILE COUNT LENGTH SEED COUNT preads of LENGTH bytes at 4 KiB-aligned random offsets
+//     cubes FILE N0 N1 N2 ITEMSIZE COUNT EDGE SEED
+//                                 COUNT random EDGE^3 sub-cubes of an N0xN1xN2 array, each as
+//                                 EDGE*EDGE preads of EDGE*ITEMSIZE-byte rows (the naive route)
+//     first FILE                  open + one 4 KiB pread at the start of the array
+//   bench_reader evict FILE...    drops FILEs' clean pages from the page cache
+//   bench_reader resident FILE    prints the fraction of FILE's pages in the page cache
+//
+// --drop-cache first evicts FILE's pages from the kernel page cache
+// (posix_fadvise DONTNEED, which also works on FUSE files), so that every
+// read of the run reaches the filesystem. The time covers open(), the read
+// calls and close(); the checksum (bench_common.h) is computed outside it.
+// Prints one JSON object. A short read or an error is reported and fails.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+namespace {
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "bench_reader: %s\n", message.c_str());
+  std::exit(1);
+}
+
+int OpenOrDie(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) Die("cannot open " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+void Evict(const std::string& path) {
+  const int fd = OpenOrDie(path);
+  const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  if (rc != 0) Die("posix_fadvise " + path + ": " + std::strerror(rc));
+}
+
+double Resident(const std::string& path) {
+  const int fd = OpenOrDie(path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    return 0;
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) Die("cannot mmap " + path);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec((size + page - 1) / page);
+  if (::mincore(map, size, vec.data()) != 0) Die("mincore " + path);
+  size_t in = 0;
+  for (unsigned char v : vec) in += v & 1;
+  ::munmap(map, size);
+  return static_cast<double>(in) / static_cast<double>(vec.size());
+}
+
+// Accumulates the time spent in system calls only.
+struct Clock {
+  double total = 0;
+  double started = 0;
+  void Start() { started = bench::Seconds(); }
+  void Stop() { total += bench::Seconds() - started; }
+};
+
+// Reads exactly `length` bytes at `offset` (fewer only at end of file).
+size_t PreadFull(int fd, uint8_t* buffer, size_t length, int64_t offset, Clock& clock,
+                 int& calls) {
+  size_t done = 0;
+  while (done < length) {
+    clock.Start();
+    const ssize_t n = ::pread(fd, buffer + done, length - done, offset + static_cast<int64_t>(done));
+    clock.Stop();
+    ++calls;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Die(std::string("read error: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool drop_cache = false;
+  int64_t base = 0;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--drop-cache") {
+      drop_cache = true;
+    } else if (a == "--base" && i + 1 < argc) {
+      base = std::atoll(argv[++i]);
+    } else {
+      break;
+    }
+  }
+  if (i + 1 >= argc) Die("usage: see the comment at the top of bench/reader.cc");
+  const std::string op = argv[i];
+  const std::string path = argv[i + 1];
+  std::vector<std::string> args(argv + i + 2, argv + argc);
+  auto arg = [&](size_t k) -> int64_t {
+    if (k >= args.size()) Die("missing argument for " + op);
+    return std::atoll(args[k].c_str());
+  };
+
+  if (op == "evict") {
+    Evict(path);
+    for (const auto& more : args) Evict(more);
+    return 0;
+  }
+  if (op == "resident") {
+    std::printf("{\"resident\": %.4f}\n", Resident(path));
+    return 0;
+  }
+  if (drop_cache) Evict(path);
+
+  bench::Checksum checksum;
+  Clock clock;
+  int calls = 0;
+  int64_t bytes = 0;
+  std::vector<uint8_t> buffer;
+
+  clock.Start();
+  const int fd = OpenOrDie(path);
+  clock.Stop();
+
+  if (op == "seq") {
+    buffer.assign(1 << 20, 0);
+    for (;;) {
+      clock.Start();
+      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+      clock.Stop();
+      ++calls;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        Die(path + ": read error: " + std::strerror(errno));
+      }
+      if (n == 0) break;
+      checksum.Update(buffer.data(), static_cast<size_t>(n));
+      bytes += n;
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || st.st_size != bytes) {
+      Die(path + ": read " + std::to_string(bytes) + " bytes, stat says " +
+          std::to_string(st.st_size));
+    }
+  } else if (op == "rand") {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) Die("cannot stat " + path);
+    const int count = static_cast<int>(arg(0));
+    const int64_t length = arg(1);
+    const auto offsets = bench::RandomOffsets(st.st_size - base, length, count,
+                                              static_cast<uint64_t>(arg(2)));
+    buffer.assign(static_cast<size_t>(length), 0);
+    for (int64_t offset : offsets) {
+      const size_t n = PreadFull(fd, buffer.data(), static_cast<size_t>(length), base + offset,
+                                 clock, calls);
+      if (n != static_cast<size_t>(length)) Die(path + ": short read");
+      checksum.Update(buffer.data(), n);
+      bytes += static_cast<int64_t>(n);
+    }
+  } else if (op == "cubes") {
+    const bench::Index3 shape{arg(0), arg(1), arg(2)};
+    const int64_t itemsize = arg(3);
+    const int count = static_cast<int>(arg(4));
+    const int64_t edge = arg(5);
+    const auto origins = bench::CubeOrigins(shape, edge, count, static_cast<uint64_t>(arg(6)));
+    const size_t row = static_cast<size_t>(edge * itemsize);
+    buffer.assign(row, 0);
+    for (const auto& o : origins) {
+      for (int64_t z = o[0]; z < o[0] + edge; ++z) {
+        for (int64_t y = o[1]; y < o[1] + edge; ++y) {
+          const int64_t offset = base + ((z * shape[1] + y) * shape[2] + o[2]) * itemsize;
+          const size_t n = PreadFull(fd, buffer.data(), row, offset, clock, calls);
+          if (n != row) Die(path + ": short read");
+          checksum.Update(buffer.data(), n);
+          bytes += static_cast<int64_t>(n);
+        }
+      }
+    }
+  } else if (op == "first") {
+    buffer.assign(4096, 0);
+    const size_t n = PreadFull(fd, buffer.data(), buffer.size(), base, clock, calls);
+    checksum.Update(buffer.data(), n);
+    bytes = static_cast<int64_t>(n);
+  } else {
+    Die("unknown operation " + op);
+  }
+  clock.Start();
+  ::close(fd);
+  clock.Stop();
+  std::printf(
+      "{\"tool\": \"reader\", \"op\": \"%s\", \"seconds\": %.6f, \"bytes\": %lld, \"calls\": %d, "
+      "\"checksum\": \"%s\"}\n",
+      op.c_str(), clock.total, static_cast<long long>(bytes), calls, checksum.Hex().c_str());
+  return 0;
+}
