@@ -112,7 +112,8 @@ inline std::vector<int64_t> RandomOffsets(int64_t size, int64_t length, int coun
 using Index3 = std::array<int64_t, 3>;
 
 // `count` origins of `edge`-sided cubes inside a 3-D `shape`.
-inline std::vector<Index3> CubeOrigins(const Index3& shape, int64_t edge, int count, uint64_t seed) {
+inline std::vector<Index3> CubeOrigins(const Index3& shape, int64_t edge, int count,
+                                       uint64_t seed) {
   Rng rng(seed ^ 0x5bd1e995ull);
   std::vector<Index3> origins;
   for (int i = 0; i < count; ++i) {

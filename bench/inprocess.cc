@@ -1,7 +1,7 @@
 // bench_inprocess: the reference. What c-blosc2 itself takes, in this
 // process, for the reads the FUSE routes replay through a mount.
 //
-//   bench_inprocess FILE.b2nd OP [ARGS]
+//   bench_inprocess [--repeat K] [--evict] FILE.b2nd OP [ARGS]
 //     whole                      b2nd_open + b2nd_to_cbuffer of the whole array
 //     slice AXIS                 b2nd_open + b2nd_get_slice_cbuffer at the middle index of AXIS
 //     rand COUNT LENGTH SEED     b2nd_open + COUNT flat reads of LENGTH bytes (the offsets of
@@ -10,13 +10,20 @@
 //     first                      b2nd_open + the first 4 KiB of the C-order array
 //     open                       b2nd_open + b2nd_free alone
 //
+// --repeat K runs the operation K times and reports the median; --evict drops
+// the source from the page cache (posix_fadvise) before each of them.
 // Decompression uses 2 threads (the decompression context of the opened
 // super-chunk is replaced by one with nthreads = 2; BLOSC_NTHREADS=2 too).
 // Each timing covers open, the reads and b2nd_free; output buffers are
 // allocated and touched before the clock starts; the checksum is computed
-// after it stops. Prints one JSON object.
+// after it stops; cpu_seconds is the CPU time of all threads over the timed
+// part. Prints one JSON object.
 #include <b2nd.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +39,22 @@ constexpr int kThreads = 2;
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "bench_inprocess: %s\n", message.c_str());
   std::exit(1);
+}
+
+// CPU time of all threads of this process (c-blosc2's too).
+double CpuSeconds() {
+  struct rusage usage;
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// Drops the file's clean pages from the page cache.
+void Evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) Die("cannot open " + path);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
 }
 
 b2nd_array_t* Open(const std::string& path) {
@@ -62,8 +85,8 @@ void GetBox(const b2nd_array_t* array, const std::vector<int64_t>& start,
 void GetFlat(const b2nd_array_t* array, int64_t offset, int64_t length, uint8_t* out) {
   const int64_t itemsize = array->sc->typesize;
   const std::vector<int64_t> shape(array->shape, array->shape + array->ndim);
-  for (const bench::Box& box : bench::SplitFlatRange(shape, offset / itemsize,
-                                                     (offset + length) / itemsize)) {
+  for (const bench::Box& box :
+       bench::SplitFlatRange(shape, offset / itemsize, (offset + length) / itemsize)) {
     int64_t bytes = itemsize;
     for (size_t d = 0; d < box.start.size(); ++d) bytes *= box.stop[d] - box.start[d];
     GetBox(array, box.start, box.stop, out);
@@ -82,14 +105,27 @@ struct Args {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    Die("usage: bench_inprocess FILE.b2nd whole|slice AXIS|rand COUNT LENGTH SEED|"
-        "cubes COUNT EDGE SEED|first|open");
+  int repeat = 1;
+  bool evict = false;
+  int first_arg = 1;
+  for (; first_arg < argc; ++first_arg) {
+    const std::string a = argv[first_arg];
+    if (a == "--repeat" && first_arg + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++first_arg]));
+    } else if (a == "--evict") {
+      evict = true;
+    } else {
+      break;
+    }
   }
-  const std::string path = argv[1];
-  const std::string op = argv[2];
+  if (argc - first_arg < 2) {
+    Die("usage: bench_inprocess [--repeat K] [--evict] FILE.b2nd whole|slice AXIS|"
+        "rand COUNT LENGTH SEED|cubes COUNT EDGE SEED|first|open");
+  }
+  const std::string path = argv[first_arg];
+  const std::string op = argv[first_arg + 1];
   Args args;
-  for (int i = 3; i < argc; ++i) args.v.push_back(argv[i]);
+  for (int i = first_arg + 2; i < argc; ++i) args.v.push_back(argv[i]);
   ::setenv("BLOSC_NTHREADS", std::to_string(kThreads).c_str(), 1);
   blosc2_init();
 
@@ -110,16 +146,34 @@ int main(int argc, char** argv) {
   bench::Checksum checksum;
   double open_seconds = 0;
   double seconds = 0;
+  double cpu_seconds = 0;
+  double min_seconds = 0;
   int64_t bytes = 0;
   int calls = 0;
 
+  // Runs `body` `repeat` times (evicting the source first if asked) and keeps
+  // the run of median time.
   auto timed = [&](auto&& body) {
-    const double t0 = bench::Seconds();
-    b2nd_array_t* array = Open(path);
-    open_seconds = bench::Seconds() - t0;
-    body(array);
-    b2nd_free(array);
-    seconds = bench::Seconds() - t0;
+    struct Run {
+      double seconds, open_seconds, cpu_seconds;
+    };
+    std::vector<Run> runs;
+    for (int k = 0; k < repeat; ++k) {
+      if (evict) Evict(path);
+      const double cpu0 = CpuSeconds();
+      const double t0 = bench::Seconds();
+      b2nd_array_t* array = Open(path);
+      const double t1 = bench::Seconds();
+      body(array);
+      b2nd_free(array);
+      runs.push_back(Run{bench::Seconds() - t0, t1 - t0, CpuSeconds() - cpu0});
+    }
+    std::sort(runs.begin(), runs.end(),
+              [](const Run& x, const Run& y) { return x.seconds < y.seconds; });
+    seconds = runs[runs.size() / 2].seconds;
+    open_seconds = runs[runs.size() / 2].open_seconds;
+    cpu_seconds = runs[runs.size() / 2].cpu_seconds;
+    min_seconds = runs.front().seconds;
   };
 
   if (op == "open") {
@@ -144,7 +198,8 @@ int main(int argc, char** argv) {
   } else if (op == "rand") {
     const int count = static_cast<int>(args.Int(0));
     const int64_t length = args.Int(1);
-    const auto offsets = bench::RandomOffsets(nbytes, length, count, static_cast<uint64_t>(args.Int(2)));
+    const auto offsets =
+        bench::RandomOffsets(nbytes, length, count, static_cast<uint64_t>(args.Int(2)));
     out.assign(static_cast<size_t>(length * count), 1);
     timed([&](b2nd_array_t* array) {
       for (int i = 0; i < count; ++i) {
@@ -180,10 +235,12 @@ int main(int argc, char** argv) {
   }
   checksum.Update(out.data(), static_cast<size_t>(bytes));
   std::printf(
-      "{\"tool\": \"inprocess\", \"op\": \"%s\", \"seconds\": %.6f, \"open_seconds\": %.6f, "
-      "\"bytes\": %lld, \"calls\": %d, \"nthreads\": %d, \"checksum\": \"%s\"}\n",
-      op.c_str(), seconds, open_seconds, static_cast<long long>(bytes), calls, kThreads,
-      checksum.Hex().c_str());
+      "{\"tool\": \"inprocess\", \"op\": \"%s\", \"seconds\": %.6f, \"min_seconds\": %.6f, "
+      "\"repeat\": %d, \"open_seconds\": %.6f, "
+      "\"cpu_seconds\": %.6f, \"bytes\": %lld, \"calls\": %d, \"nthreads\": %d, "
+      "\"checksum\": \"%s\"}\n",
+      op.c_str(), seconds, min_seconds, repeat, open_seconds, cpu_seconds,
+      static_cast<long long>(bytes), calls, kThreads, checksum.Hex().c_str());
   blosc2_destroy();
   return 0;
 }

@@ -64,8 +64,7 @@ void Generate(const std::vector<int64_t>& shape, std::vector<float>& field) {
           // Two triangular noise samples (sd ~0.04 K) from one 64-bit draw.
           const uint64_t r = rng.Next();
           const float a = static_cast<float>((r & 0xffff) + ((r >> 16) & 0xffff)) / 65536.0f - 1.0f;
-          const float b =
-              static_cast<float>(((r >> 32) & 0xffff) + (r >> 48)) / 65536.0f - 1.0f;
+          const float b = static_cast<float>(((r >> 32) & 0xffff) + (r >> 48)) / 65536.0f - 1.0f;
           row[x] = base + per_x[static_cast<size_t>(x)] + 0.1f * a;
           if (x + 1 < n2) row[x + 1] = base + per_x[static_cast<size_t>(x + 1)] + 0.1f * b;
         }
@@ -91,7 +90,8 @@ void WriteAll(int fd, const void* data, size_t size, const std::string& path) {
 std::string NpyHeader(const std::vector<int64_t>& shape) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i) {
-    dict += std::to_string(shape[i]) + (shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
+    dict +=
+        std::to_string(shape[i]) + (shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
   }
   dict += "), }";
   size_t total = 10 + dict.size() + 1;
@@ -196,14 +196,16 @@ int main(int argc, char** argv) {
     std::vector<float> tiny(64);
     for (size_t i = 0; i < tiny.size(); ++i) tiny[i] = static_cast<float>(i) * 0.5f;
     const std::string first = tiny_dir + "/c00000.b2nd";
-    if (WriteB2nd(first, {8, 8}, {8, 8}, {4, 4}, tiny.data(), 256) < 0) Die("cannot write " + first);
+    if (WriteB2nd(first, {8, 8}, {8, 8}, {4, 4}, tiny.data(), 256) < 0)
+      Die("cannot write " + first);
     std::vector<uint8_t> bytes;
     {
       FILE* f = std::fopen(first.c_str(), "rb");
       if (f == nullptr) Die("cannot read " + first);
       uint8_t buffer[4096];
       size_t n;
-      while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
+      while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
+        bytes.insert(bytes.end(), buffer, buffer + n);
       std::fclose(f);
     }
     for (int k = 1; k < tiny_count; ++k) {

@@ -2,7 +2,7 @@
 // (through a FUSE mount, or any file). The file holds a C-order array from
 // byte --base on (0 for b2ndfs's `data`, the .npy header size for data.npy).
 //
-//   bench_reader [--drop-cache] [--base N] OP FILE [ARGS]
+//   bench_reader [--drop-cache] [--base N] [--repeat K] OP FILE [ARGS]
 //     seq FILE                    the whole file with 1 MiB read() calls (what cat does)
 //     rand FILE COUNT LENGTH SEED COUNT preads of LENGTH bytes at 4 KiB-aligned random offsets
 //     cubes FILE N0 N1 N2 ITEMSIZE COUNT EDGE SEED
@@ -12,6 +12,8 @@
 //   bench_reader evict FILE...    drops FILEs' clean pages from the page cache
 //   bench_reader resident FILE    prints the fraction of FILE's pages in the page cache
 //
+// --repeat K does the whole operation K times and reports the median time
+// (and fails if the bytes differ between repeats).
 // --drop-cache first evicts FILE's pages from the kernel page cache
 // (posix_fadvise DONTNEED, which also works on FUSE files), so that every
 // read of the run reaches the filesystem. The time covers open(), the read
@@ -19,9 +21,11 @@
 // Prints one JSON object. A short read or an error is reported and fails.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +75,13 @@ double Resident(const std::string& path) {
   return static_cast<double>(in) / static_cast<double>(vec.size());
 }
 
+double SystemCpuSeconds() {
+  struct rusage usage;
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_stime.tv_usec) * 1e-6;
+}
+
 // Accumulates the time spent in system calls only.
 struct Clock {
   double total = 0;
@@ -80,12 +91,12 @@ struct Clock {
 };
 
 // Reads exactly `length` bytes at `offset` (fewer only at end of file).
-size_t PreadFull(int fd, uint8_t* buffer, size_t length, int64_t offset, Clock& clock,
-                 int& calls) {
+size_t PreadFull(int fd, uint8_t* buffer, size_t length, int64_t offset, Clock& clock, int& calls) {
   size_t done = 0;
   while (done < length) {
     clock.Start();
-    const ssize_t n = ::pread(fd, buffer + done, length - done, offset + static_cast<int64_t>(done));
+    const ssize_t n =
+        ::pread(fd, buffer + done, length - done, offset + static_cast<int64_t>(done));
     clock.Stop();
     ++calls;
     if (n < 0) {
@@ -103,6 +114,7 @@ size_t PreadFull(int fd, uint8_t* buffer, size_t length, int64_t offset, Clock& 
 int main(int argc, char** argv) {
   bool drop_cache = false;
   int64_t base = 0;
+  int repeat = 1;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -110,6 +122,8 @@ int main(int argc, char** argv) {
       drop_cache = true;
     } else if (a == "--base" && i + 1 < argc) {
       base = std::atoll(argv[++i]);
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
     } else {
       break;
     }
@@ -132,86 +146,106 @@ int main(int argc, char** argv) {
     std::printf("{\"resident\": %.4f}\n", Resident(path));
     return 0;
   }
-  if (drop_cache) Evict(path);
-
-  bench::Checksum checksum;
-  Clock clock;
-  int calls = 0;
-  int64_t bytes = 0;
-  std::vector<uint8_t> buffer;
-
-  clock.Start();
-  const int fd = OpenOrDie(path);
-  clock.Stop();
-
-  if (op == "seq") {
-    buffer.assign(1 << 20, 0);
-    for (;;) {
-      clock.Start();
-      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      clock.Stop();
-      ++calls;
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        Die(path + ": read error: " + std::strerror(errno));
+  struct Run {
+    double seconds = 0;
+    double sys_seconds = 0;
+    int calls = 0;
+    int64_t bytes = 0;
+    std::string checksum;
+  };
+  auto once = [&]() -> Run {
+    if (drop_cache) Evict(path);
+    bench::Checksum checksum;
+    Clock clock;
+    int calls = 0;
+    int64_t bytes = 0;
+    std::vector<uint8_t> buffer;
+    const double sys_before = SystemCpuSeconds();
+    clock.Start();
+    const int fd = OpenOrDie(path);
+    clock.Stop();
+    if (op == "seq") {
+      buffer.assign(1 << 20, 0);
+      for (;;) {
+        clock.Start();
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        clock.Stop();
+        ++calls;
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          Die(path + ": read error: " + std::strerror(errno));
+        }
+        if (n == 0) break;
+        checksum.Update(buffer.data(), static_cast<size_t>(n));
+        bytes += n;
       }
-      if (n == 0) break;
-      checksum.Update(buffer.data(), static_cast<size_t>(n));
-      bytes += n;
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || st.st_size != bytes) {
-      Die(path + ": read " + std::to_string(bytes) + " bytes, stat says " +
-          std::to_string(st.st_size));
-    }
-  } else if (op == "rand") {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) Die("cannot stat " + path);
-    const int count = static_cast<int>(arg(0));
-    const int64_t length = arg(1);
-    const auto offsets = bench::RandomOffsets(st.st_size - base, length, count,
-                                              static_cast<uint64_t>(arg(2)));
-    buffer.assign(static_cast<size_t>(length), 0);
-    for (int64_t offset : offsets) {
-      const size_t n = PreadFull(fd, buffer.data(), static_cast<size_t>(length), base + offset,
-                                 clock, calls);
-      if (n != static_cast<size_t>(length)) Die(path + ": short read");
-      checksum.Update(buffer.data(), n);
-      bytes += static_cast<int64_t>(n);
-    }
-  } else if (op == "cubes") {
-    const bench::Index3 shape{arg(0), arg(1), arg(2)};
-    const int64_t itemsize = arg(3);
-    const int count = static_cast<int>(arg(4));
-    const int64_t edge = arg(5);
-    const auto origins = bench::CubeOrigins(shape, edge, count, static_cast<uint64_t>(arg(6)));
-    const size_t row = static_cast<size_t>(edge * itemsize);
-    buffer.assign(row, 0);
-    for (const auto& o : origins) {
-      for (int64_t z = o[0]; z < o[0] + edge; ++z) {
-        for (int64_t y = o[1]; y < o[1] + edge; ++y) {
-          const int64_t offset = base + ((z * shape[1] + y) * shape[2] + o[2]) * itemsize;
-          const size_t n = PreadFull(fd, buffer.data(), row, offset, clock, calls);
-          if (n != row) Die(path + ": short read");
-          checksum.Update(buffer.data(), n);
-          bytes += static_cast<int64_t>(n);
+      struct stat st;
+      if (::fstat(fd, &st) != 0 || st.st_size != bytes) {
+        Die(path + ": read " + std::to_string(bytes) + " bytes, stat says " +
+            std::to_string(st.st_size));
+      }
+    } else if (op == "rand") {
+      struct stat st;
+      if (::fstat(fd, &st) != 0) Die("cannot stat " + path);
+      const int count = static_cast<int>(arg(0));
+      const int64_t length = arg(1);
+      const auto offsets =
+          bench::RandomOffsets(st.st_size - base, length, count, static_cast<uint64_t>(arg(2)));
+      buffer.assign(static_cast<size_t>(length), 0);
+      for (int64_t offset : offsets) {
+        const size_t n =
+            PreadFull(fd, buffer.data(), static_cast<size_t>(length), base + offset, clock, calls);
+        if (n != static_cast<size_t>(length)) Die(path + ": short read");
+        checksum.Update(buffer.data(), n);
+        bytes += static_cast<int64_t>(n);
+      }
+    } else if (op == "cubes") {
+      const bench::Index3 shape{arg(0), arg(1), arg(2)};
+      const int64_t itemsize = arg(3);
+      const int count = static_cast<int>(arg(4));
+      const int64_t edge = arg(5);
+      const auto origins = bench::CubeOrigins(shape, edge, count, static_cast<uint64_t>(arg(6)));
+      const size_t row = static_cast<size_t>(edge * itemsize);
+      buffer.assign(row, 0);
+      for (const auto& o : origins) {
+        for (int64_t z = o[0]; z < o[0] + edge; ++z) {
+          for (int64_t y = o[1]; y < o[1] + edge; ++y) {
+            const int64_t offset = base + ((z * shape[1] + y) * shape[2] + o[2]) * itemsize;
+            const size_t n = PreadFull(fd, buffer.data(), row, offset, clock, calls);
+            if (n != row) Die(path + ": short read");
+            checksum.Update(buffer.data(), n);
+            bytes += static_cast<int64_t>(n);
+          }
         }
       }
+    } else if (op == "first") {
+      buffer.assign(4096, 0);
+      const size_t n = PreadFull(fd, buffer.data(), buffer.size(), base, clock, calls);
+      checksum.Update(buffer.data(), n);
+      bytes = static_cast<int64_t>(n);
+    } else {
+      Die("unknown operation " + op);
     }
-  } else if (op == "first") {
-    buffer.assign(4096, 0);
-    const size_t n = PreadFull(fd, buffer.data(), buffer.size(), base, clock, calls);
-    checksum.Update(buffer.data(), n);
-    bytes = static_cast<int64_t>(n);
-  } else {
-    Die("unknown operation " + op);
+    clock.Start();
+    ::close(fd);
+    clock.Stop();
+    return Run{clock.total, SystemCpuSeconds() - sys_before, calls, bytes, checksum.Hex()};
+  };
+
+  std::vector<Run> runs;
+  for (int k = 0; k < repeat; ++k) {
+    runs.push_back(once());
+    if (runs.back().checksum != runs.front().checksum) Die(path + ": bytes differ between repeats");
   }
-  clock.Start();
-  ::close(fd);
-  clock.Stop();
+  std::sort(runs.begin(), runs.end(),
+            [](const Run& x, const Run& y) { return x.seconds < y.seconds; });
+  const Run& median = runs[runs.size() / 2];
   std::printf(
-      "{\"tool\": \"reader\", \"op\": \"%s\", \"seconds\": %.6f, \"bytes\": %lld, \"calls\": %d, "
+      "{\"tool\": \"reader\", \"op\": \"%s\", \"seconds\": %.6f, \"min_seconds\": %.6f, "
+      "\"repeat\": %d, \"bytes\": %lld, \"calls\": %d, \"sys_seconds\": %.6f, "
       "\"checksum\": \"%s\"}\n",
-      op.c_str(), clock.total, static_cast<long long>(bytes), calls, checksum.Hex().c_str());
+      op.c_str(), median.seconds, runs.front().seconds, repeat,
+      static_cast<long long>(median.bytes), median.calls, median.sys_seconds,
+      median.checksum.c_str());
   return 0;
 }

@@ -1,5 +1,6 @@
 // b2ndfs: the command-line entry point. Wires the core (cache, decompressor
 // pool, workers) to the vfs and the FUSE session.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,9 +65,21 @@ int main(int argc, char** argv) {
     cl.source = real_source;
     std::free(real_source);
   }
-  if (::access(cl.mountpoint.c_str(), F_OK) != 0) {
-    std::fprintf(stderr, "b2ndfs: mountpoint %s does not exist\n", cl.mountpoint.c_str());
-    return 1;
+  {
+    // Absolute, because the daemon changes to / and must unmount by path.
+    struct stat st;
+    char* real_mountpoint = ::realpath(cl.mountpoint.c_str(), nullptr);
+    if (real_mountpoint == nullptr || ::stat(real_mountpoint, &st) != 0) {
+      std::fprintf(stderr, "b2ndfs: mountpoint %s does not exist\n", cl.mountpoint.c_str());
+      std::free(real_mountpoint);
+      return 1;
+    }
+    cl.mountpoint = real_mountpoint;
+    std::free(real_mountpoint);
+    if (!S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "b2ndfs: mountpoint %s is not a directory\n", cl.mountpoint.c_str());
+      return 1;
+    }
   }
   if (cl.debug) SetLogLevel(LogLevel::kDebug);
 

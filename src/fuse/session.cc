@@ -430,7 +430,9 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   fuse_session_unmount(session);
   fuse_remove_signal_handlers(session);
   fuse_session_destroy(session);
-  return rc == 0 ? 0 : 1;
+  // libfuse returns the number of the signal that ended the loop: a clean
+  // SIGTERM / SIGINT stop is a success (systemd's "stop" must not fail).
+  return rc >= 0 ? 0 : 1;
 }
 
 }  // namespace b2ndfs::fuse

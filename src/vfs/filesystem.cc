@@ -26,10 +26,16 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
 
-bool IsSparseFrameDir(const std::string& path) {
-  struct stat st;
-  return StatPath(path + "/chunks.b2frame", &st) && S_ISREG(st.st_mode);
-}
+}  // namespace
+
+bool HasContainerExtension(const std::string& name);
+
+namespace {
+
+// A directory with a container's extension is a sparse frame (SPEC: names
+// are recognised by extension, without opening anything); one without
+// chunks.b2frame then shows as a broken container with a meta.json saying so.
+bool IsContainerDir(const std::string& path) { return HasContainerExtension(path); }
 
 int DecimalWidth(int64_t value) {
   int width = 1;
@@ -181,7 +187,7 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   struct stat st;
   if (StatPath(options_.source, &st) &&
       (S_ISREG(st.st_mode) || (HasContainerExtension(options_.source) &&
-                               IsSparseFrameDir(options_.source)))) {
+                               IsContainerDir(options_.source)))) {
     single_container_ = true;
     root->type = NodeType::kContainer;
     root->entry = std::make_shared<ContainerEntry>(options_.source, store_);
@@ -299,7 +305,7 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
       if (!StatPath(path, &st)) return NotFound(path);
       node->path = path;
       if (S_ISDIR(st.st_mode)) {
-        if (HasContainerExtension(name) && IsSparseFrameDir(path)) {
+        if (IsContainerDir(name)) {
           node->type = NodeType::kContainer;
         } else {
           node->type = NodeType::kDir;

@@ -218,9 +218,75 @@ void CheckMeta(const Subject& s, const ManifestEntry& e, Report& report) {
     report.Fail(s.name, "meta.json",
                 "dtype should be null for a " + e.Format() + " container");
   }
+  // b2nd references are byte-identical copies (or twins with the same dtype).
+  if (dtype && e.Format() == "b2nd" && dtype->type == Json::Type::kString &&
+      dtype->text != s.ref->dtype()) {
+    report.Fail(
+        s.name, "meta.json",
+        "dtype \"" + dtype->text + "\", expected \"" + s.ref->dtype() + "\"");
+  }
   if (dtype && e.Format() == "b2nd" && dtype->type != Json::Type::kString) {
     report.Fail(s.name, "meta.json",
                 "dtype of a b2nd container is not a string");
+  }
+  // files: each kind's size is the virtual file's size.
+  const Json* files = json->Find("files");
+  const Json* files_data = files ? files->Find("data") : nullptr;
+  const Json* files_npy = files ? files->Find("data.npy") : nullptr;
+  const Json* data_size = files_data ? files_data->Find("size") : nullptr;
+  const Json* npy_size = files_npy ? files_npy->Find("size") : nullptr;
+  if (!data_size ||
+      data_size->Int() != std::optional<int64_t>(s.ref->nbytes())) {
+    report.Fail(s.name, "meta.json", "files.data.size is not the data size");
+  }
+  if (!npy_size || npy_size->Int() != std::optional<int64_t>(
+                                          c.FileSize({FileKind::kDataNpy}))) {
+    report.Fail(s.name, "meta.json",
+                "files[\"data.npy\"].size is not data.npy's size");
+  }
+  // metalayers.names lists the shape metalayer; user layers are shown too.
+  const Json* layers = json->Find("metalayers");
+  const Json* names = layers ? layers->Find("names") : nullptr;
+  auto has_layer = [&](const std::string& name) {
+    if (!names || names->type != Json::Type::kArray) return false;
+    for (const Json& item : names->items) {
+      if (item.text == name) return true;
+    }
+    return false;
+  };
+  if (e.Format() != "schunk" && !has_layer(e.Format())) {
+    report.Fail(s.name, "meta.json",
+                "metalayers.names lacks \"" + e.Format() + "\"");
+  }
+  if (e.rel == "frames/meta.b2nd" || e.rel == "frames/meta_sparse.b2nd") {
+    if (!has_layer("fixture")) {
+      report.Fail(s.name, "meta.json",
+                  "metalayers.names lacks the user layer \"fixture\"");
+    }
+    const Json* vl = json->Find("vlmeta");
+    const Json* attrs = vl ? vl->Find("attrs") : nullptr;
+    const Json* units = attrs ? attrs->Find("units") : nullptr;
+    const Json* scale = attrs ? attrs->Find("scale") : nullptr;
+    const Json* history = vl ? vl->Find("history") : nullptr;
+    const Json* opaque = vl ? vl->Find("opaque") : nullptr;
+    if (!units || units->type != Json::Type::kString || units->text != "K" ||
+        !scale || scale->type != Json::Type::kNumber || scale->number != 0.5) {
+      report.Fail(s.name, "meta.json",
+                  "vlmeta.attrs is not {units: \"K\", scale: 0.5}");
+    }
+    if (!history || history->type != Json::Type::kArray) {
+      report.Fail(s.name, "meta.json", "vlmeta.history is not an array");
+    }
+    // Not msgpack: base64, as a string or as {"base64": "..."}.
+    const Json* b64 = opaque && opaque->type == Json::Type::kObject
+                          ? opaque->Find("base64")
+                          : opaque;
+    if (!b64 || b64->type != Json::Type::kString || b64->text.empty() ||
+        b64->text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                                    "qrstuvwxyz0123456789+/=") !=
+            std::string::npos) {
+      report.Fail(s.name, "meta.json", "vlmeta.opaque is not base64");
+    }
   }
   report.Count();
 }

@@ -29,11 +29,9 @@ expect_usage_error() {
     fail "$what: still running after 20 s"
   fi
   [[ -s $TMP/err ]] || fail "$what: nothing on stderr"
-  if is_mounted "$MNT"; then
-    fail "$what: left $MNT mounted"
-    ITEST_MOUNTS+=("$MNT")
-    unmount_fs "$MNT"
-  fi
+  local strays
+  strays=$(unmount_strays)
+  [[ -z $strays ]] || fail "$what: mounted something anyway, at $strays"
   local pid
   if pid=$(daemon_pid "$MNT"); then
     fail "$what: left a b2ndfs process ($pid) behind"
@@ -44,9 +42,9 @@ expect_usage_error() {
 expect_usage_error "no arguments"
 expect_usage_error "only SOURCE" "$S"
 expect_usage_error "missing SOURCE" "$TMP/no-such-source" "$MNT"
-expect_usage_error "SOURCE is a plain text file" "$S/notes.txt" "$MNT"
 expect_usage_error "nonexistent MOUNTPOINT" "$S" "$TMP/no-such-mountpoint"
-expect_usage_error "MOUNTPOINT is a file" "$S" "$S/notes.txt"
+# The root is a directory: a regular file cannot be its mountpoint.
+expect_usage_error "MOUNTPOINT is a regular file" "$S" "$S/notes.txt"
 expect_usage_error "cache_size=abc" -o cache_size=abc "$S" "$MNT"
 expect_usage_error "cache_size= (empty)" -o cache_size= "$S" "$MNT"
 expect_usage_error "cache_size=-5M" -o cache_size=-5M "$S" "$MNT"
@@ -73,8 +71,9 @@ if mount_daemon "$S" "$MNT" -o ro,nofail,_netdev,noauto,defaults,x-systemd.autom
   ref_slice "$ref" ":,:,:" "$TMP/want"
   check "read through a mount with fstab options" cmp "$MNT/ndim/3d_f4.b2nd/data" "$TMP/want"
   check "unmount the fstab-options mount" unmount_fs "$MNT"
-  [[ -n $DAEMON_PID ]] && ! wait_until 5 eval "! kill -0 $DAEMON_PID 2>/dev/null" &&
+  if [[ -n $DAEMON_PID ]] && ! wait_until 5 eval "! kill -0 $DAEMON_PID 2>/dev/null"; then
     fail "the daemon did not exit after its unmount"
+  fi
 fi
 # -o rw is accepted (fstab) but the mount stays read-only.
 if mount_daemon "$S" "$MNT" -o rw; then
@@ -82,16 +81,36 @@ if mount_daemon "$S" "$MNT" -o rw; then
   unmount_fs "$MNT"
 fi
 
-# --- SIGTERM ends it cleanly --------------------------------------------------------
+# --- SIGTERM ends it cleanly (what systemctl stop does) ---------------------------
 if mount_fs "$S" "$MNT"; then
   kill -TERM "$DAEMON_PID"
   if wait_until 10 eval "! is_mounted '$MNT'"; then
     wait "$DAEMON_PID"
     rc=$?
-    ((rc == 0)) || fail "b2ndfs exited with status $rc on SIGTERM"
+    ((rc == 0)) || fail "b2ndfs -f exited with status $rc on SIGTERM (expected 0: a clean stop)"
   else
     fail "SIGTERM did not unmount $MNT"
   fi
+fi
+# Relative SOURCE and MOUNTPOINT, as typed in a shell: SIGTERM must still
+# unmount (no 'Transport endpoint is not connected' left behind).
+if (cd "$TMP" && mount_daemon src mnt && echo "$DAEMON_PID" >"$TMP/rel.pid"); then
+  ITEST_MOUNTS+=("$MNT")
+  pid=$(cat "$TMP/rel.pid" 2>/dev/null)
+  if [[ -n $pid ]]; then
+    ITEST_PIDS+=("$pid")
+    ls "$MNT/ndim" >/dev/null || fail "the mount made with relative paths does not answer"
+    kill -TERM "$pid"
+    wait_until 10 eval "! kill -0 $pid 2>/dev/null" || fail "b2ndfs ignored SIGTERM"
+    if is_mounted "$MNT"; then
+      fail "after SIGTERM, a mount made with a relative MOUNTPOINT is left behind: $(stat "$MNT" 2>&1 | head -1)"
+      unmount_fs "$MNT"
+    fi
+  else
+    fail "cannot find the daemon of the relative-path mount"
+  fi
+else
+  fail "mounting with relative paths failed"
 fi
 
 # --- hostile containers -------------------------------------------------------------
@@ -107,8 +126,9 @@ check "fuse_compare hostile" timeout 60 "$FUSE_COMPARE" hostile "$HM" "$H"
 timeout 60 find "$HM" -type f -exec cat {} + >/dev/null 2>&1
 (($? == 124)) && fail "reading every file of the hostile set hung"
 timeout 30 find "$HM" -type f -exec dd bs=4097 skip=1 count=3 status=none if={} of=/dev/null \; 2>/dev/null
+(($? == 124)) && fail "dd of every file of the hostile set hung"
 pid_alive "$DAEMON_PID" || fail "b2ndfs died on the hostile set: $(tail -20 "$HM.log")"
-is_mounted "$HM" && stat "$HM/." >/dev/null 2>&1 || fail "the hostile mount no longer answers"
+{ is_mounted "$HM" && stat "$HM/." >/dev/null 2>&1; } || fail "the hostile mount no longer answers"
 # EIO, by the plain tools.
 out=$(cat "$HM/chunk_corrupt_payload.b2nd/chunks/0.1" 2>&1 >/dev/null)
 grep -q 'Input/output error' <<<"$out" || fail "cat of a damaged chunk: '$out', expected Input/output error"

@@ -21,7 +21,7 @@ M=$TMP/mnt
 # Whole-array references from c-blosc2, one file per container.
 mkdir -p "$TMP/want"
 i=0
-while IFS=$'\t' read -r rel kind reference desc itemsize; do
+while IFS=$'\t' read -r _ _ reference _ _; do
   ndim=$(info_field "$R/$reference" ndim)
   if ((ndim == 0)); then box=-; else box=$(printf ':%.0s,' $(seq "$ndim") | sed 's/,$//'); fi
   ref_slice "$R/$reference" "$box" "$TMP/want/$i.bin"

@@ -30,7 +30,9 @@ C=$M/ndim/3d_f4.b2nd
 for f in "$C/data" "$C/data.npy" "$C/meta.json" "$C/chunks/0.0.0" "$C/slices/0/07" "$M/notes.txt"; do
   rel=${f#"$M"/}
   expect_rofs "touch $rel" touch "$f"
+  # shellcheck disable=SC2016  # $1 is expanded by the inner sh
   expect_rofs "echo > $rel" sh -c 'echo x >"$1"' sh "$f"
+  # shellcheck disable=SC2016
   expect_rofs "echo >> $rel" sh -c 'echo x >>"$1"' sh "$f"
   expect_rofs "truncate $rel" truncate -s 0 "$f"
   expect_rofs "rm $rel" rm -f "$f"

@@ -186,6 +186,7 @@ std::unique_ptr<Reference> Reference::Open(const std::string& path,
   ref->array_ = array;
   ref->shape_.assign(array->shape, array->shape + array->ndim);
   ref->itemsize_ = array->sc->typesize;
+  if (array->dtype != nullptr) ref->dtype_ = array->dtype;
   if (itemsize > 0 && itemsize != ref->itemsize_) {
     throw TestError(path + ": manifest itemsize " + std::to_string(itemsize) +
                     " but the reference has " + std::to_string(ref->itemsize_));

@@ -105,6 +105,8 @@ class Reference {
   const Shape& shape() const { return shape_; }
   int64_t itemsize() const { return itemsize_; }
   int64_t nbytes() const { return Product(shape_) * itemsize_; }
+  // The b2nd dtype string of a b2nd reference (empty for .raw).
+  const std::string& dtype() const { return dtype_; }
   // The whole array, C order (from c-blosc2 at Open()).
   const Bytes& full() const { return full_; }
   // Chunk files b2ndfs must show: boxes and names, in chunk index order.
@@ -122,6 +124,7 @@ class Reference {
   b2nd_array_t* array_ = nullptr;
   Shape shape_;
   int64_t itemsize_ = 0;
+  std::string dtype_;
   Bytes raw_;  // .raw only
   Bytes full_;
   std::vector<IBox> chunk_boxes_;

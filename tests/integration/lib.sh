@@ -19,7 +19,6 @@ itest_init() {
   ITEST_NAME=$1
   BUILD=$(cd "$2" && pwd) || { echo "no build dir $2" >&2; exit 2; }
   B2NDFS=$BUILD/src/app/b2ndfs
-  INSPECT=$BUILD/src/tools/b2ndfs-inspect
   FIXTURE=$BUILD/tests/fixtures/b2nd_fixture
   FUSE_COMPARE=$BUILD/tests/integration/fuse_compare
   for p in "$B2NDFS" "$FIXTURE" "$FUSE_COMPARE"; do
@@ -32,7 +31,11 @@ itest_init() {
   trap 'exit 130' INT TERM
 }
 
-log() { echo "[$ITEST_NAME] $*"; }
+log() {
+  local t
+  t=$(awk -v a="$ITEST_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  echo "[$ITEST_NAME +${t}s] $*"
+}
 
 fail() {
   echo "[$ITEST_NAME] FAIL: $*" >&2
@@ -50,7 +53,9 @@ check() {
 
 # Is exactly this path a mountpoint now (a dead FUSE daemon counts too)?
 is_mounted() {
-  awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
+  local m
+  m=$(realpath -ms -- "$1")
+  awk -v m="$m" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
 }
 
 # wait_until SECONDS CMD...: polls CMD every 0.1 s.
@@ -70,14 +75,17 @@ pid_alive() { kill -0 "$1" 2>/dev/null; }
 # The pid of the b2ndfs process serving MOUNTPOINT, found by its exact command
 # line (for daemons started without -f).
 daemon_pid() {
-  local mnt=$1 p args
+  local mnt=$1 p a
+  local -a args
   for p in /proc/[0-9]*; do
-    args=$(tr '\0' '\n' 2>/dev/null <"$p/cmdline") || continue
-    [[ $(head -n1 <<<"$args") == *b2ndfs ]] || continue
-    if grep -qxF -- "$mnt" <<<"$args"; then
-      echo "${p#/proc/}"
-      return 0
-    fi
+    mapfile -d '' args 2>/dev/null <"$p/cmdline" || continue
+    if ((${#args[@]} < 3)) || [[ ${args[0]} != *b2ndfs ]]; then continue; fi
+    for a in "${args[@]:1}"; do
+      if [[ $a == "$mnt" ]]; then
+        echo "${p#/proc/}"
+        return 0
+      fi
+    done
   done
   return 1
 }
@@ -122,8 +130,13 @@ mount_fs() {
   DAEMON_PID=$!
   ITEST_PIDS+=("$DAEMON_PID")
   ITEST_MOUNTS+=("$mnt")
-  if ! wait_until 20 is_mounted "$mnt"; then
-    fail "b2ndfs did not mount $mnt within 20 s: $(cat "$mnt.log")"
+  wait_until 20 eval "is_mounted '$mnt' || ! kill -0 $DAEMON_PID 2>/dev/null"
+  if ! is_mounted "$mnt"; then
+    if pid_alive "$DAEMON_PID"; then
+      fail "b2ndfs did not mount $mnt within 20 s: $(cat "$mnt.log")"
+    else
+      fail "b2ndfs -f $* exited without mounting $mnt: $(cat "$mnt.log")"
+    fi
     return 1
   fi
   # The mount exists; wait until it answers.
@@ -153,9 +166,9 @@ mount_daemon() {
 # unmount_fs MOUNTPOINT: fusermount3 -u (retried while busy), -uz last.
 # Returns non-zero if the clean unmount did not work.
 unmount_fs() {
-  local mnt=$1 i
+  local mnt=$1
   is_mounted "$mnt" || return 0
-  for i in 1 2 3 4 5 6 7 8 9 10; do
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
     if fusermount3 -u "$mnt" 2>>"$TMP/unmount.log"; then
       # The daemon exits once unmounted.
       return 0
@@ -166,14 +179,39 @@ unmount_fs() {
   return 1
 }
 
-# stop_pid PID: waits for a daemon to exit after its unmount, then TERM, KILL.
+# is_b2ndfs PID: the process is (still) a b2ndfs, not a reused pid.
+is_b2ndfs() {
+  local -a args
+  mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
+  ((${#args[@]} > 0)) && [[ ${args[0]} == *b2ndfs ]]
+}
+
+# stop_pid PID: waits for a daemon to exit after its unmount, then TERM, KILL
+# (only while PID is still a b2ndfs process).
 stop_pid() {
   local pid=$1
   pid_alive "$pid" || return 0
   wait_until 5 eval "! kill -0 $pid 2>/dev/null" && return 0
+  is_b2ndfs "$pid" || return 0
   kill -TERM "$pid" 2>/dev/null
   wait_until 3 eval "! kill -0 $pid 2>/dev/null" && return 0
-  kill -KILL "$pid" 2>/dev/null
+  is_b2ndfs "$pid" && kill -KILL "$pid" 2>/dev/null
+}
+
+# Mountpoints below this test's temp dir, one per line.
+mounts_below_tmp() {
+  awk -v t="$TMP/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo
+}
+
+# unmount_strays: unmounts whatever is mounted below $TMP (and stops its
+# daemon); prints the mountpoints it found.
+unmount_strays() {
+  local mnt pid
+  for mnt in $(mounts_below_tmp); do
+    echo "$mnt"
+    pid=$(daemon_pid "$mnt") && ITEST_PIDS+=("$pid")
+    unmount_fs "$mnt"
+  done
 }
 
 itest_cleanup() {
@@ -182,12 +220,13 @@ itest_cleanup() {
   for mnt in "${ITEST_MOUNTS[@]}"; do
     unmount_fs "$mnt"
   done
+  unmount_strays >/dev/null
   for pid in "${ITEST_PIDS[@]}"; do
     stop_pid "$pid"
   done
   if [[ -n ${TMP:-} && -d $TMP ]]; then
-    if grep -qF " $TMP/" /proc/self/mountinfo; then
-      echo "[$ITEST_NAME] WARNING: something is still mounted below $TMP; not removing it" >&2
+    if [[ -n $(mounts_below_tmp) ]]; then
+      echo "[$ITEST_NAME] WARNING: still mounted below $TMP, not removing it: $(mounts_below_tmp | tr "\n" " ")" >&2
     elif [[ -n ${B2NDFS_KEEP_TMP:-} && $rc -ne 0 ]]; then
       echo "[$ITEST_NAME] kept $TMP" >&2
     else
