@@ -13,9 +13,9 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
 // Options that belong to mount(8), fstab or systemd; other FUSE filesystems
 // accept and ignore them, so we do too.
 bool IsIgnoredMountOption(const std::string& option) {
-  static const char* const kIgnored[] = {"_netdev", "nofail", "noauto", "auto", "defaults",
-                                         "user", "users", "nouser", "owner", "group", "rw",
-                                         "ro", "comment", "x-gvfs-show", "sw", "_rnetdev"};
+  static const char* const kIgnored[] = {
+      "_netdev", "nofail", "noauto", "auto", "defaults", "user",        "users", "nouser",
+      "owner",   "group",  "rw",     "ro",   "comment",  "x-gvfs-show", "sw",    "_rnetdev"};
   const std::string name = option.substr(0, option.find('='));
   for (const char* ignored : kIgnored) {
     if (name == ignored) return true;
@@ -84,7 +84,7 @@ std::optional<uint64_t> ParseSize(const std::string& text) {
   std::string suffix = text.substr(pos);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (suffix == "B") suffix.clear();
-  if (suffix.size() == 2 && suffix[1] == 'B') suffix.pop_back();   // "MB"
+  if (suffix.size() == 2 && suffix[1] == 'B') suffix.pop_back();         // "MB"
   if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix.resize(1);  // "MiB"
   int shift = 0;
   if (suffix.empty()) {

@@ -15,9 +15,9 @@ namespace b2ndfs::app {
 struct CommandLine {
   std::string source;
   std::string mountpoint;
-  size_t cache_size = 0;  // 0: default
-  int threads = 0;        // 0: default
-  int64_t readahead = -1; // -1: default
+  size_t cache_size = 0;   // 0: default
+  int threads = 0;         // 0: default
+  int64_t readahead = -1;  // -1: default
   bool foreground = false;
   bool debug = false;
   bool single_threaded = false;

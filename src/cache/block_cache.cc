@@ -34,9 +34,7 @@ uint64_t HashKey(const Key& key) {
 }
 
 struct KeyHash {
-  size_t operator()(const Key& key) const {
-    return static_cast<size_t>(HashKey(key));
-  }
+  size_t operator()(const Key& key) const { return static_cast<size_t>(HashKey(key)); }
 };
 
 // Never lets an exception out: a throwing loader must still complete the
@@ -109,9 +107,8 @@ struct alignas(64) BlockCache::Shard {
   const size_t budget;
   size_t used = 0;  // sum of charges in `lru`; guarded by mu
   List lru;         // front = most recently used; guarded by mu
-  std::unordered_map<Key, List::iterator, KeyHash> index;  // guarded by mu
-  std::unordered_map<Key, std::shared_ptr<InFlight>, KeyHash>
-      in_flight;  // guarded by mu
+  std::unordered_map<Key, List::iterator, KeyHash> index;                 // guarded by mu
+  std::unordered_map<Key, std::shared_ptr<InFlight>, KeyHash> in_flight;  // guarded by mu
 
   // Relaxed: they are tallies, read together only by stats().
   std::atomic<uint64_t> hits{0};
@@ -169,8 +166,7 @@ struct alignas(64) BlockCache::Shard {
     List dropped;  // outlives the lock: evicted buffers are freed unlocked
     std::lock_guard<std::mutex> lock(mu);
     // The record may be gone (abandoned) or replaced by a newer load.
-    if (auto it = in_flight.find(key);
-        it != in_flight.end() && it->second == flight) {
+    if (auto it = in_flight.find(key); it != in_flight.end() && it->second == flight) {
       in_flight.erase(it);
     }
     if (!result.ok()) {
@@ -201,8 +197,7 @@ struct alignas(64) BlockCache::Shard {
   }
 };
 
-BlockCache::BlockCache(size_t capacity_bytes, int shards)
-    : capacity_bytes_(capacity_bytes) {
+BlockCache::BlockCache(size_t capacity_bytes, int shards) : capacity_bytes_(capacity_bytes) {
   const size_t n = shards < 1 ? 1 : static_cast<size_t>(shards);
   shards_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -221,8 +216,7 @@ BlockCache::Shard& BlockCache::ShardFor(const Key& key) const {
   return *shards_[static_cast<size_t>(h % shards_.size())];
 }
 
-Result<Value> BlockCache::GetOrLoad(
-    const Key& key, const std::function<Result<Value>()>& loader) {
+Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader) {
   Shard& shard = ShardFor(key);
   std::shared_ptr<InFlight> flight;
   bool is_loader = false;
@@ -295,9 +289,8 @@ void BlockCache::EraseContainer(uint64_t container_id) {
       if (it->key.container_id == container_id) shard.DropLocked(it, &dropped);
       it = next;
     }
-    shard.AbandonInFlightLocked([container_id](const Key& k) {
-      return k.container_id == container_id;
-    });
+    shard.AbandonInFlightLocked(
+        [container_id](const Key& k) { return k.container_id == container_id; });
   }
 }
 

@@ -75,8 +75,8 @@ Status Decompressor::DecompressAll(std::span<const uint8_t> chunk, std::span<uin
   if (context_ == nullptr) return Status(ENOMEM, "cannot create a Blosc2 context");
   B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunk(chunk));
   if (static_cast<size_t>(info.nbytes) != out.size()) {
-    return InvalidData("chunk decompresses to " + std::to_string(info.nbytes) + " bytes, expected " +
-                       std::to_string(out.size()));
+    return InvalidData("chunk decompresses to " + std::to_string(info.nbytes) +
+                       " bytes, expected " + std::to_string(out.size()));
   }
   if (out.empty()) return Status::Ok();
   int rc = blosc2_decompress_ctx(context_, chunk.data(), static_cast<int32_t>(chunk.size()),

@@ -5,14 +5,14 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
-#include <string>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "b2ndfs/util/log.h"
@@ -403,7 +403,8 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     fuse_session_destroy(session);
     return 1;
   }
-  if (options.kernel_readahead > 0) SetKernelReadahead(options.mountpoint, options.kernel_readahead);
+  if (options.kernel_readahead > 0)
+    SetKernelReadahead(options.mountpoint, options.kernel_readahead);
   // Only now, with the mount in place, does the parent return to the caller.
   if (fuse_daemonize(options.foreground ? 1 : 0) != 0) {
     fuse_session_unmount(session);

@@ -64,8 +64,7 @@ Container::~Container() {
   if (context_ != nullptr && context_->cache != nullptr) context_->cache->EraseContainer(id_);
 }
 
-std::shared_ptr<Container> Container::Open(const std::string& source_path,
-                                           StoreContext* context) {
+std::shared_ptr<Container> Container::Open(const std::string& source_path, StoreContext* context) {
   std::shared_ptr<Container> container(new Container(source_path, context));
   Status status;
   try {
@@ -221,8 +220,8 @@ Status Container::Load() {
   }
 
   const auto& nd = src.ndmeta;
-  npy_header_ = MakeNpyHeader(
-      format::NpyDescr(nd ? nd->dtype : std::nullopt, layout_->itemsize()), layout_->shape());
+  npy_header_ = MakeNpyHeader(format::NpyDescr(nd ? nd->dtype : std::nullopt, layout_->itemsize()),
+                              layout_->shape());
   meta_json_ = RenderMeta();
   return Status::Ok();
 }
@@ -381,8 +380,8 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
       if (b == block_index) {
         std::memcpy(block->data(), whole.data() + from, size);
       } else {
-        auto other = std::make_shared<cache::Bytes>(whole.begin() + from,
-                                                    whole.begin() + from + size);
+        auto other =
+            std::make_shared<cache::Bytes>(whole.begin() + from, whole.begin() + from + size);
         context_->cache->Insert(cache::Key{id_, chunk_index, b, cache::EntryKind::kBlock},
                                 std::move(other));
       }
@@ -402,8 +401,8 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
 
 Result<cache::Value> Container::GetBlock(int64_t chunk_index, int64_t block_index) const {
   const cache::Key key{id_, chunk_index, block_index, cache::EntryKind::kBlock};
-  auto result = context_->cache->GetOrLoad(
-      key, [&]() { return DecodeBlock(chunk_index, block_index); });
+  auto result =
+      context_->cache->GetOrLoad(key, [&]() { return DecodeBlock(chunk_index, block_index); });
   if (!result.ok()) {
     return result.status().WithContext("chunk " + std::to_string(chunk_index) + " block " +
                                        std::to_string(block_index));
@@ -489,8 +488,7 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
   return Status::Ok();
 }
 
-Status Container::ReadBoxBytes(const Box& box, int64_t offset, size_t length,
-                               uint8_t* out) const {
+Status Container::ReadBoxBytes(const Box& box, int64_t offset, size_t length, uint8_t* out) const {
   if (length == 0) return Status::Ok();
   const int64_t itemsize = layout_->itemsize();
   const int64_t end = offset + static_cast<int64_t>(length);
@@ -616,7 +614,8 @@ Result<size_t> Container::Read(const VirtualFile& file, int64_t offset, size_t l
   const int64_t size = FileSize(file);
   if (offset < 0) return InvalidArgument("negative offset");
   if (offset >= size || length == 0) return size_t{0};
-  const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(length), size - offset));
+  const size_t n =
+      static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(length), size - offset));
   if (file.kind == FileKind::kMetaJson) {
     std::memcpy(out, meta_json_.data() + offset, n);
     GlobalReadStats().bytes_served += n;
@@ -633,8 +632,8 @@ Result<size_t> Container::Read(const VirtualFile& file, int64_t offset, size_t l
         std::memcpy(out, npy_header_.data() + offset, done);
       }
       if (done < n) {
-        status = ReadBoxBytes(FileBox(file), offset + static_cast<int64_t>(done) - header,
-                              n - done, out + done);
+        status = ReadBoxBytes(FileBox(file), offset + static_cast<int64_t>(done) - header, n - done,
+                              out + done);
       }
     } else {
       status = ReadBoxBytes(FileBox(file), offset, n, out);
@@ -682,8 +681,8 @@ std::string Container::RenderMeta() const {
   in.files.push_back(
       {"data.npy", layout.shape(), static_cast<int64_t>(npy_header_.size()) + data_size});
   if (layout.NumChunks() > 0) {
-    in.files.push_back({"chunks", layout.chunkshape(),
-                        layout.ChunkBox(0).NumItems() * layout.itemsize()});
+    in.files.push_back(
+        {"chunks", layout.chunkshape(), layout.ChunkBox(0).NumItems() * layout.itemsize()});
   }
   for (int a = 0; a < layout.ndim(); ++a) {
     if (layout.shape()[a] == 0) continue;
@@ -691,8 +690,7 @@ std::string Container::RenderMeta() const {
     for (int b = 0; b < layout.ndim(); ++b) {
       if (b != a) slice_shape.push_back(layout.shape()[b]);
     }
-    in.files.push_back({"slices/" + std::to_string(a), slice_shape,
-                        data_size / layout.shape()[a]});
+    in.files.push_back({"slices/" + std::to_string(a), slice_shape, data_size / layout.shape()[a]});
   }
   return format::RenderMetaJson(in);
 }

@@ -42,7 +42,8 @@ Result<vfs::Ino> Walk(vfs::Filesystem& fs, const std::string& path) {
   size_t pos = 0;
   while (pos <= path.size()) {
     size_t slash = path.find('/', pos);
-    std::string part = path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    std::string part =
+        path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
     if (!part.empty()) {
       auto attr = fs.Lookup(ino, part);
       if (!attr.ok()) return attr.status().WithContext(part);
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
                                                  : attr->st.st_size - offset;
   std::vector<uint8_t> buffer(1 << 20);
   while (length > 0) {
-    size_t want = static_cast<size_t>(std::min<int64_t>(length, static_cast<int64_t>(buffer.size())));
+    size_t want =
+        static_cast<size_t>(std::min<int64_t>(length, static_cast<int64_t>(buffer.size())));
     auto n = fs.Read(*handle, offset, want, buffer.data());
     if (!n.ok()) return Fail(n.status().message());
     if (*n == 0) break;

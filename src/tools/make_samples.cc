@@ -72,15 +72,16 @@ int main(int argc, char** argv) {
         for (int64_t x = 0; x < lon; ++x) {
           const double season = std::sin(2 * M_PI * static_cast<double>(d) / 365.0);
           const double latitude = (static_cast<double>(y) - 90.0) / 90.0;
-          field[i++] = static_cast<float>(15.0 - 30.0 * latitude * latitude + 10.0 * season * latitude +
-                                          3.0 * std::cos(static_cast<double>(x) / 20.0)) +
-                       noise(rng);
+          field[i++] =
+              static_cast<float>(15.0 - 30.0 * latitude * latitude + 10.0 * season * latitude +
+                                 3.0 * std::cos(static_cast<double>(x) / 20.0)) +
+              noise(rng);
         }
       }
     }
-    failures += Write(out + "/climate/temperature.b2nd", {days, lat, lon}, {30, 60, 120},
-                      {10, 20, 40}, 4, "<f4", field.data(),
-                      static_cast<int64_t>(field.size() * sizeof(float)));
+    failures +=
+        Write(out + "/climate/temperature.b2nd", {days, lat, lon}, {30, 60, 120}, {10, 20, 40}, 4,
+              "<f4", field.data(), static_cast<int64_t>(field.size() * sizeof(float)));
   }
   {
     const int64_t h = 768, w = 1024;

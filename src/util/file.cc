@@ -44,8 +44,9 @@ Status File::ReadExact(int64_t offset, void* buffer, size_t length) const {
       return Status(e == 0 ? EIO : e, std::string("read failed: ") + std::strerror(e));
     }
     if (n == 0) {
-      return InvalidData("file ends at byte " + std::to_string(offset + static_cast<int64_t>(done)) +
-                         " but " + std::to_string(length - done) + " more bytes were expected");
+      return InvalidData("file ends at byte " +
+                         std::to_string(offset + static_cast<int64_t>(done)) + " but " +
+                         std::to_string(length - done) + " more bytes were expected");
     }
     done += static_cast<size_t>(n);
   }

@@ -21,20 +21,28 @@ std::unordered_set<std::string>& OnceKeys() {
 
 const char* LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
   }
   return "?";
 }
 
 int SyslogPriority(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return LOG_DEBUG;
-    case LogLevel::kInfo: return LOG_INFO;
-    case LogLevel::kWarning: return LOG_WARNING;
-    case LogLevel::kError: return LOG_ERR;
+    case LogLevel::kDebug:
+      return LOG_DEBUG;
+    case LogLevel::kInfo:
+      return LOG_INFO;
+    case LogLevel::kWarning:
+      return LOG_WARNING;
+    case LogLevel::kError:
+      return LOG_ERR;
   }
   return LOG_ERR;
 }

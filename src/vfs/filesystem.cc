@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kExtensions[] = {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"};
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
@@ -186,8 +187,8 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   root->path = options_.source;
   struct stat st;
   if (StatPath(options_.source, &st) &&
-      (S_ISREG(st.st_mode) || (HasContainerExtension(options_.source) &&
-                               IsContainerDir(options_.source)))) {
+      (S_ISREG(st.st_mode) ||
+       (HasContainerExtension(options_.source) && IsContainerDir(options_.source)))) {
     single_container_ = true;
     root->type = NodeType::kContainer;
     root->entry = std::make_shared<ContainerEntry>(options_.source, store_);
@@ -276,7 +277,7 @@ void Filesystem::Forget(Ino ino, uint64_t nlookup) {
 
 // Builds (without registering) the node for `name` inside `parent`.
 Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_ptr<Node>& parent,
-                                                               const std::string& name) {
+                                                              const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return NotFound(name);
   }
@@ -602,8 +603,7 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
       if (!container->ok()) return Status(EIO, container->error());
       auto keep = container;
       return std::shared_ptr<DirListing>(std::make_shared<GeneratedListing>(
-          ino, static_cast<size_t>(container->layout().NumChunks()), S_IFREG,
-          [keep](size_t i) {
+          ino, static_cast<size_t>(container->layout().NumChunks()), S_IFREG, [keep](size_t i) {
             auto coords = keep->layout().ChunkCoords(static_cast<int64_t>(i));
             std::string name;
             for (size_t k = 0; k < coords.size(); ++k) {
@@ -616,9 +616,9 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
     case NodeType::kSlicesDir: {
       auto container = node->entry->Get();
       if (!container->ok()) return Status(EIO, container->error());
-      return std::shared_ptr<DirListing>(std::make_shared<GeneratedListing>(
-          ino, static_cast<size_t>(container->layout().ndim()), S_IFDIR,
-          [](size_t i) { return std::to_string(i); }));
+      return std::shared_ptr<DirListing>(
+          std::make_shared<GeneratedListing>(ino, static_cast<size_t>(container->layout().ndim()),
+                                             S_IFDIR, [](size_t i) { return std::to_string(i); }));
     }
     case NodeType::kSliceAxisDir: {
       auto container = node->entry->Get();
@@ -707,8 +707,8 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
   const int64_t end = offset + n;
   int64_t max_window = options_.max_readahead;
   if (store_->cache != nullptr) {
-    max_window = std::min<int64_t>(max_window,
-                                   static_cast<int64_t>(store_->cache->capacity_bytes() / 8));
+    max_window =
+        std::min<int64_t>(max_window, static_cast<int64_t>(store_->cache->capacity_bytes() / 8));
   }
   if (max_window <= 0) return;
   int64_t from = 0, to = 0;
@@ -716,8 +716,8 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
     ReadPattern& p = *handle.pattern;
     std::lock_guard<std::mutex> lock(p.mutex);
     const int64_t slack = 2 * std::max<int64_t>(n, 128 << 10);
-    const bool sequential = p.next_offset >= 0 && offset >= p.next_offset - slack &&
-                            offset <= p.next_offset + slack;
+    const bool sequential =
+        p.next_offset >= 0 && offset >= p.next_offset - slack && offset <= p.next_offset + slack;
     if (sequential) {
       p.window = std::min(max_window, std::max(p.window * 2, 2 * n));
       from = std::max(end, p.prefetched_until);
@@ -734,7 +734,8 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
 }
 
 std::string Filesystem::StatsJson() const {
-  const cache::CacheStats c = store_->cache != nullptr ? store_->cache->stats() : cache::CacheStats{};
+  const cache::CacheStats c =
+      store_->cache != nullptr ? store_->cache->stats() : cache::CacheStats{};
   const store::ReadStats& r = store::GlobalReadStats();
   const LatencyHistogram::Summary lat = read_latency_.Summarize();
   struct timespec now;

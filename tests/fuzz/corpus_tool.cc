@@ -47,7 +47,8 @@ std::optional<Bytes> ReadFile(const fs::path& path) {
 
 bool WriteFile(const fs::path& path, const Bytes& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   return static_cast<bool>(out);
 }
 
@@ -155,8 +156,7 @@ int Prepare(const fs::path& out, const std::vector<fs::path>& inputs) {
       if (fs::is_directory(p) && fs::exists(p / "chunks.b2frame")) {
         if (preparer.Sparse(p)) ++containers;
         if (auto index = ReadFile(p / "chunks.b2frame")) preparer.Frame(*index);
-      } else if (fs::is_regular_file(p) && IsContainerName(p) &&
-                 p.filename() != "chunks.b2frame") {
+      } else if (fs::is_regular_file(p) && IsContainerName(p) && p.filename() != "chunks.b2frame") {
         if (auto bytes = ReadFile(p)) {
           preparer.Frame(*bytes);
           ++containers;

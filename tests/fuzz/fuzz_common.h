@@ -25,8 +25,8 @@ namespace b2ndfs::fuzz {
 // even when libFuzzer's -close_fd_mask closes fd 2) and aborts.
 [[noreturn]] void CheckFailed(const char* file, int line, const std::string& what);
 
-#define FUZZ_CHECK(cond, what)                                              \
-  do {                                                                      \
+#define FUZZ_CHECK(cond, what)                                            \
+  do {                                                                    \
     if (!(cond)) ::b2ndfs::fuzz::CheckFailed(__FILE__, __LINE__, (what)); \
   } while (false)
 

@@ -167,11 +167,9 @@ std::optional<std::vector<uint8_t>> CheckedRead(const Container& c, const Virtua
     return std::nullopt;
   }
   const int64_t expect = offset >= size ? 0 : std::min(length, size - offset);
-  FUZZ_CHECK(static_cast<int64_t>(*n) == expect,
-             what + " returned " + std::to_string(*n) + " bytes, expected " +
-                 std::to_string(expect));
-  FUZZ_CHECK(buf[*n] == kGuard || *n < static_cast<size_t>(length),
-             what + " wrote past its end");
+  FUZZ_CHECK(static_cast<int64_t>(*n) == expect, what + " returned " + std::to_string(*n) +
+                                                     " bytes, expected " + std::to_string(expect));
+  FUZZ_CHECK(buf[*n] == kGuard || *n < static_cast<size_t>(length), what + " wrote past its end");
   buf.resize(*n);
   // Again, now (partly) from the cache: same bytes, or an error.
   std::vector<uint8_t> again(static_cast<size_t>(length) + 1, kGuard);
@@ -189,8 +187,8 @@ std::optional<std::vector<uint8_t>> CheckedRead(const Container& c, const Virtua
 std::optional<std::vector<uint8_t>> CheckFile(const Container& c, const VirtualFile& f,
                                               int64_t expected_size) {
   const int64_t size = c.FileSize(f);
-  FUZZ_CHECK(size == expected_size, KindName(f) + " size " + std::to_string(size) +
-                                        ", expected " + std::to_string(expected_size));
+  FUZZ_CHECK(size == expected_size, KindName(f) + " size " + std::to_string(size) + ", expected " +
+                                        std::to_string(expected_size));
   auto head = CheckedRead(c, f, 0, std::min(size, kEdgeBytes));
   if (size > kEdgeBytes) (void)CheckedRead(c, f, size - kEdgeBytes, kEdgeBytes);
   if (size > 0) (void)CheckedRead(c, f, size - 1, 2);
@@ -246,7 +244,8 @@ void CheckBoxes(const Container& c, InputRng& rng) {
     if (!bytes) continue;
     std::vector<uint8_t> out(static_cast<size_t>(*bytes));
     Status s = c.ReadArrayBox(box, out.data());
-    FUZZ_CHECK(s.ok() || s.error_number() != EINVAL, "ReadArrayBox refused " + geometry::ToString(box));
+    FUZZ_CHECK(s.ok() || s.error_number() != EINVAL,
+               "ReadArrayBox refused " + geometry::ToString(box));
   }
   if (ndim > 0) {
     // Outside the array: refused, not read.
@@ -308,8 +307,7 @@ void Exercise(const Container& c, InputRng& rng) {
     FUZZ_CHECK(c.FileSize(VirtualFile{FileKind::kData}) == 0, "broken container with data");
     uint8_t byte;
     auto r = c.Read(VirtualFile{FileKind::kData}, 0, 1, &byte);
-    FUZZ_CHECK(r.ok() ? *r == 0 : r.status().error_number() == EIO,
-               "data of a broken container");
+    FUZZ_CHECK(r.ok() ? *r == 0 : r.status().error_number() == EIO, "data of a broken container");
     return;
   }
   const auto& layout = c.layout();

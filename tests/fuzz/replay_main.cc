@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
     watchdog.Begin(input.string());
     LLVMFuzzerTestOneInput(data.empty() ? nullptr : copy, data.size());
     watchdog.End();
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     delete[] copy;
     if (took > slowest) {
       slowest = took;
@@ -168,7 +169,8 @@ int main(int argc, char** argv) {
     }
     total_bytes += data.size();
   }
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("replay: %zu inputs (%.1f MiB) from %d path(s) in %.2f s; slowest %.3f s (%s)\n",
               inputs.size(), static_cast<double>(total_bytes) / (1 << 20), paths, elapsed, slowest,
               slowest_path.c_str());

@@ -313,12 +313,12 @@ class Reader {
       // FUSE splits large reads; pread may still return less than asked
       // before EOF only on error or signal, so loop as a careful reader would.
       while (got < expect) {
-        const ssize_t r = ::pread(fd, buf_.data() + got, static_cast<size_t>(length - got),
-                                  offset + got);
+        const ssize_t r =
+            ::pread(fd, buf_.data() + got, static_cast<size_t>(length - got), offset + got);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-          Error(t, "pread of " + std::to_string(length) + " at " + std::to_string(offset) +
-                       ": " + std::strerror(errno));
+          Error(t, "pread of " + std::to_string(length) + " at " + std::to_string(offset) + ": " +
+                       std::strerror(errno));
           return false;
         }
         if (r == 0) break;
@@ -377,10 +377,9 @@ class Reader {
     const int64_t n = std::min(RandomLength(), t.size - offset);
     buf_.resize(static_cast<size_t>(n));
     {
-      OpScope op(activity_, "mmap copy " + t.path + " " + std::to_string(n) + " at " +
-                                std::to_string(offset));
-      std::memcpy(buf_.data(), static_cast<const uint8_t*>(map) + offset,
-                  static_cast<size_t>(n));
+      OpScope op(activity_,
+                 "mmap copy " + t.path + " " + std::to_string(n) + " at " + std::to_string(offset));
+      std::memcpy(buf_.data(), static_cast<const uint8_t*>(map) + offset, static_cast<size_t>(n));
     }
     totals_.mmap_reads++;
     totals_.reads++;
@@ -529,8 +528,7 @@ int Main(int argc, char** argv) {
   for (Container& c : containers) {
     std::string error;
     if (!ReadNpyHeader(c, o.mount + "/" + c.rel + "/data.npy", &error)) {
-      std::fprintf(stderr, "stress_reader: %s/data.npy header: %s\n", c.rel.c_str(),
-                   error.c_str());
+      std::fprintf(stderr, "stress_reader: %s/data.npy header: %s\n", c.rel.c_str(), error.c_str());
       if (!o.hammer) return 1;
       return 2;
     }
@@ -574,8 +572,8 @@ int Main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int i = 0; i < o.threads; ++i) {
     threads.emplace_back([&, i] {
-      Reader r(o, targets, totals, *activity[i], 0x5eed0000u + static_cast<uint64_t>(i),
-               i % 4 == 3, deadline);
+      Reader r(o, targets, totals, *activity[i], 0x5eed0000u + static_cast<uint64_t>(i), i % 4 == 3,
+               deadline);
       r.Run();
     });
   }
@@ -595,9 +593,9 @@ int Main(int argc, char** argv) {
       static_cast<unsigned long long>(totals.bytes.load()),
       static_cast<double>(totals.bytes.load()) / elapsed / 1e6,
       static_cast<unsigned long long>(totals.errors.load()),
-      static_cast<unsigned long long>(totals.mismatches.load()),
-      static_cast<long long>(rss_start), static_cast<long long>(rss_peak.load()),
-      static_cast<long long>(hwm), static_cast<long long>(o.rss_limit));
+      static_cast<unsigned long long>(totals.mismatches.load()), static_cast<long long>(rss_start),
+      static_cast<long long>(rss_peak.load()), static_cast<long long>(hwm),
+      static_cast<long long>(o.rss_limit));
   int rc = 0;
   if (totals.mismatches > 0) {
     std::fprintf(stderr, "stress_reader: FAIL: %llu reads returned wrong bytes\n",

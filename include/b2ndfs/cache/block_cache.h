@@ -69,8 +69,7 @@ class BlockCache {
 
   // Returns the cached value, or runs `loader` (once across concurrent
   // callers of the same key) and caches what it returns.
-  Result<Value> GetOrLoad(const Key& key,
-                          const std::function<Result<Value>()>& loader);
+  Result<Value> GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader);
   // Cached value or nullptr; counts a hit or a miss.
   Value Lookup(const Key& key);
   // True when cached (no stats, no LRU touch): for read-ahead decisions.

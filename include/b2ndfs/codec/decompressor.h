@@ -28,11 +28,11 @@ void EnsureInitialized();
 constexpr int64_t kChunkHeaderSize = 32;
 
 struct ChunkInfo {
-  int32_t nbytes = 0;     // decompressed size
-  int32_t cbytes = 0;     // size of the compressed chunk, header included
+  int32_t nbytes = 0;  // decompressed size
+  int32_t cbytes = 0;  // size of the compressed chunk, header included
   int32_t blocksize = 0;
   int32_t typesize = 0;
-  bool special = false;   // a run of zeros / NaN / a value / uninitialised
+  bool special = false;  // a run of zeros / NaN / a value / uninitialised
   // Blocks cannot be decoded on their own: the delta filter codes every block
   // against block 0, and c-blosc2 2.17's partial decoders skip it (wrong
   // bytes), and its getitem fails on zstd-dictionary chunks; such chunks are

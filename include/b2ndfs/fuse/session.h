@@ -18,7 +18,7 @@ struct SessionOptions {
   bool foreground = false;
   bool single_threaded = false;
   unsigned max_idle_threads = 10;
-  size_t max_read = 1 << 20;  // largest read the kernel should send
+  size_t max_read = 1 << 20;          // largest read the kernel should send
   size_t kernel_readahead = 1 << 20;  // the mount's read_ahead_kb, in bytes (0: leave)
 };
 

@@ -43,8 +43,8 @@ enum class FileKind { kMetaJson, kData, kDataNpy, kChunk, kSlice };
 
 struct VirtualFile {
   FileKind kind = FileKind::kData;
-  int axis = 0;        // kSlice
-  int64_t index = 0;   // kChunk: chunk index; kSlice: index along `axis`
+  int axis = 0;       // kSlice
+  int64_t index = 0;  // kChunk: chunk index; kSlice: index along `axis`
 };
 
 struct ReadStats {
@@ -102,8 +102,7 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<cache::Value> GetBlock(int64_t chunk_index, int64_t block_index) const;
   Status ReadBox(const geometry::Box& box, int64_t item_begin, int64_t item_end,
                  uint8_t* out) const;
-  Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length,
-                      uint8_t* out) const;
+  Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length, uint8_t* out) const;
   std::string RenderMeta() const;
 
   struct ChunkRef;

@@ -3,10 +3,11 @@
 // Thread-safety: a File may be read from many threads at once (pread).
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "b2ndfs/util/status.h"

@@ -38,20 +38,14 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidData(std::string message) {
-  return Status(EIO, std::move(message));
-}
-inline Status NotFound(std::string message) {
-  return Status(ENOENT, std::move(message));
-}
-inline Status InvalidArgument(std::string message) {
-  return Status(EINVAL, std::move(message));
-}
+inline Status InvalidData(std::string message) { return Status(EIO, std::move(message)); }
+inline Status NotFound(std::string message) { return Status(ENOENT, std::move(message)); }
+inline Status InvalidArgument(std::string message) { return Status(EINVAL, std::move(message)); }
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Status(EINVAL, "Result built from OK status");
   }
@@ -78,15 +72,15 @@ class [[nodiscard]] Result {
 #define B2NDFS_CONCAT_INNER(a, b) a##b
 #define B2NDFS_CONCAT(a, b) B2NDFS_CONCAT_INNER(a, b)
 
-#define B2NDFS_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::b2ndfs::Status b2ndfs_status__ = (expr);  \
+#define B2NDFS_RETURN_IF_ERROR(expr)                   \
+  do {                                                 \
+    ::b2ndfs::Status b2ndfs_status__ = (expr);         \
     if (!b2ndfs_status__.ok()) return b2ndfs_status__; \
   } while (0)
 
 #define B2NDFS_ASSIGN_OR_RETURN(lhs, expr) \
   B2NDFS_ASSIGN_OR_RETURN_IMPL(B2NDFS_CONCAT(b2ndfs_result_, __LINE__), lhs, expr)
 #define B2NDFS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                  \
-  if (!tmp.ok()) return tmp.status();                 \
+  auto tmp = (expr);                                 \
+  if (!tmp.ok()) return tmp.status();                \
   lhs = std::move(tmp).value()

@@ -67,11 +67,11 @@ struct ReadPattern {
 struct FileHandle {
   std::shared_ptr<store::Container> container;  // virtual files
   store::VirtualFile file;
-  std::shared_ptr<File> passthrough;            // ordinary source files
+  std::shared_ptr<File> passthrough;  // ordinary source files
   std::shared_ptr<ReadPattern> pattern;
   std::shared_ptr<const std::string> snapshot;  // generated files (stats)
-  bool keep_cache = true;  // false when the source changed since the last open
-  bool direct_io = false;  // for generated files whose size is not fixed
+  bool keep_cache = true;                       // false when the source changed since the last open
+  bool direct_io = false;                       // for generated files whose size is not fixed
 };
 
 class ContainerEntry;
