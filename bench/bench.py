@@ -11,13 +11,11 @@ and bench/out/results.json (every run). Everything mounted is unmounted on
 exit, whatever happens.
 """
 import argparse
-import datetime
 import json
 import os
 import platform
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -176,12 +174,13 @@ class Bench:
         self.b2ndfs = os.path.join(self.build, 'src', 'app', 'b2ndfs')
         self.out = args.out
         self.mnt = os.path.join(self.out, 'mnt')
-        self.src_dir = os.path.join(self.out, 'src')
+        self.data_dir = os.path.join(self.out, 'data-%dmb' % args.size_mb)  # kept per size
+        self.src_dir = os.path.join(self.data_dir, 'src')
         self.b2nd = os.path.join(self.src_dir, 'array.b2nd')
-        self.npy_dir = os.path.join(self.out, 'npy')
+        self.npy_dir = os.path.join(self.data_dir, 'npy')
         self.npy = os.path.join(self.npy_dir, 'array.npy')
-        self.sqfs = os.path.join(self.out, 'array.sqfs')
-        self.tiny_dir = os.path.join(self.out, 'tiny')
+        self.sqfs = os.path.join(self.data_dir, 'array.sqfs')
+        self.tiny_dir = os.path.join(self.data_dir, 'tiny')
         self.mounts = Mounts()
         self.records = []
         self.errors = []
@@ -194,14 +193,14 @@ class Bench:
 
     # --- data ---
     def generate(self):
-        stamp = os.path.join(self.out, 'data.json')
+        stamp = os.path.join(self.data_dir, 'data.json')
         wanted = {'size_mb': self.args.size_mb, 'tiny_count': self.args.tiny_count, 'version': 1}
         if not self.args.regen and os.path.exists(stamp):
             with open(stamp) as f:
                 info = json.load(f)
             if info.get('wanted') == wanted and all(
                     os.path.exists(p) for p in (self.b2nd, self.npy, self.sqfs)):
-                log('reusing the data in %s (--regen to rewrite it)' % self.out)
+                log('reusing the data in %s (--regen to rewrite it)' % self.data_dir)
                 self.data = info
                 return
         for d in (self.src_dir, self.npy_dir, self.tiny_dir):
@@ -233,18 +232,6 @@ class Bench:
         self.npy_base = self.data['npy_header_bytes']
         self.mid = [s // 2 for s in self.shape]
         self.slice_bytes = [self.nbytes // s for s in self.shape]
-
-    def op_bytes(self, op):
-        if op == 'first':
-            return 4096
-        if op == 'whole':
-            return self.nbytes
-        if op.startswith('slice'):
-            return self.slice_bytes[int(op[-1])]
-        if op == 'rand':
-            return RAND_LENGTH * self.args.rand_count
-        if op == 'cubes':
-            return CUBE_EDGE ** 3 * self.itemsize * self.args.cube_count
 
     def slice_name(self, axis):
         width = len(str(self.shape[axis] - 1))

@@ -135,7 +135,8 @@ def render(results):
       'mount is needed (in-process, warm, memfs, squashfuse warm) is itself the median of %d '
       'reads within its run. The machine is shared and '
       'noisy: differences under ~10%% are not significant.%s\n' % (
-          ' --quick' if a.get('quick') else (' --size-mb %d' % a['size_mb']),
+          ' --quick' if a.get('quick') else (
+              '' if a['size_mb'] == 1024 else ' --size-mb %d' % a['size_mb']),
           datetime.date.today().isoformat(), m.get('git', '?'), notes.get('elapsed_s', 0) / 60,
           a['reps'], a.get('inner', 1), load))
 
@@ -322,19 +323,20 @@ def render(results):
 
     # --- diagnostics ---
     w('## What the daemons saw (first run of each)\n')
-    w('FUSE read requests that reached the daemon, their mean size, and for b2ndfs the bytes '
-      'it decompressed (amplification = decompressed / returned) and compressed bytes it read '
-      'from the source.\n')
+    w('FUSE read requests that reached the daemon per operation, their mean size, and for '
+      'b2ndfs the bytes it decompressed (amplification = decompressed / returned) and the '
+      'compressed bytes it read from the source (b2ndfs fetches whole compressed chunks).\n')
     w('| operation | b2ndfs cold: requests · mean size | decompressed (amplif.) | compressed read '
-      '| b2ndfs warm: requests · mean size | memfs: requests · mean size · most in flight |')
+      '| b2ndfs warm: requests · mean size | memfs: requests · mean size · most requests in flight on the mount so far |')
     w('| --- | --- | --- | --- | --- | --- |')
 
     def diff(run, *path):
+        """The counter's growth over the run, per repeat inside it."""
         def get(s):
             for k in path:
                 s = (s or {}).get(k)
             return s or 0
-        return get(run.get('stats')) - get(run.get('stats_before'))
+        return (get(run.get('stats')) - get(run.get('stats_before'))) / (run.get('repeat') or 1)
     for op in OPS:
         cold = res.runs('b2_cold', op)
         warm = res.runs('b2_warm', op)
@@ -345,7 +347,7 @@ def render(results):
             n = diff(c, 'reads', 'requests')
             served = diff(c, 'reads', 'bytes_served')
             dec = diff(c, 'reads', 'bytes_decompressed')
-            cells += ['%d · %s' % (n, fmt_bytes(served / n) if n else '—'),
+            cells += ['%.0f · %s' % (n, fmt_bytes(served / n) if n else '—'),
                       '%s (%.1fx)' % (fmt_bytes(dec), dec / c['bytes'] if c['bytes'] else 0),
                       fmt_bytes(diff(c, 'reads', 'compressed_bytes_fetched'))]
         else:
@@ -353,13 +355,13 @@ def render(results):
         if warm and warm[0].get('stats'):
             n = diff(warm[0], 'reads', 'requests')
             served = diff(warm[0], 'reads', 'bytes_served')
-            cells.append('%d · %s' % (n, fmt_bytes(served / n) if n else '—'))
+            cells.append('%.0f · %s' % (n, fmt_bytes(served / n) if n else '—'))
         else:
             cells.append('—')
         if mem and mem[0].get('stats'):
             n = diff(mem[0], 'requests')
             served = diff(mem[0], 'bytes')
-            cells.append('%d · %s · %s' % (n, fmt_bytes(served / n) if n else '—',
+            cells.append('%.0f · %s · %s' % (n, fmt_bytes(served / n) if n else '—',
                                           (mem[0]['stats'] or {}).get('most_in_flight', '?')))
         else:
             cells.append('—')
@@ -443,11 +445,11 @@ def render(results):
 
     # --- how ---
     w('## How to rerun\n')
-    w('```sh\nbash bench/run.sh              # ~1 GiB array (default), about 10 minutes\n'
-      'bash bench/run.sh --quick      # 128 MiB, fewer random reads, about 2 minutes\n'
+    w('```sh\nbash bench/run.sh              # 1 GiB array (default): about 6 minutes here\n'
+      'bash bench/run.sh --quick      # 128 MiB, fewer random reads: about 1.5 minutes\n'
       'bash bench/run.sh --size-mb 512 --reps 5\n```\n')
-    w('Data is generated into `bench/out/` (git-ignored) and reused by later runs of the same '
-      'size; every run is in `bench/out/results.json`, and `python3 bench/report.py` re-renders '
+    w('Data is generated into `bench/out/data-SIZEmb/` (git-ignored; 2.4 GB for the default '
+      'size) and reused by later runs of the same size; every run is in `bench/out/results.json`, and `python3 bench/report.py` re-renders '
       'this page from it. Programs: `bench_make_array` (data), `bench_inprocess` (c-blosc2 '
       'reference), `bench_reader` (timed reads of a file), `bench_memfs` (FUSE ceiling), '
       '`npy_reader.py` (numpy on squashfuse), driven by `bench.py`.')

@@ -1,5 +1,6 @@
 // b2ndfs: the command-line entry point. Wires the core (cache, decompressor
 // pool, workers) to the vfs and the FUSE session.
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,6 +92,11 @@ int main(int argc, char** argv) {
   // Few shards for small caches, so that one shard still holds large blocks.
   const int shards = static_cast<int>(std::clamp<size_t>(cache_size / (64u << 20), 1, 16));
   cache::BlockCache cache(cache_size, shards);
+  // Serve block and chunk buffers (up to a few MiB) from malloc's arenas
+  // rather than fresh mmaps: a cold read otherwise spends its time in page
+  // faults. Freed memory is reused by the cache, which stays in budget.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
   // A read decompresses its misses on the calling thread plus up to
   // threads - 1 workers; read-ahead runs on the workers.

@@ -368,7 +368,7 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
   if (ci.needs_whole_chunk && layout.BlocksInChunk(chunk_index) > 1) {
     // Decode the chunk once and keep every block of it, since decoding any
     // one block costs the whole chunk anyway.
-    std::vector<uint8_t> whole(static_cast<size_t>(expected));
+    cache::Bytes whole(static_cast<size_t>(expected));
     {
       auto lease = context_->decompressors->Acquire();
       B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(*chunk, whole));

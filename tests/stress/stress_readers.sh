@@ -18,14 +18,16 @@ require_fuse
 SECONDS_TO_RUN=${B2NDFS_STRESS_SECONDS:-20}
 CACHE_MB=4
 # RSS bound: cache_size + SLACK_MB. What the daemon holds beyond the cache,
-# measured on this machine (threads=2, 16 readers, 4 MiB cache): ~8 MiB at
-# rest (binary, libfuse, c-blosc2, glibc) and a peak of ~XX MiB under load:
-# blocks pinned by readers (the mount-wide PinBudget: max(16 MiB, cache/4)),
-# libfuse request buffers (up to 10 idle worker threads x 128 KiB + the
-# 1 MiB max_read buffer each), c-blosc2 context scratch per worker, and
-# glibc's per-thread malloc arenas keeping freed blocks. 64 MiB leaves room
-# for allocator noise while still catching any leak or unbounded buffering
-# (the working set here is several times larger than cache + 64 MiB).
+# measured on the development machine (2 CPUs, threads=2, 16 readers, 4 MiB
+# cache, several runs): ~13 MiB at rest (binary, libfuse, c-blosc2, glibc),
+# a peak of 49-51 MiB under this load. The difference is what the design
+# allows besides the cache: blocks pinned by readers outside it (the
+# mount-wide PinBudget: max(16 MiB, cache/4)), libfuse's request buffers
+# (1 MiB + 4 KiB per worker thread, up to 10 of them), c-blosc2's scratch
+# per decompression context, and what glibc's per-thread arenas keep of
+# freed blocks. 64 MiB leaves ~15 MiB for allocator noise, while a leak or an
+# unbounded buffer still shows: the working set read here (~18 MiB of data
+# decompressed over and over, ~1.3 GB served) would push RSS far past it.
 SLACK_MB=${B2NDFS_STRESS_RSS_SLACK_MB:-64}
 if [[ ${B2NDFS_STRESS_SANITIZED:-0} == 1 ]]; then
   # ASan's shadow memory and quarantine dwarf the daemon's own use.
