@@ -658,6 +658,10 @@ def main():
     signal.signal(signal.SIGHUP, on_signal)
     try:
         return bench.main()
+    except (KeyboardInterrupt, SystemExit) as e:
+        log('stopped (%s); unmounting' % (type(e).__name__ if isinstance(e, KeyboardInterrupt)
+                                          else 'signal'))
+        return 130
     finally:
         bench.mounts.unmount_all()
 

@@ -25,7 +25,8 @@ cleanup() {
   done
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 echo "[bench] building into $BUILD" >&2
 TARGETS=(b2ndfs bench_make_array bench_inprocess bench_memfs bench_reader)
@@ -45,4 +46,11 @@ done
 /usr/bin/python3 -c 'import numpy' || { echo "[bench] /usr/bin/python3 lacks numpy" >&2; exit 1; }
 
 mkdir -p "$OUT"
-/usr/bin/python3 "$ROOT/bench/bench.py" --build "$BUILD" --out "$OUT" "$@"
+# In the background, so that a signal to this script reaches it at once (bash runs a trap
+# only after a foreground child ends); bench.py unmounts what it mounted on SIGTERM.
+/usr/bin/python3 "$ROOT/bench/bench.py" --build "$BUILD" --out "$OUT" "$@" &
+PY=$!
+stop() { kill -TERM "$PY" 2>/dev/null; wait "$PY"; exit "$1"; }
+trap 'stop 130' INT
+trap 'stop 143' TERM
+wait "$PY"

@@ -95,8 +95,13 @@ int main(int argc, char** argv) {
   // Serve block and chunk buffers (up to a few MiB) from malloc's arenas
   // rather than fresh mmaps: a cold read otherwise spends its time in page
   // faults. Freed memory is reused by the cache, which stays in budget.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // Scaled to the cache, so that a small cache also means a small daemon;
+  // few arenas keep fragmentation across FUSE threads bounded.
+  mallopt(M_MMAP_THRESHOLD,
+          static_cast<int>(std::clamp<size_t>(cache_size / 64, 1u << 20, 64u << 20)));
+  mallopt(M_TRIM_THRESHOLD,
+          static_cast<int>(std::clamp<size_t>(cache_size / 8, 8u << 20, 256u << 20)));
+  mallopt(M_ARENA_MAX, 4);
   codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
   // A read decompresses its misses on the calling thread plus up to
   // threads - 1 workers; read-ahead runs on the workers.

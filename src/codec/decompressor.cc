@@ -47,6 +47,38 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
   return info;
 }
 
+namespace {
+
+// c-blosc2 2.17 frees a context's zstd dictionary before it validates the
+// next chunk's dictionary section, and returns on error with the pointer
+// left dangling: the context's next use (or blosc2_free_ctx) frees it again.
+// So a dictionary chunk reaches c-blosc2 only after passing the same checks.
+Status CheckDictionary(std::span<const uint8_t> chunk, const ChunkInfo& info) {
+  const uint8_t flags = chunk[2];
+  const bool extended = (flags & BLOSC_DOSHUFFLE) && (flags & BLOSC_DOBITSHUFFLE);
+  if (!extended || chunk.size() < static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
+    return Status::Ok();
+  }
+  if (!(chunk[31] & BLOSC2_USEDICT)) return Status::Ok();
+  if (info.special || (flags & BLOSC_MEMCPYED)) return Status::Ok();  // no dictionary read
+  if (info.blocksize <= 0) return InvalidData("dictionary chunk has no block size");
+  const int64_t nblocks = (static_cast<int64_t>(info.nbytes) + info.blocksize - 1) / info.blocksize;
+  const int64_t bstarts_end = BLOSC_EXTENDED_HEADER_LENGTH + nblocks * 4;
+  const int64_t size = static_cast<int64_t>(chunk.size());
+  if (size < bstarts_end + 4) return InvalidData("chunk too short for its dictionary size");
+  int32_t dict_size;
+  std::memcpy(&dict_size, chunk.data() + bstarts_end, 4);  // little endian
+  if (dict_size <= 0 || dict_size > BLOSC2_MAXDICTSIZE) {
+    return InvalidData("chunk's zstd dictionary size " + std::to_string(dict_size) +
+                       " is out of range");
+  }
+  if (size - bstarts_end - 4 < dict_size)
+    return InvalidData("chunk's zstd dictionary is truncated");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk) {
   B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunkHeader(chunk));
   if (static_cast<size_t>(info.cbytes) != chunk.size()) {
@@ -57,6 +89,7 @@ Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk) {
   if (blosc1_cbuffer_validate(chunk.data(), chunk.size(), &nbytes) < 0) {
     return InvalidData("chunk fails Blosc validation");
   }
+  B2NDFS_RETURN_IF_ERROR(CheckDictionary(chunk, info));
   return info;
 }
 

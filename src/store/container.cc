@@ -51,9 +51,25 @@ struct Container::Source {
   int64_t chunks_end = 0;  // contiguous: where the chunk index starts
   format::FrameInfo frame_info;
   std::optional<format::NdMeta> ndmeta;
-  std::vector<ChunkRef> chunks;
+  // The chunk index stays compressed; pages of it are decoded on demand
+  // (through the block cache), so a huge index costs no memory up front.
+  std::vector<uint8_t> offsets_chunk;
+  int64_t nchunks = 0;
+  int64_t index_page_entries = 0;
   std::vector<format::NamedBytes> vlmeta;  // decompressed contents
 };
+
+namespace {
+
+// A msgpack string saying that a variable-length metalayer is not shown.
+std::vector<uint8_t> OmittedNote(int64_t size) {
+  const std::string text = "(" + std::to_string(size) + " bytes, over b2ndfs's budget for vlmeta)";
+  std::vector<uint8_t> out{0xd9, static_cast<uint8_t>(text.size())};  // str8
+  out.insert(out.end(), text.begin(), text.end());
+  return out;
+}
+
+}  // namespace
 
 Container::Container(std::string source_path, StoreContext* context)
     : source_path_(std::move(source_path)),
@@ -120,16 +136,25 @@ Status Container::Load() {
   B2NDFS_RETURN_IF_ERROR(LoadChunkIndex(offsets_chunk).WithContext("chunk index"));
 
   // Variable-length metalayers are stored as Blosc2 chunks; fall back to the
-  // raw bytes for anything that is not one.
+  // raw bytes for anything that is not one. A budget bounds what is
+  // decompressed and shown (a tiny frame can declare thousands of 16 MiB
+  // runs of zeros); what passes it is replaced by a note.
   {
+    constexpr int64_t kVlmetaBudget = 4 << 20;
+    int64_t spent = 0;
     auto lease = context_->decompressors->Acquire();
     for (const auto& vl : info.vlmetalayers) {
       format::NamedBytes decoded{vl.name, vl.content};
+      int64_t size = static_cast<int64_t>(vl.content.size());
       auto chunk_info = codec::InspectChunk(vl.content);
-      if (chunk_info.ok() && chunk_info->nbytes <= (64 << 20)) {
+      if (chunk_info.ok()) size = chunk_info->nbytes;
+      if (spent + size > kVlmetaBudget) {
+        decoded.content = OmittedNote(size);
+      } else if (chunk_info.ok()) {
         std::vector<uint8_t> out(static_cast<size_t>(chunk_info->nbytes));
         if (lease->DecompressAll(vl.content, out).ok()) decoded.content = std::move(out);
       }
+      spent += std::min<int64_t>(size, kVlmetaBudget);
       src.vlmeta.push_back(std::move(decoded));
     }
   }
@@ -141,7 +166,7 @@ Status Container::Load() {
     if (m.name == "b2nd") b2nd = &m;
     if (m.name == "caterva") caterva = &m;
   }
-  const int64_t nchunks = static_cast<int64_t>(src.chunks.size());
+  const int64_t nchunks = src.nchunks;
   if (b2nd != nullptr || caterva != nullptr) {
     auto decoded = b2nd != nullptr ? format::DecodeB2ndMetalayer(b2nd->content)
                                    : format::DecodeCatervaMetalayer(caterva->content);
@@ -183,86 +208,150 @@ Status Container::Load() {
     layout_ = std::move(layout);
   } else {
     // A plain super-chunk: a 1-D array of typesize items whose chunks are the
-    // super-chunk's own; their lengths come from each chunk's header.
+    // super-chunk's own, unpadded (the last one may be short).
     format_name_ = "schunk";
     const int64_t typesize = info.typesize;
     if (typesize <= 0) return InvalidData("typesize is 0");
-    std::vector<int64_t> chunk_items(src.chunks.size()), block_items(src.chunks.size());
-    int64_t total = 0;
-    for (int64_t c = 0; c < nchunks; ++c) {
-      int64_t nbytes = info.chunksize;
-      int64_t blocksize = info.blocksize;
-      if (src.chunks[c].kind == format::ChunkKind::kStored) {
+    if (info.nbytes % typesize != 0) {
+      return InvalidData("the frame holds " + std::to_string(info.nbytes) +
+                         " bytes, not a whole number of " + std::to_string(typesize) +
+                         "-byte items");
+    }
+    if (info.chunksize > 0) {
+      // Equal chunks (c-blosc2's only well-formed case): no chunk needs to
+      // be read to know the layout, however many there are.
+      if (info.chunksize % typesize != 0) {
+        return InvalidData("chunks of " + std::to_string(info.chunksize) +
+                           " bytes do not hold whole items");
+      }
+      const int64_t chunk_items = info.chunksize / typesize;
+      int64_t block_items = info.blocksize / typesize;
+      if (block_items <= 0 || chunk_items % block_items != 0) block_items = chunk_items;
+      B2NDFS_ASSIGN_OR_RETURN(
+          ArrayLayout layout,
+          ArrayLayout::Regular({info.nbytes / typesize}, {chunk_items}, {block_items}, typesize));
+      if (layout.NumChunks() != nchunks) {
+        return InvalidData("the frame's size needs " + std::to_string(layout.NumChunks()) +
+                           " chunks but its index holds " + std::to_string(nchunks));
+      }
+      layout_ = std::move(layout);
+    } else {
+      // Chunks of varying size: each chunk's header says how long it is.
+      constexpr int64_t kMaxVariableChunks = int64_t{1} << 20;
+      if (nchunks > kMaxVariableChunks) {
+        return InvalidData("the frame has " + std::to_string(nchunks) +
+                           " chunks of varying size; b2ndfs reads at most " +
+                           std::to_string(kMaxVariableChunks));
+      }
+      std::vector<int64_t> chunk_items(static_cast<size_t>(nchunks));
+      std::vector<int64_t> block_items(static_cast<size_t>(nchunks));
+      int64_t total = 0;
+      for (int64_t c = 0; c < nchunks; ++c) {
+        B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(c));
+        if (ref.kind != format::ChunkKind::kStored) {
+          return InvalidData("chunk " + std::to_string(c) +
+                             " is a run of special values in a frame without a chunk size");
+        }
         B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, ReadChunkHeader(c));
-        nbytes = ci.nbytes;
-        blocksize = ci.blocksize;
+        if (ci.nbytes % typesize != 0) {
+          return InvalidData("chunk " + std::to_string(c) + " holds " + std::to_string(ci.nbytes) +
+                             " bytes, not a whole number of " + std::to_string(typesize) +
+                             "-byte items");
+        }
+        chunk_items[c] = ci.nbytes / typesize;
+        int64_t bi = ci.blocksize / typesize;
+        if (bi <= 0 || bi > chunk_items[c]) bi = std::max<int64_t>(chunk_items[c], 1);
+        block_items[c] = bi;
+        auto t = CheckedAdd(total, ci.nbytes);
+        if (!t) return InvalidData("chunk sizes overflow");
+        total = *t;
       }
-      if (nbytes < 0 || nbytes % typesize != 0) {
-        return InvalidData("chunk " + std::to_string(c) + " holds " + std::to_string(nbytes) +
-                           " bytes, not a whole number of " + std::to_string(typesize) +
-                           "-byte items");
+      if (total != info.nbytes) {
+        return InvalidData("chunks hold " + std::to_string(total) + " bytes but the frame says " +
+                           std::to_string(info.nbytes));
       }
-      chunk_items[c] = nbytes / typesize;
-      int64_t bi = blocksize / typesize;
-      if (bi <= 0 || bi > chunk_items[c]) bi = std::max<int64_t>(chunk_items[c], 1);
-      block_items[c] = bi;
-      auto t = CheckedAdd(total, nbytes);
-      if (!t) return InvalidData("chunk sizes overflow");
-      total = *t;
+      B2NDFS_ASSIGN_OR_RETURN(ArrayLayout layout,
+                              ArrayLayout::Irregular1D(chunk_items, block_items, typesize));
+      layout_ = std::move(layout);
     }
-    if (total != info.nbytes) {
-      return InvalidData("chunks hold " + std::to_string(total) + " bytes but the frame says " +
-                         std::to_string(info.nbytes));
-    }
-    B2NDFS_ASSIGN_OR_RETURN(ArrayLayout layout,
-                            ArrayLayout::Irregular1D(chunk_items, block_items, typesize));
-    layout_ = std::move(layout);
   }
 
   const auto& nd = src.ndmeta;
   npy_header_ = MakeNpyHeader(format::NpyDescr(nd ? nd->dtype : std::nullopt, layout_->itemsize()),
                               layout_->shape());
   meta_json_ = RenderMeta();
+  source_->vlmeta = {};  // rendered: no need to keep the contents
   return Status::Ok();
 }
 
 Status Container::LoadChunkIndex(const std::vector<uint8_t>& offsets_chunk) {
   Source& src = *source_;
   const int64_t nchunks = src.frame_info.nchunks;
+  src.nchunks = nchunks;
   if (nchunks == 0) return Status::Ok();
   if (offsets_chunk.empty()) return InvalidData("frame has chunks but no chunk index");
+  B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo info, codec::InspectChunk(offsets_chunk));
   auto need = CheckedMul(nchunks, 8);
-  if (!need || *need > (int64_t{1} << 31)) return InvalidData("chunk index is too large");
-  std::vector<uint8_t> raw(static_cast<size_t>(*need));
-  {
-    auto lease = context_->decompressors->Acquire();
-    B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(offsets_chunk, raw));
+  if (!need || info.nbytes != *need) {
+    return InvalidData("chunk index holds " + std::to_string(info.nbytes) + " bytes for " +
+                       std::to_string(nchunks) + " chunks");
   }
-  src.chunks.resize(static_cast<size_t>(nchunks));
-  for (int64_t i = 0; i < nchunks; ++i) {
-    int64_t value;
-    std::memcpy(&value, raw.data() + 8 * i, 8);  // little endian on disk, as on x86/arm
-    auto location = format::DecodeChunkOffset(value);
-    if (!location.ok()) return location.status().WithContext("chunk " + std::to_string(i));
-    src.chunks[i].kind = location->kind;
-    src.chunks[i].offset = location->offset;
-    if (!src.sparse && location->kind == format::ChunkKind::kStored) {
-      // Contiguous frames count chunk offsets from the end of the header.
-      const int64_t chunks_size = src.chunks_end - src.frame_info.header_size;
-      if (location->offset < 0 || location->offset >= chunks_size) {
-        return InvalidData("chunk " + std::to_string(i) + " offset " +
+  src.offsets_chunk = offsets_chunk;
+  // Pages of whole index blocks keep getitem from decoding a block twice.
+  const int64_t block_entries = std::max<int64_t>(info.blocksize / 8, 1);
+  src.index_page_entries =
+      std::max<int64_t>(1, (int64_t{32} << 10) / 8 / block_entries) * block_entries;
+  // Decode the first page now: a corrupt index is reported at open.
+  return LocateChunk(0).status();
+}
+
+Result<Container::ChunkRef> Container::LocateChunk(int64_t chunk_index) const {
+  const Source& src = *source_;
+  if (chunk_index < 0 || chunk_index >= src.nchunks) {
+    return InvalidData("chunk " + std::to_string(chunk_index) + " is not in the chunk index");
+  }
+  const int64_t page = chunk_index / src.index_page_entries;
+  const cache::Key key{id_, page, -1, cache::EntryKind::kOther};
+  auto entries = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
+    const int64_t first = page * src.index_page_entries;
+    const int64_t count = std::min(src.index_page_entries, src.nchunks - first);
+    auto raw = std::make_shared<cache::Bytes>(static_cast<size_t>(count * 8));
+    {
+      auto lease = context_->decompressors->Acquire();
+      B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(src.offsets_chunk, first * 8, *raw));
+    }
+    // Validate the whole page once; lookups then only read it.
+    const int64_t chunks_size = src.chunks_end - src.frame_info.header_size;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t value;
+      std::memcpy(&value, raw->data() + 8 * i, 8);  // little endian on disk and here
+      auto location = format::DecodeChunkOffset(value);
+      if (!location.ok())
+        return location.status().WithContext("chunk " + std::to_string(first + i));
+      if (!src.sparse && location->kind == format::ChunkKind::kStored &&
+          (location->offset < 0 || location->offset >= chunks_size)) {
+        return InvalidData("chunk " + std::to_string(first + i) + " offset " +
                            std::to_string(location->offset) + " lies outside the " +
                            std::to_string(chunks_size) + "-byte chunks section");
       }
-      src.chunks[i].offset = src.frame_info.header_size + location->offset;
     }
-  }
-  return Status::Ok();
+    return cache::Value(std::move(raw));
+  });
+  if (!entries.ok()) return entries.status().WithContext("chunk index");
+  int64_t value;
+  std::memcpy(&value, (*entries)->data() + 8 * (chunk_index - page * src.index_page_entries), 8);
+  auto location = format::DecodeChunkOffset(value);
+  if (!location.ok()) return location.status();
+  ChunkRef ref{location->kind, location->offset};
+  // Contiguous frames count chunk offsets from the end of the header.
+  if (!src.sparse && ref.kind == format::ChunkKind::kStored)
+    ref.offset += src.frame_info.header_size;
+  return ref;
 }
 
 Result<codec::ChunkInfo> Container::ReadChunkHeader(int64_t chunk_index) const {
   const Source& src = *source_;
-  const ChunkRef& ref = src.chunks[static_cast<size_t>(chunk_index)];
+  B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
   uint8_t header[codec::kChunkHeaderSize];
   if (src.sparse) {
     const std::string name = format::SparseChunkFileName(ref.offset);
@@ -284,7 +373,7 @@ Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const 
   const cache::Key key{id_, chunk_index, 0, cache::EntryKind::kCompressedChunk};
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
     const Source& src = *source_;
-    const ChunkRef& ref = src.chunks[static_cast<size_t>(chunk_index)];
+    B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
     auto bytes = std::make_shared<cache::Bytes>();
     uint8_t header[codec::kChunkHeaderSize];
     if (src.sparse) {
@@ -353,18 +442,27 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
   const int64_t block_bytes = layout.BlockItems(chunk_index, block_index) * itemsize;
   const int64_t first_byte = layout.BlockFirstItem(chunk_index, block_index) * itemsize;
   auto block = std::make_shared<cache::Bytes>(static_cast<size_t>(block_bytes));
-  const ChunkRef& ref = source_->chunks[static_cast<size_t>(chunk_index)];
+  B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
   if (ref.kind != format::ChunkKind::kStored) {
     B2NDFS_RETURN_IF_ERROR(FillSpecial(ref.kind, itemsize, block->data(), block->size()));
     return cache::Value(std::move(block));
   }
   B2NDFS_ASSIGN_OR_RETURN(cache::Value chunk, FetchCompressedChunk(chunk_index));
   B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(*chunk));
-  const int64_t expected = layout.ChunkStoredItems(chunk_index) * itemsize;
+  // b2nd chunks hold the chunk shape padded to whole blocks; a plain
+  // super-chunk's are unpadded, its last one possibly short.
+  const bool padded = format_name_ != "schunk";
+  const int64_t expected =
+      (padded ? layout.ChunkStoredItems(chunk_index) : layout.ChunkBox(chunk_index).NumItems()) *
+      itemsize;
   if (ci.nbytes != expected) {
     return InvalidData("chunk decompresses to " + std::to_string(ci.nbytes) +
                        " bytes but the layout needs " + std::to_string(expected));
   }
+  // The part of this block that the chunk really stores; the rest (only in a
+  // short last chunk) is never copied out.
+  const int64_t stored = std::clamp<int64_t>(expected - first_byte, 0, block_bytes);
+  if (stored < block_bytes) std::memset(block->data() + stored, 0, block_bytes - stored);
   if (ci.needs_whole_chunk && layout.BlocksInChunk(chunk_index) > 1) {
     // Decode the chunk once and keep every block of it, since decoding any
     // one block costs the whole chunk anyway.
@@ -375,13 +473,15 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
     }
     const int64_t nblocks = layout.BlocksInChunk(chunk_index);
     for (int64_t b = 0; b < nblocks; ++b) {
-      const size_t from = static_cast<size_t>(layout.BlockFirstItem(chunk_index, b) * itemsize);
-      const size_t size = static_cast<size_t>(layout.BlockItems(chunk_index, b) * itemsize);
+      const int64_t from = layout.BlockFirstItem(chunk_index, b) * itemsize;
+      const int64_t size = layout.BlockItems(chunk_index, b) * itemsize;
+      const int64_t have = std::clamp<int64_t>(expected - from, 0, size);
       if (b == block_index) {
-        std::memcpy(block->data(), whole.data() + from, size);
+        std::memcpy(block->data(), whole.data() + from, static_cast<size_t>(have));
       } else {
-        auto other =
-            std::make_shared<cache::Bytes>(whole.begin() + from, whole.begin() + from + size);
+        auto other = std::make_shared<cache::Bytes>(static_cast<size_t>(size));
+        std::memcpy(other->data(), whole.data() + from, static_cast<size_t>(have));
+        std::memset(other->data() + have, 0, static_cast<size_t>(size - have));
         context_->cache->Insert(cache::Key{id_, chunk_index, b, cache::EntryKind::kBlock},
                                 std::move(other));
       }
@@ -390,9 +490,10 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
     GlobalReadStats().bytes_decompressed += whole.size();
     return cache::Value(std::move(block));
   }
-  {
+  if (stored > 0) {
     auto lease = context_->decompressors->Acquire();
-    B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(*chunk, first_byte, *block));
+    B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(
+        *chunk, first_byte, std::span<uint8_t>(block->data(), static_cast<size_t>(stored))));
   }
   GlobalReadStats().blocks_decompressed++;
   GlobalReadStats().bytes_decompressed += block->size();

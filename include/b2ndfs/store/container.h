@@ -96,6 +96,8 @@ class Container : public std::enable_shared_from_this<Container> {
   Container(std::string source_path, StoreContext* context);
   Status Load();
   Status LoadChunkIndex(const std::vector<uint8_t>& offsets_chunk);
+  struct ChunkRef;
+  Result<ChunkRef> LocateChunk(int64_t chunk_index) const;
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
   Result<cache::Value> DecodeBlock(int64_t chunk_index, int64_t block_index) const;
@@ -105,7 +107,6 @@ class Container : public std::enable_shared_from_this<Container> {
   Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length, uint8_t* out) const;
   std::string RenderMeta() const;
 
-  struct ChunkRef;
   struct Source;
 
   std::string source_path_;
