@@ -34,6 +34,9 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
   info.typesize = header[3];
   const uint8_t flags = header[2];
   const bool extended = (flags & BLOSC_DOSHUFFLE) && (flags & BLOSC_DOBITSHUFFLE);
+  info.memcpyed = (flags & BLOSC_MEMCPYED) != 0;
+  info.header_size = extended ? BLOSC_EXTENDED_HEADER_LENGTH : BLOSC_MIN_HEADER_LENGTH;
+  info.nblocks = blocksize > 0 ? (static_cast<int64_t>(nbytes) + blocksize - 1) / blocksize : 0;
   if (extended && header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
     info.special = ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0;
     // c-blosc2 2.17's getitem cannot decode dictionary-compressed blocks.
@@ -91,6 +94,83 @@ Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk) {
   }
   B2NDFS_RETURN_IF_ERROR(CheckDictionary(chunk, info));
   return info;
+}
+
+int64_t ChunkHeadSize(const ChunkInfo& info) {
+  if (info.memcpyed || info.special) return info.header_size;
+  return info.header_size + 4 * info.nblocks;
+}
+
+namespace {
+
+int32_t LoadLe32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// End of each block's compressed bytes: the next larger block start (blocks
+// may be stored out of order), or the end of the chunk.
+int64_t BlockEnd(std::span<const uint8_t> head, const ChunkInfo& info, int64_t start) {
+  int64_t end = info.cbytes;
+  for (int64_t k = 0; k < info.nblocks; ++k) {
+    const int64_t other = LoadLe32(head.data() + info.header_size + 4 * k);
+    if (other > start && other < end) end = other;
+  }
+  return end;
+}
+
+}  // namespace
+
+Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& info, int64_t offset,
+                               int64_t length) {
+  if (info.memcpyed || info.special || info.blocksize <= 0 || length <= 0) {
+    return InvalidData("chunk has no blocks to locate");
+  }
+  const int64_t head_size = ChunkHeadSize(info);
+  if (static_cast<int64_t>(head.size()) < head_size) return InvalidData("chunk head is short");
+  if (offset < 0 || offset + length > info.nbytes) return InvalidData("range outside the chunk");
+  const int64_t first = offset / info.blocksize;
+  const int64_t last = (offset + length - 1) / info.blocksize;
+  ChunkSpan span{info.cbytes, 0};
+  for (int64_t j = first; j <= last; ++j) {
+    const int64_t start = LoadLe32(head.data() + info.header_size + 4 * j);
+    if (start < head_size || start >= info.cbytes) {
+      return InvalidData("block " + std::to_string(j) + " starts at " + std::to_string(start) +
+                         ", outside the chunk's data");
+    }
+    span.begin = std::min(span.begin, start);
+    span.end = std::max(span.end, BlockEnd(head, info, start));
+  }
+  return span;
+}
+
+Status Decompressor::DecompressRangeFromPart(std::span<const uint8_t> head, const ChunkInfo& info,
+                                             const ChunkSpan& span, std::span<const uint8_t> part,
+                                             int64_t byte_offset, std::span<uint8_t> out) {
+  const int64_t head_size = ChunkHeadSize(info);
+  if (static_cast<int64_t>(part.size()) != span.end - span.begin ||
+      static_cast<int64_t>(head.size()) < head_size) {
+    return InvalidData("chunk part does not match its span");
+  }
+  // A smaller chunk that c-blosc2 decodes like the original for these
+  // blocks: the head, then the part; block offsets rebased onto the part
+  // (blocks outside the range point at its start and are never read), and
+  // cbytes set to the new size.
+  const int64_t size = head_size + static_cast<int64_t>(part.size());
+  assembled_.resize(static_cast<size_t>(size));
+  std::memcpy(assembled_.data(), head.data(), static_cast<size_t>(head_size));
+  std::memcpy(assembled_.data() + head_size, part.data(), part.size());
+  const int32_t cbytes = static_cast<int32_t>(size);
+  std::memcpy(assembled_.data() + 12, &cbytes, 4);
+  for (int64_t k = 0; k < info.nblocks; ++k) {
+    uint8_t* slot = assembled_.data() + info.header_size + 4 * k;
+    int64_t start = LoadLe32(slot);
+    if (start < span.begin || start >= span.end) start = span.begin;
+    const int32_t rebased = static_cast<int32_t>(head_size + (start - span.begin));
+    std::memcpy(slot, &rebased, 4);
+  }
+  return DecompressRange(assembled_, byte_offset, out);
 }
 
 Decompressor::Decompressor() {

@@ -369,6 +369,37 @@ Result<codec::ChunkInfo> Container::ReadChunkHeader(int64_t chunk_index) const {
   return info;
 }
 
+Status Container::ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length,
+                                 uint8_t* out) const {
+  const Source& src = *source_;
+  if (offset < 0 || length < 0) return InvalidData("negative chunk range");
+  if (src.sparse) {
+    const std::string name = format::SparseChunkFileName(ref.offset);
+    B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(source_path_ + "/" + name));
+    return file.ReadExact(offset, out, static_cast<size_t>(length)).WithContext(name);
+  }
+  if (ref.offset + offset + length > src.chunks_end) {
+    return InvalidData("chunk bytes [" + std::to_string(offset) + ", " +
+                       std::to_string(offset + length) + ") pass the end of the chunks section");
+  }
+  return src.frame.ReadExact(ref.offset + offset, out, static_cast<size_t>(length));
+}
+
+Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
+  const cache::Key key{id_, chunk_index, -2, cache::EntryKind::kOther};
+  return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
+    B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
+    uint8_t header[codec::kChunkHeaderSize];
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, sizeof header, header));
+    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
+    const int64_t head_size = codec::ChunkHeadSize(ci);
+    if (head_size > ci.cbytes) return InvalidData("chunk is shorter than its block offsets");
+    auto head = std::make_shared<cache::Bytes>(static_cast<size_t>(head_size));
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, head_size, head->data()));
+    return cache::Value(std::move(head));
+  });
+}
+
 Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const {
   const cache::Key key{id_, chunk_index, 0, cache::EntryKind::kCompressedChunk};
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
@@ -447,8 +478,8 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
     B2NDFS_RETURN_IF_ERROR(FillSpecial(ref.kind, itemsize, block->data(), block->size()));
     return cache::Value(std::move(block));
   }
-  B2NDFS_ASSIGN_OR_RETURN(cache::Value chunk, FetchCompressedChunk(chunk_index));
-  B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(*chunk));
+  B2NDFS_ASSIGN_OR_RETURN(cache::Value head, FetchChunkHead(chunk_index));
+  B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(*head));
   // b2nd chunks hold the chunk shape padded to whole blocks; a plain
   // super-chunk's are unpadded, its last one possibly short.
   const bool padded = format_name_ != "schunk";
@@ -463,9 +494,10 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
   // short last chunk) is never copied out.
   const int64_t stored = std::clamp<int64_t>(expected - first_byte, 0, block_bytes);
   if (stored < block_bytes) std::memset(block->data() + stored, 0, block_bytes - stored);
-  if (ci.needs_whole_chunk && layout.BlocksInChunk(chunk_index) > 1) {
+  if (ci.needs_whole_chunk) {
     // Decode the chunk once and keep every block of it, since decoding any
     // one block costs the whole chunk anyway.
+    B2NDFS_ASSIGN_OR_RETURN(cache::Value chunk, FetchCompressedChunk(chunk_index));
     cache::Bytes whole(static_cast<size_t>(expected));
     {
       auto lease = context_->decompressors->Acquire();
@@ -490,10 +522,27 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
     GlobalReadStats().bytes_decompressed += whole.size();
     return cache::Value(std::move(block));
   }
-  if (stored > 0) {
+  const std::span<uint8_t> out(block->data(), static_cast<size_t>(stored));
+  if (stored == 0) {
+    // Only padding of a short last chunk: nothing stored to decode.
+  } else if (ci.special) {
+    // A run of one value: the chunk is just its header (and the value).
+    B2NDFS_ASSIGN_OR_RETURN(cache::Value chunk, FetchCompressedChunk(chunk_index));
     auto lease = context_->decompressors->Acquire();
-    B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(
-        *chunk, first_byte, std::span<uint8_t>(block->data(), static_cast<size_t>(stored))));
+    B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(*chunk, first_byte, out));
+  } else if (ci.memcpyed) {
+    // Stored as is after the header: read the bytes, nothing to decode.
+    if (ci.header_size + ci.nbytes > ci.cbytes) return InvalidData("memcpyed chunk is truncated");
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, ci.header_size + first_byte, stored, out.data()));
+  } else {
+    // Read only the compressed bytes of the blocks needed, not the chunk.
+    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkSpan span,
+                            codec::SpanForRange(*head, ci, first_byte, stored));
+    cache::Bytes part(static_cast<size_t>(span.end - span.begin));
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, span.begin, span.end - span.begin, part.data()));
+    GlobalReadStats().bytes_fetched += part.size();
+    auto lease = context_->decompressors->Acquire();
+    B2NDFS_RETURN_IF_ERROR(lease->DecompressRangeFromPart(*head, ci, span, part, first_byte, out));
   }
   GlobalReadStats().blocks_decompressed++;
   GlobalReadStats().bytes_decompressed += block->size();

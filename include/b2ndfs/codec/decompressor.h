@@ -38,7 +38,24 @@ struct ChunkInfo {
   // bytes), and its getitem fails on zstd-dictionary chunks; such chunks are
   // always decompressed whole.
   bool needs_whole_chunk = false;
+  bool memcpyed = false;    // stored uncompressed right after the header
+  int32_t header_size = 0;  // 32 (Blosc2 extended header) or 16
+  int64_t nblocks = 0;
 };
+
+// How much of a chunk's start holds what is needed to find its blocks: the
+// header, and the block offsets of a compressed chunk.
+int64_t ChunkHeadSize(const ChunkInfo& info);
+
+// The bytes [begin, end) of a compressed (not memcpyed, not special) chunk
+// that hold the blocks covering decompressed bytes [offset, offset + length),
+// found from the chunk's head (ChunkHeadSize bytes).
+struct ChunkSpan {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& info, int64_t offset,
+                               int64_t length);
 
 // Reads sizes from the first kChunkHeaderSize bytes of a chunk.
 Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header);
@@ -58,10 +75,17 @@ class Decompressor {
   // touching only the blocks that hold them.
   Status DecompressRange(std::span<const uint8_t> chunk, int64_t byte_offset,
                          std::span<uint8_t> out);
+  // The same from the chunk's head and only the span of it that
+  // SpanForRange() named (`part` = chunk bytes [span.begin, span.end)), so
+  // that a read of a few blocks never reads the whole compressed chunk.
+  Status DecompressRangeFromPart(std::span<const uint8_t> head, const ChunkInfo& info,
+                                 const ChunkSpan& span, std::span<const uint8_t> part,
+                                 int64_t byte_offset, std::span<uint8_t> out);
 
  private:
   blosc2_context_s* context_ = nullptr;
-  std::vector<uint8_t> scratch_;  // for ranges not aligned to the typesize
+  std::vector<uint8_t> scratch_;    // for ranges not aligned to the typesize
+  std::vector<uint8_t> assembled_;  // head + part, rebased: see DecompressRangeFromPart
 };
 
 class DecompressorPool {

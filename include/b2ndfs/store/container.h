@@ -99,6 +99,8 @@ class Container : public std::enable_shared_from_this<Container> {
   struct ChunkRef;
   Result<ChunkRef> LocateChunk(int64_t chunk_index) const;
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
+  Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
+  Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
   Result<cache::Value> DecodeBlock(int64_t chunk_index, int64_t block_index) const;
   Result<cache::Value> GetBlock(int64_t chunk_index, int64_t block_index) const;
