@@ -481,6 +481,20 @@ std::vector<Box> LinearRangeToBoxes(const Box& box, int64_t item_begin, int64_t 
   return out;
 }
 
+namespace {
+
+template <size_t kRun>
+inline void StridedCopy(const uint8_t* s, uint8_t* d, int64_t n, int64_t s_stride,
+                        int64_t d_stride) {
+  for (int64_t k = 0; k < n; ++k) {
+    std::memcpy(d, s, kRun);
+    s += s_stride;
+    d += d_stride;
+  }
+}
+
+}  // namespace
+
 void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box& dst_box,
                 const Box& region, int64_t itemsize) {
   if (region.empty()) return;
@@ -541,12 +555,33 @@ void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box&
   const int64_t inner_ds = dstride[m - 1];
   std::array<int64_t, kMaxScratchAxes> idx{};
   while (true) {
-    const uint8_t* s = src;
-    uint8_t* d = dst;
-    for (int64_t k = 0; k < inner_n; ++k) {
-      std::memcpy(d, s, run);
-      s += inner_ss;
-      d += inner_ds;
+    // Runs of one small item (slices across the last axis) get a fixed-size
+    // copy the compiler turns into a single load and store.
+    switch (run) {
+      case 1:
+        StridedCopy<1>(src, dst, inner_n, inner_ss, inner_ds);
+        break;
+      case 2:
+        StridedCopy<2>(src, dst, inner_n, inner_ss, inner_ds);
+        break;
+      case 4:
+        StridedCopy<4>(src, dst, inner_n, inner_ss, inner_ds);
+        break;
+      case 8:
+        StridedCopy<8>(src, dst, inner_n, inner_ss, inner_ds);
+        break;
+      case 16:
+        StridedCopy<16>(src, dst, inner_n, inner_ss, inner_ds);
+        break;
+      default: {
+        const uint8_t* s = src;
+        uint8_t* d = dst;
+        for (int64_t k = 0; k < inner_n; ++k) {
+          std::memcpy(d, s, run);
+          s += inner_ss;
+          d += inner_ds;
+        }
+      }
     }
     int a = m - 2;
     for (; a >= 0; --a) {

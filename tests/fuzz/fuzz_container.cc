@@ -17,6 +17,7 @@
 // chunks > 256 MiB or a block > 16 MiB).
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -90,14 +92,34 @@ void RemoveTree(const std::string& dir) {
   ::rmdir(dir.c_str());
 }
 
+// Removes the sparse-frame directories of fuzzing processes that died
+// without their atexit handler (a crash is what fuzzing is after).
+void RemoveStaleDirectories(const std::string& base) {
+  DIR* d = ::opendir(base.c_str());
+  if (d == nullptr) return;
+  constexpr std::string_view kPrefix = "b2ndfs-fuzz-";
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + kPrefix.size(), nullptr, 10);
+    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    RemoveTree(base + "/" + name + "/x.b2nd");
+    ::rmdir((base + "/" + name).c_str());
+  }
+  ::closedir(d);
+}
+
 Services& GetServices() {
   static Services* services = [] {
     auto* s = new Services();
-    const char* base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/b2ndfs-fuzz.XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) {
-      s->sparse_dir = pattern + "/x.b2nd";
-      static std::string top = pattern;
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+                             : tmpdir != nullptr             ? tmpdir
+                                                             : "/tmp";
+    RemoveStaleDirectories(base);
+    static const std::string top = base + "/b2ndfs-fuzz-" + std::to_string(::getpid());
+    if (::mkdir(top.c_str(), 0700) == 0 || errno == EEXIST) {
+      s->sparse_dir = top + "/x.b2nd";
       std::atexit([] {
         RemoveTree(top + "/x.b2nd");
         ::rmdir(top.c_str());
