@@ -325,7 +325,7 @@ def render(results):
     w('## What the daemons saw (first run of each)\n')
     w('FUSE read requests that reached the daemon per operation, their mean size, and for '
       'b2ndfs the bytes it decompressed (amplification = decompressed / returned) and the '
-      'compressed bytes it read from the source (b2ndfs fetches whole compressed chunks).\n')
+      'compressed bytes it read from the source.\n')
     w('| operation | b2ndfs cold: requests · mean size | decompressed (amplif.) | compressed read '
       '| b2ndfs warm: requests · mean size | memfs: requests · mean size · most requests in flight on the mount so far |')
     w('| --- | --- | --- | --- | --- | --- |')

@@ -226,14 +226,6 @@ void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
 }
 
 void OpReadLink(fuse_req_t req, fuse_ino_t) { fuse_reply_err(req, EINVAL); }
-void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENODATA); }
-void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
-  if (size == 0) {
-    fuse_reply_xattr(req, 0);
-  } else {
-    fuse_reply_buf(req, nullptr, 0);
-  }
-}
 
 // Everything that would change the tree: the mount is read-only.
 void OpSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, struct fuse_file_info*) {
@@ -278,8 +270,9 @@ fuse_lowlevel_ops MakeOps() {
   ops.statfs = OpStatFs;
   ops.access = OpAccess;
   ops.readlink = OpReadLink;
-  ops.getxattr = OpGetXattr;
-  ops.listxattr = OpListXattr;
+  // getxattr / listxattr stay unimplemented: the kernel then remembers that
+  // there are no extended attributes instead of asking three times per
+  // entry of every `ls -l` (security.selinux and the two POSIX ACLs).
   ops.setattr = OpSetAttr;
   ops.mknod = OpMknod;
   ops.mkdir = OpMkdir;
