@@ -261,6 +261,14 @@ Value BlockCache::Lookup(const Key& key) {
   return value;
 }
 
+Value BlockCache::TryGet(const Key& key) {
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  Value value = shard.TouchLocked(key);
+  if (value) shard.hits.fetch_add(1, std::memory_order_relaxed);
+  return value;
+}
+
 bool BlockCache::Contains(const Key& key) const {
   Shard& shard = ShardFor(key);
   std::lock_guard<std::mutex> lock(shard.mu);

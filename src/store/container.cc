@@ -619,10 +619,19 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
         w.status = value.status();
       }
     };
+    // Cached blocks are taken on this thread; only misses go to the workers.
+    std::vector<size_t> misses;
+    for (size_t i = begin; i < end; ++i) {
+      BlockWork& w = blocks[i];
+      w.value = context_->cache->TryGet(
+          cache::Key{id_, w.ref.chunk_index, w.ref.block_index, cache::EntryKind::kBlock});
+      if (!w.value) misses.push_back(i - begin);
+    }
+    auto fetch_miss = [&](size_t k) { fetch(misses[k]); };
     if (context_->workers != nullptr) {
-      context_->workers->ParallelFor(end - begin, fetch);
+      context_->workers->ParallelFor(misses.size(), fetch_miss);
     } else {
-      for (size_t i = 0; i < end - begin; ++i) fetch(i);
+      for (size_t k = 0; k < misses.size(); ++k) fetch_miss(k);
     }
     for (size_t i = begin; i < end; ++i) {
       BlockWork& w = blocks[i];

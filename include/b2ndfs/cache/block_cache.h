@@ -96,6 +96,9 @@ class BlockCache {
   Result<Value> GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader);
   // Cached value or nullptr; counts a hit or a miss.
   Value Lookup(const Key& key);
+  // Cached value (counted as a hit, made most recently used) or nullptr,
+  // counting nothing: for a fast path before GetOrLoad, which counts the miss.
+  Value TryGet(const Key& key);
   // True when cached (no stats, no LRU touch): for read-ahead decisions.
   bool Contains(const Key& key) const;
   // Caches `value` (replacing any entry of `key`); null values are ignored.
