@@ -24,9 +24,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
 TARGETS=(metalayer frame container)
 
+# usage [STATUS]: the comment above, then exit (2 unless told).
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-  exit 2
+  exit "${1:-2}"
 }
 
 max_len_of() {
@@ -99,7 +100,7 @@ run() {
 
 [[ $# -ge 1 ]] || usage
 case $1 in
-  -h | --help) usage ;;
+  -h | --help) usage 0 ;;
   --list)
     printf '%s\n' "${TARGETS[@]}"
     exit 0

@@ -40,7 +40,9 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
   if (extended && header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
     info.special = ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0;
     // c-blosc2 2.17's getitem cannot decode dictionary-compressed blocks.
-    if (header[31] & BLOSC2_USEDICT) info.needs_whole_chunk = true;
+    if ((header[31] & BLOSC2_USEDICT) && !info.special && !(flags & BLOSC_MEMCPYED)) {
+      info.needs_whole_chunk = true;
+    }
     for (int i = 16; i < 16 + BLOSC2_MAX_FILTERS; ++i) {
       if (header[i] == BLOSC_DELTA) info.needs_whole_chunk = true;
     }
@@ -63,7 +65,10 @@ Status CheckDictionary(std::span<const uint8_t> chunk, const ChunkInfo& info) {
     return Status::Ok();
   }
   if (!(chunk[31] & BLOSC2_USEDICT)) return Status::Ok();
-  if (info.special || (flags & BLOSC_MEMCPYED)) return Status::Ok();  // no dictionary read
+  if (info.special || (flags & BLOSC_MEMCPYED)) {
+    // c-blosc2 frees the dictionary for these too, then misreads them.
+    return InvalidData("chunk is marked both as holding a dictionary and as stored uncompressed");
+  }
   if (info.blocksize <= 0) return InvalidData("dictionary chunk has no block size");
   const int64_t nblocks = (static_cast<int64_t>(info.nbytes) + info.blocksize - 1) / info.blocksize;
   const int64_t bstarts_end = BLOSC_EXTENDED_HEADER_LENGTH + nblocks * 4;

@@ -243,10 +243,15 @@ class MsgpackWriter {
       if (key.type == msgpack::type::STR) {
         AppendQuoted(std::string_view(key.via.str.ptr, key.via.str.size), out);
       } else {
-        // JSON keys are strings: use the key's own compact JSON text.
+        // JSON keys are strings: use the key's own compact JSON text, cut
+        // short, since keys nested in keys would otherwise be escaped again
+        // at every level and double in size each time.
+        constexpr size_t kMaxKeyText = 256;
         std::string text;
-        MsgpackWriter compact(Layout::kCompact, limit_);
-        if (!compact.Write(key, 0, depth + 1, &text)) return false;
+        MsgpackWriter compact(Layout::kCompact, kMaxKeyText);
+        if (!compact.Write(key, 0, depth + 1, &text) || text.size() > kMaxKeyText) {
+          text = text.substr(0, kMaxKeyText) + "...";
+        }
         AppendQuoted(text, out);
       }
       *out += pretty ? ": " : ":";

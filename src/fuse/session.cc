@@ -13,6 +13,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "b2ndfs/util/log.h"
@@ -20,9 +21,36 @@
 namespace b2ndfs::fuse {
 namespace {
 
+struct DirHandle {
+  std::shared_ptr<vfs::DirListing> listing;
+};
+
 struct State {
   vfs::Filesystem* fs = nullptr;
   size_t max_read = 1 << 20;
+  // Handles the kernel has not released yet. On SIGTERM or a forced unmount
+  // it never will: they are freed when the session ends.
+  std::mutex handles_mutex;  // leaf lock
+  std::unordered_set<vfs::FileHandle*> files;
+  std::unordered_set<DirHandle*> dirs;
+
+  template <typename T>
+  void Track(std::unordered_set<T*>& set, T* handle) {
+    std::lock_guard<std::mutex> lock(handles_mutex);
+    set.insert(handle);
+  }
+  template <typename T>
+  void Untrack(std::unordered_set<T*>& set, T* handle) {
+    {
+      std::lock_guard<std::mutex> lock(handles_mutex);
+      set.erase(handle);
+    }
+    delete handle;
+  }
+  ~State() {
+    for (auto* f : files) delete f;
+    for (auto* d : dirs) delete d;
+  }
 };
 
 State& StateOf(fuse_req_t req) { return *static_cast<State*>(fuse_req_userdata(req)); }
@@ -106,10 +134,6 @@ void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
   });
 }
 
-struct DirHandle {
-  std::shared_ptr<vfs::DirListing> listing;
-};
-
 void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
     auto listing = StateOf(req).fs->OpenDir(ino);
@@ -121,7 +145,13 @@ void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     handle->listing = std::move(listing).value();
     fi->fh = reinterpret_cast<uint64_t>(handle.get());
     fi->cache_readdir = 0;
-    if (fuse_reply_open(req, fi) == 0) handle.release();
+    StateOf(req).Track(StateOf(req).dirs, handle.get());
+    if (fuse_reply_open(req, fi) == 0) {
+      handle.release();
+    } else {
+      std::lock_guard<std::mutex> lock(StateOf(req).handles_mutex);
+      StateOf(req).dirs.erase(handle.get());
+    }
   });
 }
 
@@ -159,7 +189,7 @@ void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
 
 void OpReleaseDir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    delete reinterpret_cast<DirHandle*>(fi->fh);
+    StateOf(req).Untrack(StateOf(req).dirs, reinterpret_cast<DirHandle*>(fi->fh));
     fuse_reply_err(req, 0);
   });
 }
@@ -177,7 +207,13 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     // whose size changes between opens (stats) bypass it.
     fi->direct_io = owned->direct_io ? 1 : 0;
     fi->fh = reinterpret_cast<uint64_t>(owned.get());
-    if (fuse_reply_open(req, fi) == 0) owned.release();
+    StateOf(req).Track(StateOf(req).files, owned.get());
+    if (fuse_reply_open(req, fi) == 0) {
+      owned.release();
+    } else {
+      std::lock_guard<std::mutex> lock(StateOf(req).handles_mutex);
+      StateOf(req).files.erase(owned.get());
+    }
   });
 }
 
@@ -196,7 +232,7 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t offset, struct fuse_f
 
 void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    delete reinterpret_cast<vfs::FileHandle*>(fi->fh);
+    StateOf(req).Untrack(StateOf(req).files, reinterpret_cast<vfs::FileHandle*>(fi->fh));
     fuse_reply_err(req, 0);
   });
 }
@@ -335,10 +371,10 @@ class Invalidator {
     wake_.notify_all();
     thread_.join();
   }
-  void Enqueue(const std::vector<vfs::Ino>& inodes) {
+  void Enqueue(const std::vector<vfs::StaleNode>& nodes) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      pending_.insert(pending_.end(), inodes.begin(), inodes.end());
+      pending_.insert(pending_.end(), nodes.begin(), nodes.end());
     }
     wake_.notify_all();
   }
@@ -349,12 +385,16 @@ class Invalidator {
     for (;;) {
       wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
-      std::vector<vfs::Ino> batch;
+      std::vector<vfs::StaleNode> batch;
       batch.swap(pending_);
       lock.unlock();
-      for (vfs::Ino ino : batch) {
-        // -ENOENT: the kernel holds nothing for it; nothing to do.
-        fuse_lowlevel_notify_inval_inode(session_, ino, 0, 0);
+      // -ENOENT answers mean the kernel holds nothing for it: nothing to do.
+      for (const auto& node : batch) {
+        if (node.forget_name) {
+          fuse_lowlevel_notify_inval_entry(session_, node.parent, node.name.c_str(),
+                                           node.name.size());
+        }
+        fuse_lowlevel_notify_inval_inode(session_, node.ino, 0, 0);
       }
       lock.lock();
     }
@@ -363,7 +403,7 @@ class Invalidator {
   struct fuse_session* session_;
   std::mutex mutex_;  // leaf lock
   std::condition_variable wake_;
-  std::vector<vfs::Ino> pending_;
+  std::vector<vfs::StaleNode> pending_;
   bool stopping_ = false;
   std::thread thread_;
 };
@@ -409,7 +449,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   // Started after fuse_daemonize(): threads do not survive its fork.
   auto invalidator = std::make_unique<Invalidator>(session);
   filesystem.SetInvalidateCallback(
-      [&invalidator](const std::vector<vfs::Ino>& inodes) { invalidator->Enqueue(inodes); });
+      [&invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {

@@ -141,6 +141,7 @@ Status Container::Load() {
   // runs of zeros); what passes it is replaced by a note.
   {
     constexpr int64_t kVlmetaBudget = 4 << 20;
+    constexpr size_t kMaxVlmetaShown = 256;
     int64_t spent = 0;
     auto lease = context_->decompressors->Acquire();
     for (const auto& vl : info.vlmetalayers) {
@@ -148,7 +149,7 @@ Status Container::Load() {
       int64_t size = static_cast<int64_t>(vl.content.size());
       auto chunk_info = codec::InspectChunk(vl.content);
       if (chunk_info.ok()) size = chunk_info->nbytes;
-      if (spent + size > kVlmetaBudget) {
+      if (spent + size > kVlmetaBudget || src.vlmeta.size() >= kMaxVlmetaShown) {
         decoded.content = OmittedNote(size);
       } else if (chunk_info.ok()) {
         std::vector<uint8_t> out(static_cast<size_t>(chunk_info->nbytes));
@@ -392,6 +393,21 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
     uint8_t header[codec::kChunkHeaderSize];
     B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, sizeof header, header));
     B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
+    // The header's cbytes sizes every later read of this chunk: it must fit
+    // in what is stored.
+    int64_t available = 0;
+    if (source_->sparse) {
+      const std::string name = format::SparseChunkFileName(ref.offset);
+      B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(source_path_ + "/" + name));
+      B2NDFS_ASSIGN_OR_RETURN(struct stat st, file.Stat());
+      available = st.st_size;
+    } else {
+      available = source_->chunks_end - ref.offset;
+    }
+    if (ci.cbytes > available) {
+      return InvalidData("chunk claims " + std::to_string(ci.cbytes) + " bytes but only " +
+                         std::to_string(available) + " are stored");
+    }
     const int64_t head_size = codec::ChunkHeadSize(ci);
     if (head_size > ci.cbytes) return InvalidData("chunk is shorter than its block offsets");
     auto head = std::make_shared<cache::Bytes>(static_cast<size_t>(head_size));
@@ -693,7 +709,9 @@ Status Container::ReadArrayBox(const Box& box, uint8_t* out) const {
       return InvalidArgument("box " + geometry::ToString(box) + " is outside the array");
     }
   }
-  return ReadBox(box, 0, box.NumItems(), out);
+  Status status = ReadBox(box, 0, box.NumItems(), out);
+  if (!status.ok() && status.error_number() != ENOMEM) return Status(EIO, status.message());
+  return status;
 }
 
 void Container::Prefetch(const VirtualFile& file, int64_t offset, int64_t length) const {

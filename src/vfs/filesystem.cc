@@ -414,15 +414,18 @@ uint64_t Filesystem::RevalidateEntry(const std::shared_ptr<ContainerEntry>& entr
   bool changed = false;
   const uint64_t generation = entry->Revalidate(&changed);
   if (changed && invalidate_) {
-    // Tell the kernel to forget attributes and pages of everything inside.
-    std::vector<Ino> inodes;
+    // Tell the kernel to forget attributes and pages of everything inside,
+    // and the names below the container (the new shape may lack them).
+    std::vector<StaleNode> stale;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& [ino, n] : nodes_) {
-        if (n->entry == entry) inodes.push_back(ino);
+        if (n->entry != entry) continue;
+        const bool inside = n->type != NodeType::kContainer;
+        stale.push_back(StaleNode{ino, n->parent, n->name, inside});
       }
     }
-    invalidate_(inodes);
+    invalidate_(stale);
   }
   return generation;
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by tests/stress/*.sh: a private temp dir, mounting b2ndfs in the
 # foreground, and ALWAYS cleaning up: the EXIT trap kills the reader
 # processes this test started (by pid), unmounts every mount it made
@@ -64,6 +65,7 @@ wait_until() {
 
 # wait_exit PID SECONDS: waits for a child to exit; its status in WAIT_RC
 # (non-zero return if it did not exit in time).
+# shellcheck disable=SC2034  # WAIT_RC is read by the callers
 wait_exit() {
   local pid=$1 limit=$2
   if ! wait_until "$limit" eval "! kill -0 $pid 2>/dev/null"; then
@@ -129,8 +131,8 @@ abort_connection() {
 
 # force_unmount MOUNTPOINT: -u (a few tries), then -uz, then abort.
 force_unmount() {
-  local mnt=$1 i
-  for i in 1 2 3 4 5; do
+  local mnt=$1 _
+  for _ in 1 2 3 4 5; do
     is_mounted "$mnt" || return 0
     fusermount3 -u "$mnt" 2>/dev/null && return 0
     sleep 0.2

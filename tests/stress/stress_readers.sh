@@ -11,6 +11,7 @@
 # CMake for -DB2NDFS_SANITIZE=ON builds) reports RSS without bounding it;
 # B2NDFS_STRESS_RSS_SLACK_MB overrides the bound.
 set -euo pipefail
+# shellcheck source=stress_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stress_lib.sh"
 stress_init readers "$1"
 require_fuse

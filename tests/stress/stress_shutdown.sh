@@ -12,6 +12,7 @@
 # stuck for 8 s), and never see wrong bytes.
 # Usage: stress_shutdown.sh BUILD_DIR
 set -euo pipefail
+# shellcheck source=stress_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stress_lib.sh"
 stress_init shutdown "$1"
 require_fuse

@@ -38,6 +38,14 @@ constexpr Ino kRootIno = 1;
 // .caterva, .cat).
 bool HasContainerExtension(const std::string& name);
 
+// A node the kernel may have cached, and the name it has in its parent.
+struct StaleNode {
+  Ino ino = 0;
+  Ino parent = 0;
+  std::string name;
+  bool forget_name = false;  // the name itself may be gone
+};
+
 struct DirEntry {
   std::string name;
   mode_t type = 0;  // S_IFDIR / S_IFREG
@@ -109,10 +117,10 @@ class Filesystem {
   Result<size_t> Read(const FileHandle& handle, int64_t offset, size_t length, uint8_t* out);
   Result<std::string> ReadLink(Ino ino);
   size_t NodeCount() const;
-  // Called (from a request thread, no lock held) with the inodes whose
-  // kernel-cached attributes and pages became stale because their container
-  // changed on disk. The FUSE layer forwards them to the kernel.
-  void SetInvalidateCallback(std::function<void(const std::vector<Ino>&)> callback) {
+  // Called (from a request thread, no lock held) with the nodes whose
+  // kernel-cached attributes, pages and names became stale because their
+  // container changed on disk. The FUSE layer forwards them to the kernel.
+  void SetInvalidateCallback(std::function<void(const std::vector<StaleNode>&)> callback) {
     invalidate_ = std::move(callback);
   }
   // The JSON document served as .b2ndfs/stats.
@@ -139,7 +147,7 @@ class Filesystem {
   std::unordered_map<std::string, std::weak_ptr<ContainerEntry>> entries_;
   Ino next_ino_ = kRootIno + 1;
   LatencyHistogram read_latency_;
-  std::function<void(const std::vector<Ino>&)> invalidate_;
+  std::function<void(const std::vector<StaleNode>&)> invalidate_;
   int64_t start_time_ns_ = 0;
   bool single_container_ = false;
 };
