@@ -44,6 +44,7 @@ run "/usr/bin/python3 -c \"import numpy as np; a = np.load('climate/temperature.
 run "/usr/bin/python3 -c \"import numpy as np; s = np.fromfile('climate/temperature.b2nd/slices/2/180', dtype='<f4').reshape(-1, 180); print('lon=180 slab', s.shape, 'min %.2f max %.2f' % (s.min(), s.max()))\""
 run "cmp <(cat images/mandelbrot.b2nd/slices/0/384) <(dd if=images/mandelbrot.b2nd/data bs=1024 skip=384 count=1 status=none) && echo 'slice 384 == row 384 of data'"
 run "cat README.txt"
+run "grep -A6 '\"cache\"' .b2ndfs/stats   # runtime statistics (hidden, read-only)"
 cd /
 if [ "$KEEP" = 1 ]; then
   printf '\nMounted at %s (unmount with: fusermount3 -u %s)\n' "$MNT" "$MNT"
