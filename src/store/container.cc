@@ -351,20 +351,9 @@ Result<Container::ChunkRef> Container::LocateChunk(int64_t chunk_index) const {
 }
 
 Result<codec::ChunkInfo> Container::ReadChunkHeader(int64_t chunk_index) const {
-  const Source& src = *source_;
   B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
   uint8_t header[codec::kChunkHeaderSize];
-  if (src.sparse) {
-    const std::string name = format::SparseChunkFileName(ref.offset);
-    B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(source_path_ + "/" + name));
-    B2NDFS_RETURN_IF_ERROR(file.ReadExact(0, header, sizeof header).WithContext(name));
-  } else {
-    if (ref.offset + codec::kChunkHeaderSize > src.chunks_end) {
-      return InvalidData("chunk " + std::to_string(chunk_index) +
-                         " header passes the end of the chunks section");
-    }
-    B2NDFS_RETURN_IF_ERROR(src.frame.ReadExact(ref.offset, header, sizeof header));
-  }
+  B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, sizeof header, header));
   auto info = codec::InspectChunkHeader(header);
   if (!info.ok()) return info.status().WithContext("chunk " + std::to_string(chunk_index));
   return info;
@@ -419,37 +408,12 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
 Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const {
   const cache::Key key{id_, chunk_index, 0, cache::EntryKind::kCompressedChunk};
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
-    const Source& src = *source_;
+    // The head's cbytes was checked against what is stored.
+    B2NDFS_ASSIGN_OR_RETURN(cache::Value head, FetchChunkHead(chunk_index));
+    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(*head));
     B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
-    auto bytes = std::make_shared<cache::Bytes>();
-    uint8_t header[codec::kChunkHeaderSize];
-    if (src.sparse) {
-      const std::string path = source_path_ + "/" + format::SparseChunkFileName(ref.offset);
-      B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(path));
-      B2NDFS_ASSIGN_OR_RETURN(struct stat st, file.Stat());
-      if (st.st_size < codec::kChunkHeaderSize) {
-        return InvalidData(format::SparseChunkFileName(ref.offset) + " is truncated");
-      }
-      B2NDFS_RETURN_IF_ERROR(file.ReadExact(0, header, sizeof header));
-      B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
-      if (ci.cbytes > st.st_size) {
-        return InvalidData(format::SparseChunkFileName(ref.offset) + " is truncated");
-      }
-      bytes->resize(static_cast<size_t>(ci.cbytes));
-      B2NDFS_RETURN_IF_ERROR(file.ReadExact(0, bytes->data(), bytes->size()));
-    } else {
-      if (ref.offset + codec::kChunkHeaderSize > src.chunks_end) {
-        return InvalidData("chunk header passes the end of the chunks section");
-      }
-      B2NDFS_RETURN_IF_ERROR(src.frame.ReadExact(ref.offset, header, sizeof header));
-      B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
-      if (ci.cbytes > src.chunks_end - ref.offset) {
-        return InvalidData("chunk claims " + std::to_string(ci.cbytes) +
-                           " bytes, past the end of the chunks section");
-      }
-      bytes->resize(static_cast<size_t>(ci.cbytes));
-      B2NDFS_RETURN_IF_ERROR(src.frame.ReadExact(ref.offset, bytes->data(), bytes->size()));
-    }
+    auto bytes = std::make_shared<cache::Bytes>(static_cast<size_t>(ci.cbytes));
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, ci.cbytes, bytes->data()));
     GlobalReadStats().chunks_fetched++;
     GlobalReadStats().bytes_fetched += bytes->size();
     return cache::Value(std::move(bytes));

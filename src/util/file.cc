@@ -32,7 +32,7 @@ Result<File> File::OpenReadOnly(const std::string& path) {
   return File(fd);
 }
 
-Status File::ReadExact(int64_t offset, void* buffer, size_t length) const {
+Result<size_t> File::ReadUpTo(int64_t offset, void* buffer, size_t length) const {
   auto* out = static_cast<uint8_t*>(buffer);
   size_t done = 0;
   while (done < length) {
@@ -43,12 +43,17 @@ Status File::ReadExact(int64_t offset, void* buffer, size_t length) const {
       int e = errno;
       return Status(e == 0 ? EIO : e, std::string("read failed: ") + std::strerror(e));
     }
-    if (n == 0) {
-      return InvalidData("file ends at byte " +
-                         std::to_string(offset + static_cast<int64_t>(done)) + " but " +
-                         std::to_string(length - done) + " more bytes were expected");
-    }
+    if (n == 0) break;
     done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+Status File::ReadExact(int64_t offset, void* buffer, size_t length) const {
+  B2NDFS_ASSIGN_OR_RETURN(size_t done, ReadUpTo(offset, buffer, length));
+  if (done < length) {
+    return InvalidData("file ends at byte " + std::to_string(offset + static_cast<int64_t>(done)) +
+                       " but " + std::to_string(length - done) + " more bytes were expected");
   }
   return Status::Ok();
 }

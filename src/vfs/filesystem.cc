@@ -27,17 +27,6 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
 
-}  // namespace
-
-bool HasContainerExtension(const std::string& name);
-
-namespace {
-
-// A directory with a container's extension is a sparse frame (SPEC: names
-// are recognised by extension, without opening anything); one without
-// chunks.b2frame then shows as a broken container with a meta.json saying so.
-bool IsContainerDir(const std::string& path) { return HasContainerExtension(path); }
-
 int DecimalWidth(int64_t value) {
   int width = 1;
   while (value >= 10) {
@@ -187,8 +176,7 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   root->path = options_.source;
   struct stat st;
   if (StatPath(options_.source, &st) &&
-      (S_ISREG(st.st_mode) ||
-       (HasContainerExtension(options_.source) && IsContainerDir(options_.source)))) {
+      (S_ISREG(st.st_mode) || HasContainerExtension(options_.source))) {
     single_container_ = true;
     root->type = NodeType::kContainer;
     root->entry = std::make_shared<ContainerEntry>(options_.source, store_);
@@ -306,7 +294,10 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
       if (!StatPath(path, &st)) return NotFound(path);
       node->path = path;
       if (S_ISDIR(st.st_mode)) {
-        if (IsContainerDir(name)) {
+        // A directory with a container's extension is a sparse frame (SPEC:
+        // names are recognised by extension, without opening anything); one
+        // without chunks.b2frame shows as a broken container saying so.
+        if (HasContainerExtension(name)) {
           node->type = NodeType::kContainer;
         } else {
           node->type = NodeType::kDir;
@@ -676,21 +667,7 @@ Result<size_t> Filesystem::Read(const FileHandle& handle, int64_t offset, size_t
     std::memcpy(out, text.data() + offset, n);
     return n;
   }
-  if (handle.passthrough) {
-    size_t done = 0;
-    while (done < length) {
-      ssize_t n = ::pread(handle.passthrough->fd(), out + done, length - done,
-                          static_cast<off_t>(offset + static_cast<int64_t>(done)));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int e = errno;
-        return Status(e, std::strerror(e));
-      }
-      if (n == 0) break;
-      done += static_cast<size_t>(n);
-    }
-    return done;
-  }
+  if (handle.passthrough) return handle.passthrough->ReadUpTo(offset, out, length);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   auto n = handle.container->Read(handle.file, offset, length, out);
@@ -803,7 +780,5 @@ std::string Filesystem::StatsJson() const {
   out += "}\n";
   return out;
 }
-
-Result<std::string> Filesystem::ReadLink(Ino) { return Status(EINVAL, "not a symbolic link"); }
 
 }  // namespace b2ndfs::vfs

@@ -29,6 +29,8 @@ class File {
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
 
+  // Reads up to `length` bytes at `offset`, fewer only at end of file.
+  Result<size_t> ReadUpTo(int64_t offset, void* buffer, size_t length) const;
   // Reads exactly `length` bytes at `offset`; a short file is an EIO error.
   Status ReadExact(int64_t offset, void* buffer, size_t length) const;
   Result<std::vector<uint8_t>> ReadExact(int64_t offset, size_t length) const;

@@ -115,7 +115,6 @@ class Filesystem {
   Result<std::shared_ptr<DirListing>> OpenDir(Ino ino);
   Result<FileHandle> Open(Ino ino, int flags);
   Result<size_t> Read(const FileHandle& handle, int64_t offset, size_t length, uint8_t* out);
-  Result<std::string> ReadLink(Ino ino);
   size_t NodeCount() const;
   // Called (from a request thread, no lock held) with the nodes whose
   // kernel-cached attributes, pages and names became stale because their
