@@ -1,66 +1,29 @@
 # shellcheck shell=bash
-# Shared by tests/stress/*.sh: a private temp dir, mounting b2ndfs in the
-# foreground, and ALWAYS cleaning up: the EXIT trap kills the reader
-# processes this test started (by pid), unmounts every mount it made
-# (fusermount3 -u, then -uz, aborting the FUSE connection if a dead daemon
-# left it hanging), stops its daemons (by pid) and removes the temp dir once
-# nothing is mounted below it.
+# Shared by tests/stress/*.sh: everything of tests/integration/lib.sh (temp
+# dir, mounting, ALWAYS unmounting, failure bookkeeping, exit 77 only when
+# /dev/fuse cannot be used), plus what the stress tests need besides: the
+# reader program, reader processes killed on exit, an unmount that aborts
+# the FUSE connection a dead daemon left hanging, a child's exit status, and
+# a sanitizer check of a daemon's log.
 # Source it, then call stress_init NAME BUILD_DIR.
-# Exit status convention: 0 pass, 1 fail, 77 skip (only when /dev/fuse cannot
-# be used at all).
 
-STRESS_FAILURES=0
-STRESS_MOUNTS=()
-STRESS_DAEMONS=()
+# shellcheck source=../integration/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+
 STRESS_CHILDREN=()
 
 stress_init() {
-  STRESS_NAME=$1
-  BUILD=$(cd "$2" && pwd)
-  B2NDFS=$BUILD/src/app/b2ndfs
-  FIXTURE=$BUILD/tests/fixtures/b2nd_fixture
+  itest_init "$1" "$2"
   READER=$BUILD/tests/stress/stress_reader
-  local p
-  for p in "$B2NDFS" "$FIXTURE" "$READER"; do
-    [[ -x $p ]] || {
-      echo "[$STRESS_NAME] $p is not built" >&2
-      exit 2
-    }
-  done
-  TMP=$(mktemp -d "${TMPDIR:-/tmp}/b2ndfs-$STRESS_NAME.XXXXXX")
-  STRESS_T0=$(date +%s.%N)
+  [[ -x $READER ]] || {
+    echo "[$1] $READER is not built" >&2
+    exit 2
+  }
   trap stress_cleanup EXIT
-  trap 'exit 130' INT TERM
-}
-
-log() { echo "[$STRESS_NAME] $*"; }
-
-fail() {
-  echo "[$STRESS_NAME] FAIL: $*" >&2
-  STRESS_FAILURES=$((STRESS_FAILURES + 1))
-}
-
-# Is exactly this path a mountpoint now (a dead FUSE daemon's too)?
-is_mounted() {
-  awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
 }
 
 in_proc_mounts() {
   awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/mounts
-}
-
-pid_alive() { kill -0 "$1" 2>/dev/null; }
-
-# wait_until SECONDS CMD...: polls CMD every 0.1 s; non-zero on timeout.
-wait_until() {
-  local limit=$1
-  shift
-  local deadline=$(($(date +%s%N) + limit * 1000000000))
-  until "$@"; do
-    (($(date +%s%N) > deadline)) && return 1
-    sleep 0.1
-  done
-  return 0
 }
 
 # wait_exit PID SECONDS: waits for a child to exit; its status in WAIT_RC
@@ -74,49 +37,6 @@ wait_exit() {
   WAIT_RC=0
   wait "$pid" 2>/dev/null || WAIT_RC=$?
   return 0
-}
-
-# Skips (exit 77) when /dev/fuse cannot be used at all.
-require_fuse() {
-  if [[ ! -c /dev/fuse ]]; then
-    log "SKIP: /dev/fuse is missing"
-    exit 77
-  fi
-  if ! { exec 9<>/dev/fuse; } 2>/dev/null; then
-    log "SKIP: /dev/fuse cannot be opened"
-    exit 77
-  fi
-  exec 9>&-
-  command -v fusermount3 >/dev/null || {
-    log "SKIP: fusermount3 is missing"
-    exit 77
-  }
-}
-
-# mount_fs SOURCE MOUNTPOINT [b2ndfs options...]: b2ndfs -f in the
-# background (pid in DAEMON_PID, stderr in MOUNTPOINT.log); waits until the
-# mount answers. Skips the test (77) if the very first mount is refused for
-# lack of privileges.
-mount_fs() {
-  local src=$1 mnt=$2
-  shift 2
-  mkdir -p "$mnt"
-  "$B2NDFS" -f "$@" "$src" "$mnt" 2>"$mnt.log" &
-  DAEMON_PID=$!
-  STRESS_DAEMONS+=("$DAEMON_PID")
-  STRESS_MOUNTS+=("$mnt")
-  if ! wait_until 20 is_mounted "$mnt"; then
-    if ((${#STRESS_MOUNTS[@]} == 1)) && grep -qiE "fuse: device not found|failed to open /dev/fuse|Operation not permitted|Permission denied" "$mnt.log"; then
-      log "SKIP: FUSE mounts are not possible here: $(head -c 300 "$mnt.log")"
-      exit 77
-    fi
-    fail "b2ndfs did not mount $mnt within 20 s: $(cat "$mnt.log")"
-    return 1
-  fi
-  wait_until 10 stat "$mnt/." >/dev/null 2>&1 || {
-    fail "$mnt does not answer stat"
-    return 1
-  }
 }
 
 # Aborts the FUSE connection of MOUNTPOINT (unsticks readers of a dead daemon).
@@ -152,41 +72,17 @@ daemon_log_clean() {
   return 0
 }
 
+# Kills the readers first (they may hold the mount busy) and unsticks
+# connections of dead daemons, then lib.sh's cleanup unmounts and removes.
 stress_cleanup() {
   local rc=$? pid mnt
   set +e
   for pid in "${STRESS_CHILDREN[@]}"; do
     pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null
   done
-  for mnt in "${STRESS_MOUNTS[@]}"; do
-    force_unmount "$mnt"
+  for mnt in "${ITEST_MOUNTS[@]}"; do
+    is_mounted "$mnt" && force_unmount "$mnt"
   done
-  for pid in "${STRESS_DAEMONS[@]}"; do
-    if pid_alive "$pid"; then
-      wait_until 5 eval "! kill -0 $pid 2>/dev/null" || kill -TERM "$pid" 2>/dev/null
-      wait_until 3 eval "! kill -0 $pid 2>/dev/null" || kill -KILL "$pid" 2>/dev/null
-    fi
-  done
-  if [[ -n ${TMP:-} && -d $TMP ]]; then
-    if grep -qF " $TMP/" /proc/self/mountinfo; then
-      echo "[$STRESS_NAME] WARNING: something is still mounted below $TMP; not removing it" >&2
-    elif [[ -n ${B2NDFS_KEEP_TMP:-} && $rc -ne 0 ]]; then
-      echo "[$STRESS_NAME] kept $TMP" >&2
-    else
-      rm -rf "$TMP"
-    fi
-  fi
-  exit "$rc"
-}
-
-# finish: summary, exit 0 or 1.
-finish() {
-  local t
-  t=$(awk -v a="$STRESS_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  if ((STRESS_FAILURES > 0)); then
-    log "$STRESS_FAILURES failure(s) in ${t} s"
-    exit 1
-  fi
-  log "passed in ${t} s"
-  exit 0
+  (exit "$rc")
+  itest_cleanup
 }
