@@ -498,6 +498,7 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
                                 std::move(other));
       }
     }
+    GlobalReadStats().whole_chunk_decodes++;
     GlobalReadStats().blocks_decompressed += static_cast<uint64_t>(nblocks);
     GlobalReadStats().bytes_decompressed += whole.size();
     return cache::Value(std::move(block));

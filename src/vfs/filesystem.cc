@@ -763,6 +763,7 @@ std::string Filesystem::StatsJson() const {
   out += kv("errors", r.read_errors.load());
   out += kv("blocks_decompressed", r.blocks_decompressed.load());
   out += kv("bytes_decompressed", r.bytes_decompressed.load());
+  out += kv("whole_chunk_decodes", r.whole_chunk_decodes.load());
   out += kv("chunks_fetched", r.chunks_fetched.load());
   out += kv("compressed_bytes_fetched", r.bytes_fetched.load());
   out += kv("readahead_requests", r.prefetch_requests.load());

@@ -53,6 +53,9 @@ struct ReadStats {
   std::atomic<uint64_t> read_errors{0};
   std::atomic<uint64_t> blocks_decompressed{0};
   std::atomic<uint64_t> bytes_decompressed{0};
+  // Chunks decompressed whole (delta, dictionaries): once per chunk, shared
+  // by every reader that waits for one of its blocks.
+  std::atomic<uint64_t> whole_chunk_decodes{0};
   std::atomic<uint64_t> chunks_fetched{0};
   std::atomic<uint64_t> bytes_fetched{0};
   std::atomic<uint64_t> prefetch_requests{0};

@@ -95,6 +95,7 @@ struct Options {
   std::string source;               // directory, or a single container
   double attr_timeout = 60.0;       // seconds the kernel may cache attributes
   int64_t max_readahead = 8 << 20;  // bytes of blocks decompressed ahead of a reader
+  int max_open = 0;                 // containers kept open at once (LRU); 0: default
 };
 
 // The hidden directory at the mount root with runtime statistics.
