@@ -87,14 +87,22 @@ Result<struct stat> ContainerEntry::SourceStat() const {
 }
 
 Result<std::shared_ptr<Generation>> ContainerEntry::Current(Filesystem& fs) {
+  // The common case, unchanged, costs a stat and no wait for other users of
+  // the container; only a change is handled under the lock.
+  auto probe = source::ProbeLocal(path_);
+  auto unchanged = [&] {
+    return current_ && probe.ok() && *probe == current_->signature() && !current_->found_stale();
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (unchanged()) return current_;
+  }
   std::shared_ptr<Generation> old;
   Result<std::shared_ptr<Generation>> result = Status(EIO, "unset");
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto probe = source::ProbeLocal(path_);
-    if (current_ && probe.ok() && *probe == current_->signature() && !current_->found_stale()) {
-      return current_;
-    }
+    probe = source::ProbeLocal(path_);  // another thread may have moved on meanwhile
+    if (unchanged()) return current_;
     if (!probe.ok()) {
       // Gone (or unreadable): the generation dies with it.
       old = std::move(current_);
