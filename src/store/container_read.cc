@@ -36,14 +36,22 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
   std::vector<BlockWork> blocks;
   std::map<std::pair<int64_t, int64_t>, size_t> block_slot;  // (chunk, block) -> slot
   uint8_t* dst = out;
+  int64_t planned_items = 0;
   for (const Box& sub : boxes) {
     layout.ForEachBlockIn(sub, [&](const BlockRef& ref, const Box& region) {
       auto [it, inserted] =
           block_slot.try_emplace({ref.chunk_index, ref.block_index}, blocks.size());
       if (inserted) blocks.push_back(BlockWork{ref, {}, nullptr, Status::Ok()});
       blocks[it->second].pieces.push_back(Piece{region, dst, &sub});
+      planned_items += region.NumItems();
     });
     dst += sub.NumItems() * itemsize;
+  }
+  // The reply buffer is not zeroed: every byte of it must come from a piece
+  // (pieces never overlap), or memory that was never written would be sent.
+  if (planned_items != item_end - item_begin) {
+    return Status(EIO, "internal error: the read plan covers " + std::to_string(planned_items) +
+                           " of " + std::to_string(item_end - item_begin) + " items");
   }
 
   // Fetch in batches that fit the pinning budget, copy, release, repeat: a
