@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/ndmeta.h"
@@ -314,6 +315,9 @@ std::string Container::RenderMeta(const FileCatalog* catalog) const {
   in.nchunks = layout.NumChunks();
   in.frame = &src.frame_info;
   in.vlmeta = src.vlmeta;
+  // Chunks naming a plugin read as EIO (codec refuses them); say why here.
+  in.unsupported = codec::UnsupportedPipeline(src.frame_info.codec, src.frame_info.udcodec,
+                                              src.frame_info.filters);
   if (catalog != nullptr) {
     for (auto& f : catalog->Describe(*this)) {
       in.files.push_back({std::move(f.name), std::move(f.shape), f.size});
