@@ -91,7 +91,9 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Trampoline(req, [&] {
-    auto attr = StateOf(req).fs->Lookup(parent, name);
+    // Taken before replying: a reply frees `req`, even a failed one.
+    State& state = StateOf(req);
+    auto attr = state.fs->Lookup(parent, name);
     if (!attr.ok()) {
       fuse_reply_err(req, ErrnoOf(attr.status()));
       return;
@@ -104,7 +106,7 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     e.entry_timeout = attr->timeout;
     if (fuse_reply_entry(req, &e) == -ENOENT) {
       // The lookup was interrupted: the kernel never saw the reference.
-      StateOf(req).fs->Forget(e.ino, 1);
+      state.fs->Forget(e.ino, 1);
     }
   });
 }
@@ -136,7 +138,8 @@ void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
 
 void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    auto listing = StateOf(req).fs->OpenDir(ino);
+    State& state = StateOf(req);  // before replying, which frees `req`
+    auto listing = state.fs->OpenDir(ino);
     if (!listing.ok()) {
       fuse_reply_err(req, ErrnoOf(listing.status()));
       return;
@@ -145,12 +148,13 @@ void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     handle->listing = std::move(listing).value();
     fi->fh = reinterpret_cast<uint64_t>(handle.get());
     fi->cache_readdir = 0;
-    StateOf(req).Track(StateOf(req).dirs, handle.get());
+    state.Track(state.dirs, handle.get());
     if (fuse_reply_open(req, fi) == 0) {
       handle.release();
     } else {
-      std::lock_guard<std::mutex> lock(StateOf(req).handles_mutex);
-      StateOf(req).dirs.erase(handle.get());
+      // The open was interrupted: no release will come for this handle.
+      std::lock_guard<std::mutex> lock(state.handles_mutex);
+      state.dirs.erase(handle.get());
     }
   });
 }
@@ -196,7 +200,8 @@ void OpReleaseDir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    auto handle = StateOf(req).fs->Open(ino, fi->flags);
+    State& state = StateOf(req);  // before replying, which frees `req`
+    auto handle = state.fs->Open(ino, fi->flags);
     if (!handle.ok()) {
       fuse_reply_err(req, ErrnoOf(handle.status()));
       return;
@@ -207,12 +212,13 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     // whose size changes between opens (stats) bypass it.
     fi->direct_io = owned->direct_io ? 1 : 0;
     fi->fh = reinterpret_cast<uint64_t>(owned.get());
-    StateOf(req).Track(StateOf(req).files, owned.get());
+    state.Track(state.files, owned.get());
     if (fuse_reply_open(req, fi) == 0) {
       owned.release();
     } else {
-      std::lock_guard<std::mutex> lock(StateOf(req).handles_mutex);
-      StateOf(req).files.erase(owned.get());
+      // The open was interrupted: no release will come for this handle.
+      std::lock_guard<std::mutex> lock(state.handles_mutex);
+      state.files.erase(owned.get());
     }
   });
 }
