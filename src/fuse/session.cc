@@ -1,9 +1,12 @@
-#define FUSE_USE_VERSION 34
+// 3.12 is the oldest API with fuse_loop_cfg_set_max_threads(); older ones
+// leave the request loop at libfuse's fixed 10 threads.
+#define FUSE_USE_VERSION 312
 #include "b2ndfs/fuse/session.h"
 
 #include <fuse_lowlevel.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
@@ -459,11 +462,19 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {
-    struct fuse_loop_config config;
-    std::memset(&config, 0, sizeof config);
-    config.clone_fd = 0;
-    config.max_idle_threads = options.max_idle_threads;
-    rc = fuse_session_loop_mt(session, &config);
+    struct fuse_loop_config* config = fuse_loop_cfg_create();
+    if (config == nullptr) {
+      Log(LogLevel::kError, "cannot create the FUSE loop configuration: out of memory");
+      rc = -1;
+    } else {
+      fuse_loop_cfg_set_clone_fd(config, 0);
+      fuse_loop_cfg_set_max_threads(config, options.max_threads);
+      // Never more idle threads kept than may exist at all.
+      fuse_loop_cfg_set_idle_threads(config,
+                                     std::min(options.max_idle_threads, options.max_threads));
+      rc = fuse_session_loop_mt(session, config);
+      fuse_loop_cfg_destroy(config);
+    }
   }
   filesystem.SetInvalidateCallback(nullptr);
   invalidator.reset();
