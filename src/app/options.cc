@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "b2ndfs/vfs/filesystem.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -202,7 +204,8 @@ std::string Usage(const std::string& program) {
          "  -o max_threads=N       FUSE request threads, 1 to 1024 (default: twice threads,\n"
          "                         at least 10, at most 64)\n"
          "  -o max_open=N          containers kept open at once, least recently used closed\n"
-         "                         first (default 0: the built-in limit)\n"
+         "                         first; their metadata counts in cache_size\n"
+         "                         (default " + std::to_string(vfs::kDefaultMaxOpen) + ")\n"
          "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
          "                         decompressed (default 8M; 0 turns it off)\n"
          "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
