@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/fuse/session.h"
 #include "b2ndfs/store/container.h"
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cl.show_version) {
-    std::printf("b2ndfs %s\n", B2NDFS_VERSION);
+    std::printf("b2ndfs %s\nc-blosc2 %s\nlibfuse %s\n", B2NDFS_VERSION,
+                codec::LibraryVersion().c_str(), fuse::LibraryVersion().c_str());
     return 0;
   }
   if (cl.log_level) {

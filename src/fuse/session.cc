@@ -419,6 +419,8 @@ class Invalidator {
 
 }  // namespace
 
+std::string LibraryVersion() { return fuse_pkgversion(); }
+
 int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   State state;
   state.fs = &filesystem;

@@ -28,4 +28,7 @@ struct SessionOptions {
 // Returns a process exit code.
 int Serve(vfs::Filesystem& filesystem, const SessionOptions& options);
 
+// The version of the libfuse this process runs with ("3.14.0").
+std::string LibraryVersion();
+
 }  // namespace b2ndfs::fuse
