@@ -33,7 +33,7 @@ struct Filesystem::Node {
   std::shared_ptr<ContainerEntry> entry;    // kContainer, kInside
   std::shared_ptr<Generation> generation;   // kInside
   std::shared_ptr<const views::Node> view;  // kInside
-  std::shared_ptr<ReadPattern> pattern = std::make_shared<ReadPattern>();
+  std::shared_ptr<ReadPattern> pattern;  // kInside files
   uint64_t nlookup = 0;  // guarded by Filesystem::mutex_
   // kFile: the version the kernel's cached pages are of; guarded by mutex_.
   source::Signature cached_version;
@@ -268,6 +268,7 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::ResolveInside(
   node->generation = generation;
   node->ino = view->ordinal() == views::kNoOrdinal ? ReserveInos(1)
                                                    : generation->ino_base() + view->ordinal();
+  if (!view->IsDirectory()) node->pattern = std::make_shared<ReadPattern>();
   node->view = std::move(view);
   return node;
 }
