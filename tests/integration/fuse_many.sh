@@ -9,7 +9,8 @@
 # c-blosc2's bytes) must all succeed, twice (in the second pass, in reverse
 # order, containers closed meanwhile are opened again); "Too many open
 # files" must appear nowhere; the daemon's peak RSS (VmHWM) must stay within
-# cache_size + RSS_SLACK_MB (below).
+# cache_size + RSS_SLACK_MB (below). Then 2,000 of them through a mount
+# with -o max_open=8, read by 4 threads.
 # Usage: fuse_many.sh BUILD_DIR
 # Environment: B2NDFS_MANY_COUNT (default 20000); B2NDFS_SANITIZED=1
 # reports RSS without bounding it; B2NDFS_MANY_RSS_SLACK_MB overrides it.
@@ -81,4 +82,15 @@ elif ((hwm_kb > (CACHE_MB + RSS_SLACK_MB) * 1024)); then
   fail "peak RSS $((hwm_kb / 1024)) MiB is over cache_size $CACHE_MB MiB + $RSS_SLACK_MB MiB"
 fi
 pid_alive "$DAEMON_PID" || fail "b2ndfs died"
+
+# A tight -o max_open: 4 readers over 2,000 containers with room for 8 open
+# at once, so containers are closed while others still use them.
+log "max_open=8: 2,000 containers, 4 threads"
+head -n 2000 "$R/many.tsv" >"$TMP/some.tsv"
+mount_fs "$S" "$TMP/mnt_lru" -o cache_size=16M,max_open=8 &&
+  {
+    "$PROBE" many "$TMP/mnt_lru" "$TMP/some.tsv" --threads 4 >"$TMP/lru.out" 2>"$TMP/lru.err" ||
+      fail "max_open=8: $(cat "$TMP/lru.out") $(head -c 1500 "$TMP/lru.err")"
+    log "$(cat "$TMP/lru.out")"
+  }
 finish
