@@ -33,8 +33,8 @@ struct Filesystem::Node {
   std::shared_ptr<ContainerEntry> entry;    // kContainer, kInside
   std::shared_ptr<Generation> generation;   // kInside
   std::shared_ptr<const views::Node> view;  // kInside
-  std::shared_ptr<ReadPattern> pattern;  // kInside files
-  uint64_t nlookup = 0;  // guarded by Filesystem::mutex_
+  std::shared_ptr<ReadPattern> pattern;     // kInside files
+  uint64_t nlookup = 0;                     // guarded by Filesystem::mutex_
   // kFile: the version the kernel's cached pages are of; guarded by mutex_.
   source::Signature cached_version;
 };
@@ -311,9 +311,19 @@ Result<Attr> Filesystem::ContainerAttributes(Node& node) {
   const mode_t read_bits = src.st_mode & 0444;
   const bool is_file = node.type == NodeType::kInside && !node.view->IsDirectory();
   if (is_file) {
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation, LiveGeneration(node));
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const store::Container> container,
-                            generation->Container(*this));
+    std::shared_ptr<const store::Container> container;
+    auto generation = LiveGeneration(node);
+    if (generation.ok()) {
+      B2NDFS_ASSIGN_OR_RETURN(container, (*generation)->Container(*this));
+    } else if (generation.status().error_number() == ESTALE &&
+               (container = node.generation->IfOpen())) {
+      // A file of a dead generation that is still open somewhere (fstat of
+      // an open descriptor): its own attributes, as for an unlinked file,
+      // not to be cached. Lookups of the name no longer reach this inode.
+      attr.timeout = 0;
+    } else {
+      return generation.status();
+    }
     st.st_mode = S_IFREG | read_bits;
     st.st_nlink = 1;
     st.st_size = node.view->Size(*container);
@@ -326,7 +336,8 @@ Result<Attr> Filesystem::ContainerAttributes(Node& node) {
   }
   // A container directory's attributes come from the source and may change
   // with it; names inside are fixed for their generation.
-  attr.timeout = node.type == NodeType::kContainer ? 1.0 : options_.attr_timeout;
+  if (attr.timeout != 0)
+    attr.timeout = node.type == NodeType::kContainer ? 1.0 : options_.attr_timeout;
   return attr;
 }
 
