@@ -106,7 +106,14 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
     std::unique_lock<std::mutex> lock(shared->mutex);
     shared->finished.wait(lock, [&] { return shared->done.load() == n; });
   }
-  if (shared->error) std::rethrow_exception(shared->error);
+  // Taken out of `shared`: a helper may drop the last reference to it later,
+  // and must not be the one that frees the exception the caller handles.
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    error = std::move(shared->error);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 bool WorkerPool::TrySubmit(std::function<void()> fn, size_t max_queued) {

@@ -147,8 +147,8 @@ TEST_CASE("TrySubmit tasks that throw are swallowed and counted") {
 }
 
 TEST_CASE("TrySubmit respects max_queued") {
+  Gate started, release;  // outlive the pool: its threads use them until joined
   WorkerPool pool(1);
-  Gate started, release;
   REQUIRE(pool.TrySubmit(
       [&] {
         started.Open();
@@ -164,8 +164,8 @@ TEST_CASE("TrySubmit respects max_queued") {
 }
 
 TEST_CASE("Shutdown joins the running task, drops queued ones and refuses new work") {
+  Gate started, release;  // outlive the pool: its threads use them until joined
   WorkerPool pool(1);
-  Gate started, release;
   std::atomic<bool> running_finished{false};
   std::atomic<int> queued_ran{0};
   auto sentinel = std::make_shared<int>(0);  // held by the queued tasks
@@ -232,8 +232,8 @@ TEST_CASE("a pool that is only destroyed drops its queue and joins") {
   std::atomic<int> ran{0};
   auto sentinel = std::make_shared<int>(0);
   {
+    Gate started, release;  // outlive the pool: its threads use them until joined
     WorkerPool pool(1);
-    Gate started, release;
     REQUIRE(pool.TrySubmit(
         [&] {
           started.Open();
