@@ -11,8 +11,8 @@
  * as strtol is; errors are reported through errno as by strtol. */
 #include <stdlib.h>
 
-long __isoc23_strtol(const char *nptr, char **endptr, int base);
+long __isoc23_strtol(const char* nptr, char** endptr, int base);
 
-long __isoc23_strtol(const char *nptr, char **endptr, int base) {
+long __isoc23_strtol(const char* nptr, char** endptr, int base) {
   return strtol(nptr, endptr, base);
 }
