@@ -29,8 +29,14 @@ if(NOT B2NDFS_FORCE_LOCAL_BLOSC2)
 endif()
 
 if(NOT B2NDFS_FORCE_LOCAL_BLOSC2 AND NOT Blosc2_SOURCE)
-  # CONFIG: c-blosc2's own Blosc2Config.cmake, never this module again.
+  # CONFIG: c-blosc2's own Blosc2Config.cmake, never this module again. Its
+  # find_dependency() calls inherit Blosc2_FIND_REQUIRED from the outer call:
+  # drop it, so that a missing dependency (lz4's or zstd's CMake package) means
+  # falling back below rather than a configure error.
+  set(_b2_required "${Blosc2_FIND_REQUIRED}")
+  set(Blosc2_FIND_REQUIRED FALSE)
   find_package(Blosc2 ${_b2_min_version} CONFIG QUIET)
+  set(Blosc2_FIND_REQUIRED "${_b2_required}")
   if(Blosc2_FOUND)
     if(NOT TARGET Blosc2::blosc2)
       # Older exports define only the _shared/_static targets.
