@@ -1,37 +1,195 @@
 #!/usr/bin/env bash
-# Builds b2ndfs and runs every test:
-#   1. the whole ctest suite (unit tests, core tests against c-blosc2's own
-#      reads, FUSE tests that really mount, fuzz corpus replays, stress);
-#   2. the same suite built with AddressSanitizer + UBSan (LeakSanitizer
-#      included), unless B2NDFS_SANITIZERS=0;
-#   3. a short libFuzzer smoke run of every fuzz target, unless B2NDFS_FUZZ_SMOKE=0.
-# Extra arguments go to ctest (e.g. -R fuse).
-set -euo pipefail
+# Builds b2ndfs and runs every test pass, each one even when an earlier one
+# failed:
+#   main  the whole ctest suite in BUILD (unit tests, core tests against
+#         c-blosc2's own reads, FUSE tests that really mount, fuzz corpus
+#         replays, stress);
+#   asan  the same suite built with AddressSanitizer + UBSan (LeakSanitizer
+#         included) in BUILD-asan;
+#   tsan  a ThreadSanitizer build (-DB2NDFS_TSAN=ON) in BUILD-tsan running
+#         the concurrency and stress tests and the cache/worker unit tests
+#         (B2NDFS_TSAN_TESTS, a ctest -R regex); a TSan report from any
+#         process (the daemons too) fails the pass;
+#   fuzz  a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh).
+# Then one summary line per pass and a last line "N passed, N failed": ctest
+# tests over all passes (skipped ones are neither), each fuzz target one
+# test, a build that fails one failed test. Exit status 1 if anything
+# failed.
+# Extra arguments go to every ctest run (e.g. -R fuse; a -R given here also
+# replaces the TSan pass's selection).
+# Environment: B2NDFS_BUILD_DIR (default ROOT/build); B2NDFS_SANITIZERS=0
+# skips asan and tsan, B2NDFS_TSAN=0 only tsan, B2NDFS_FUZZ_SMOKE=0 fuzz;
+# B2NDFS_JOBS (default: CPUs, at most 2) for builds and ctest -j.
+set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
-JOBS="$(nproc)"
+JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
+TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk)|stress\..*|unit\..*(cache|worker|pool).*)$}"
+LOGS="$BUILD-testlogs"
+mkdir -p "$LOGS"
 
-bash "$ROOT/scripts/build.sh"
-echo "== tests (${BUILD})"
-(cd "$BUILD" && ctest --output-on-failure -j"$JOBS" --timeout 900 "$@")
+SUMMARY=()
+TOTAL_PASSED=0
+TOTAL_FAILED=0
 
-if [ "${B2NDFS_SANITIZERS:-1}" = 1 ]; then
-  ASAN_BUILD="${BUILD}-asan"
-  echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD})"
-  GEN=()
-  if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
-  if [ ! -f "$ASAN_BUILD/CMakeCache.txt" ]; then
-    # No -Werror here: GCC's flow warnings are noisier under sanitizers.
-    cmake -S "$ROOT" -B "$ASAN_BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DB2NDFS_SANITIZE=ON >/dev/null
+GEN=()
+if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
+
+elapsed() { echo "$((SECONDS - $1)) s"; }
+
+# record NAME PASSED FAILED SKIPPED DETAIL
+record() {
+  TOTAL_PASSED=$((TOTAL_PASSED + $2))
+  TOTAL_FAILED=$((TOTAL_FAILED + $3))
+  SUMMARY+=("$(printf '%-5s %4d passed, %d failed, %d skipped  %s' "$1" "$2" "$3" "$4" "$5")")
+}
+
+# run_ctest NAME DIR [ENV=VALUE...] -- [ctest args...]: runs ctest in DIR
+# with the environment given (and the command prefix CTEST_PREFIX), records
+# the counts from its summary.
+CTEST_PREFIX=()
+run_ctest() {
+  local name=$1 dir=$2 t0=$SECONDS
+  shift 2
+  local envs=()
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  local log=$LOGS/$name.log
+  (cd "$dir" && "${CTEST_PREFIX[@]}" env "${envs[@]}" ctest --output-on-failure -j"$JOBS" "$@") 2>&1 |
+    tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local total failed skipped failed_names
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n1)
+  failed=$(sed -n 's/.* \([0-9]*\) tests failed out of .*/\1/p' "$log" | tail -n1)
+  skipped=$(sed -n '/^The following tests did not run:/,/^$/p' "$log" | grep -c '(Skipped)')
+  failed_names=$(sed -n '/^The following tests FAILED:/,/^$/p' "$log" |
+    sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) .*/\1/p' | tr '\n' ' ')
+  if [[ -z $total ]]; then
+    # No summary: ctest found no tests, or could not run at all.
+    if grep -q 'No tests were found' "$log"; then
+      record "$name" 0 0 0 "(no tests matched; $(elapsed "$t0"))"
+    else
+      record "$name" 0 1 0 "(ctest exited $rc without a summary; $(elapsed "$t0"))"
+    fi
+    return
   fi
-  cmake --build "$ASAN_BUILD" -j"$JOBS"
-  (cd "$ASAN_BUILD" &&
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --output-on-failure -j"$JOBS" --timeout 1800 "$@")
+  failed=${failed:-0}
+  local detail
+  detail="($(elapsed "$t0"))"
+  [[ -n $failed_names ]] && detail="failed: ${failed_names% } $detail"
+  if ((rc != 0 && failed == 0)); then
+    # ctest itself failed (e.g. a test it could not start): count that once.
+    failed=1
+    detail="ctest exited $rc $detail"
+  fi
+  record "$name" $((total - failed - skipped)) "$failed" "$skipped" "$detail"
+}
+
+# configure DIR CMAKE_ARGS...: configures DIR (the generator only the first
+# time) with the options given.
+configure() {
+  local dir=$1
+  shift
+  local gen=()
+  [[ -f $dir/CMakeCache.txt ]] || gen=("${GEN[@]}")
+  cmake -S "$ROOT" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$LOGS/configure-$(basename "$dir").log" 2>&1 ||
+    {
+      tail -n 30 "$LOGS/configure-$(basename "$dir").log"
+      return 1
+    }
+}
+
+# --- main ---------------------------------------------------------------------
+echo "== build ($BUILD)"
+t0=$SECONDS
+if bash "$ROOT/scripts/build.sh"; then
+  echo "== tests ($BUILD)"
+  run_ctest main "$BUILD" -- --timeout 900 "$@"
+else
+  record main 0 1 0 "(build failed; $(elapsed "$t0"))"
 fi
 
-if [ "${B2NDFS_FUZZ_SMOKE:-1}" = 1 ] && [ -f "$ROOT/scripts/fuzz.sh" ]; then
-  echo "== fuzz smoke run"
-  bash "$ROOT/scripts/fuzz.sh" --smoke
+# --- asan ---------------------------------------------------------------------
+if [[ ${B2NDFS_SANITIZERS:-1} == 1 ]]; then
+  ASAN_BUILD="${BUILD}-asan"
+  echo "== build with AddressSanitizer + UBSan (${ASAN_BUILD})"
+  t0=$SECONDS
+  # No -Werror here: GCC's flow warnings are noisier under sanitizers.
+  if configure "$ASAN_BUILD" -DB2NDFS_SANITIZE=ON -DB2NDFS_TSAN=OFF -DB2NDFS_BUILD_BENCH=OFF &&
+    cmake --build "$ASAN_BUILD" -j"$JOBS"; then
+    echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD})"
+    run_ctest asan "$ASAN_BUILD" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+      UBSAN_OPTIONS=print_stacktrace=1 -- --timeout 1800 "$@"
+  else
+    record asan 0 1 0 "(build failed; $(elapsed "$t0"))"
+  fi
 fi
+
+# --- tsan ---------------------------------------------------------------------
+if [[ ${B2NDFS_SANITIZERS:-1} == 1 && ${B2NDFS_TSAN:-1} == 1 ]]; then
+  TSAN_BUILD="${BUILD}-tsan"
+  echo "== build with ThreadSanitizer (${TSAN_BUILD})"
+  t0=$SECONDS
+  if configure "$TSAN_BUILD" -DB2NDFS_TSAN=ON -DB2NDFS_SANITIZE=OFF -DB2NDFS_BUILD_BENCH=OFF &&
+    cmake --build "$TSAN_BUILD" -j"$JOBS"; then
+    echo "== tests under ThreadSanitizer (${TSAN_BUILD}): $TSAN_TESTS"
+    # TSan maps its shadow at fixed addresses; with a randomised layout
+    # (large vm.mmap_rnd_bits, as on recent kernels) its runtime may find
+    # them taken and abort. setarch -R turns randomisation off for ctest
+    # and everything it starts, the FUSE daemons included.
+    if setarch "$(uname -m)" -R true 2>/dev/null; then CTEST_PREFIX=(setarch "$(uname -m)" -R); fi
+    # Reports go to files (the daemons' stderr is not always looked at); any
+    # file there afterwards fails the pass.
+    reports=$TSAN_BUILD/tsan-reports
+    rm -rf "$reports"
+    mkdir -p "$reports"
+    tsan_t0=$SECONDS
+    run_ctest tsan "$TSAN_BUILD" \
+      TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 log_path=$reports/report" \
+      -- --timeout 1800 -R "$TSAN_TESTS" "$@"
+    CTEST_PREFIX=()
+    if compgen -G "$reports/report*" >/dev/null; then
+      n=$(cat "$reports"/report* | grep -c '^WARNING: ThreadSanitizer')
+      echo "== ThreadSanitizer reports ($n) in $reports:"
+      grep -h -A12 '^WARNING: ThreadSanitizer' "$reports"/report* | head -n 80
+      record tsan-reports 0 1 0 "($n ThreadSanitizer report(s) in $reports; $(elapsed "$tsan_t0"))"
+    fi
+  else
+    record tsan 0 1 0 "(build failed; $(elapsed "$t0"))"
+  fi
+fi
+
+# --- fuzz smoke ---------------------------------------------------------------
+if [[ ${B2NDFS_FUZZ_SMOKE:-1} == 1 && -f $ROOT/scripts/fuzz.sh ]]; then
+  echo "== fuzz smoke run"
+  t0=$SECONDS
+  if FUZZ_JOBS=$JOBS bash "$ROOT/scripts/fuzz.sh" --build-only; then
+    passed=0
+    failed=0
+    failed_names=""
+    for target in $(bash "$ROOT/scripts/fuzz.sh" --list); do
+      if FUZZ_JOBS=$JOBS bash "$ROOT/scripts/fuzz.sh" "$target" 20 >"$LOGS/fuzz-$target.log" 2>&1; then
+        passed=$((passed + 1))
+        echo "fuzz_$target: no findings"
+      else
+        failed=$((failed + 1))
+        failed_names+="$target "
+        echo "fuzz_$target: FOUND A PROBLEM (log: $LOGS/fuzz-$target.log)"
+        tail -n 30 "$LOGS/fuzz-$target.log"
+      fi
+    done
+    detail="($(elapsed "$t0"))"
+    [[ -n $failed_names ]] && detail="findings in: ${failed_names% } $detail"
+    record fuzz "$passed" "$failed" 0 "$detail"
+  else
+    record fuzz 0 "$(bash "$ROOT/scripts/fuzz.sh" --list | wc -l)" 0 "(build failed; $(elapsed "$t0"))"
+  fi
+fi
+
+echo "== summary (logs in $LOGS)"
+printf '%s\n' "${SUMMARY[@]}"
+echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+((TOTAL_FAILED == 0))

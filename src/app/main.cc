@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
 #include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/fuse/session.h"
 #include "b2ndfs/store/container.h"
@@ -18,6 +21,7 @@
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "options.h"
+#include "preflight.h"
 
 namespace {
 
@@ -54,12 +58,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cl.show_version) {
-    std::printf("b2ndfs %s\n", B2NDFS_VERSION);
+    std::printf("b2ndfs %s\nc-blosc2 %s\nlibfuse %s\n", B2NDFS_VERSION,
+                codec::LibraryVersion().c_str(), fuse::LibraryVersion().c_str());
     return 0;
   }
-  if (Status s = vfs::Filesystem::ValidateSource(cl.source); !s.ok()) {
-    std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
-    return 1;
+  if (cl.log_level) {
+    SetLogLevel(*cl.log_level);
+  } else if (cl.debug) {
+    SetLogLevel(LogLevel::kDebug);
+  }
+  for (Status s : {vfs::Filesystem::ValidateSource(cl.source), app::CheckSourceKind(cl.source)}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+      return 1;
+    }
   }
   char* real_source = ::realpath(cl.source.c_str(), nullptr);
   if (real_source != nullptr) {
@@ -71,7 +83,16 @@ int main(int argc, char** argv) {
     struct stat st;
     char* real_mountpoint = ::realpath(cl.mountpoint.c_str(), nullptr);
     if (real_mountpoint == nullptr || ::stat(real_mountpoint, &st) != 0) {
-      std::fprintf(stderr, "b2ndfs: mountpoint %s does not exist\n", cl.mountpoint.c_str());
+      const int e = errno;
+      if (e == ENOTCONN) {
+        // What a FUSE mount whose daemon died looks like.
+        std::fprintf(stderr,
+                     "b2ndfs: mountpoint %s: %s (a stale FUSE mount? fusermount3 -u it first)\n",
+                     cl.mountpoint.c_str(), std::strerror(e));
+      } else {
+        std::fprintf(stderr, "b2ndfs: mountpoint %s: %s\n", cl.mountpoint.c_str(),
+                     e == ENOENT ? "does not exist" : std::strerror(e));
+      }
       std::free(real_mountpoint);
       return 1;
     }
@@ -81,8 +102,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "b2ndfs: mountpoint %s is not a directory\n", cl.mountpoint.c_str());
       return 1;
     }
+    if (Status s = app::CheckMountpointFree(cl.mountpoint); !s.ok()) {
+      std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+      return 1;
+    }
   }
-  if (cl.debug) SetLogLevel(LogLevel::kDebug);
+  if (auto limit = app::RaiseOpenFileLimit(); limit.ok()) {
+    Log(LogLevel::kDebug, "open file limit: " + std::to_string(*limit));
+  } else {
+    Log(LogLevel::kWarning, "cannot raise the open file limit: " + limit.status().message());
+  }
 
   const int threads = cl.threads > 0
                           ? cl.threads
@@ -103,29 +132,35 @@ int main(int argc, char** argv) {
           static_cast<int>(std::clamp<size_t>(cache_size / 8, 8u << 20, 256u << 20)));
   mallopt(M_ARENA_MAX, 4);
   codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
-  // A read decompresses its misses on the calling thread plus up to
-  // threads - 1 workers; read-ahead runs on the workers.
-  store::WorkerPool workers(threads);
-  store::StoreContext store;
-  store.cache = &cache;
-  store.decompressors = &decompressors;
-  store.workers = &workers;
   // Blocks held by readers outside the cache: bounded mount-wide, so memory
   // stays within cache_size plus this (and per-request buffers).
   const size_t pin_limit = std::clamp<size_t>(cache_size / 4, 16u << 20, 256u << 20);
   store::PinBudget pins(pin_limit);
+  store::StoreContext store;
+  // Declared after everything its tasks use (read-ahead tasks hold
+  // containers, which point at `store`), so that even its destructor joins
+  // them in time; Shutdown() below does it explicitly.
+  // A read decompresses its misses on the calling thread plus up to
+  // threads - 1 workers; read-ahead runs on the workers.
+  store::WorkerPool workers(threads);
+  store.cache = &cache;
+  store.decompressors = &decompressors;
+  store.workers = &workers;
   store.pins = &pins;
   store.max_pinned_bytes = pin_limit / 4;
 
   vfs::Options fs_options;
   fs_options.source = cl.source;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
+  fs_options.max_open = cl.max_open;
   vfs::Filesystem filesystem(fs_options, &store);
 
   fuse::SessionOptions session;
   session.mountpoint = cl.mountpoint;
   session.foreground = cl.foreground;
   session.single_threaded = cl.single_threaded;
+  session.max_threads =
+      static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
   session.fuse_args.push_back(program);
   if (cl.debug) session.fuse_args.push_back("-d");
   std::string options = "ro,fsname=" + EscapeOption(cl.source) + ",subtype=b2ndfs";
@@ -134,5 +169,9 @@ int main(int argc, char** argv) {
   for (const auto& o : cl.fuse_options) options += "," + EscapeOption(o);
   session.fuse_args.push_back("-o");
   session.fuse_args.push_back(options);
-  return fuse::Serve(filesystem, session);
+  const int rc = fuse::Serve(filesystem, session);
+  // The request threads are gone; stop the read-ahead still queued or
+  // running before the filesystem, the containers and the store go.
+  workers.Shutdown();
+  return rc;
 }

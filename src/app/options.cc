@@ -1,10 +1,17 @@
 #include "options.h"
 
+#include "b2ndfs/vfs/filesystem.h"
+
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 
 namespace b2ndfs::app {
 namespace {
+
+constexpr long kMaxThreads = 1024;
+constexpr long kMaxOpen = 1 << 20;
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -41,6 +48,20 @@ std::vector<std::string> SplitOptions(const std::string& text) {
   return out;
 }
 
+// Parses the value of "name=N" as an integer in [min, max].
+Result<int> ParseIntOption(const std::string& option, size_t name_length, long min, long max) {
+  const std::string value = option.substr(name_length);
+  char* end = nullptr;
+  errno = 0;
+  const long n = value.empty() ? 0 : std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
+      errno == ERANGE || n < min || n > max) {
+    return InvalidArgument("bad value in '" + option + "': expected a number from " +
+                           std::to_string(min) + " to " + std::to_string(max));
+  }
+  return static_cast<int>(n);
+}
+
 Status AddOption(CommandLine& cl, const std::string& option) {
   if (option.empty() || IsIgnoredMountOption(option)) return Status::Ok();
   if (StartsWith(option, "cache_size=")) {
@@ -56,13 +77,23 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     return Status::Ok();
   }
   if (StartsWith(option, "threads=")) {
-    const std::string value = option.substr(8);
-    char* end = nullptr;
-    long n = value.empty() ? -1 : std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || n < 1 || n > 1024) {
-      return InvalidArgument("bad value in '" + option + "': expected a number from 1 to 1024");
+    B2NDFS_ASSIGN_OR_RETURN(cl.threads, ParseIntOption(option, 8, 1, kMaxThreads));
+    return Status::Ok();
+  }
+  if (StartsWith(option, "max_threads=")) {
+    B2NDFS_ASSIGN_OR_RETURN(cl.max_threads, ParseIntOption(option, 12, 1, kMaxThreads));
+    return Status::Ok();
+  }
+  if (StartsWith(option, "max_open=")) {
+    B2NDFS_ASSIGN_OR_RETURN(cl.max_open, ParseIntOption(option, 9, 0, kMaxOpen));
+    return Status::Ok();
+  }
+  if (StartsWith(option, "log_level=")) {
+    cl.log_level = ParseLogLevel(option.substr(10));
+    if (!cl.log_level) {
+      return InvalidArgument("bad value in '" + option +
+                             "': expected error, warning, info or debug");
     }
-    cl.threads = static_cast<int>(n);
     return Status::Ok();
   }
   if (option == "allow_other") cl.allow_other = true;
@@ -72,6 +103,10 @@ Status AddOption(CommandLine& cl, const std::string& option) {
 }
 
 }  // namespace
+
+int DefaultMaxThreads(int decompression_threads) {
+  return std::clamp(2 * decompression_threads, 10, 64);
+}
 
 std::optional<uint64_t> ParseSize(const std::string& text) {
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
@@ -150,22 +185,36 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
 std::string Usage(const std::string& program) {
   return "usage: " + program +
          " [-f] [-d] [-s] [-o OPTION[,OPTION...]] SOURCE MOUNTPOINT\n"
+         "       " +
+         program +
+         " --help | --version\n"
          "\n"
          "Mounts the Blosc2 b2nd containers under SOURCE (a directory, or one container)\n"
          "read-only at MOUNTPOINT, each as a directory of plain files.\n"
          "\n"
          "options:\n"
-         "  -f                     stay in the foreground\n"
-         "  -d                     debug: foreground, log every FUSE request\n"
-         "  -s                     single-threaded FUSE loop\n"
-         "  -o cache_size=SIZE     bytes of decompressed blocks to keep (K, M, G suffixes);\n"
-         "                         default: 1/8 of RAM, at most 4G\n"
-         "  -o threads=N           decompression workers (default: number of CPUs)\n"
+         "  -f                     stay in the foreground (default: daemonize once mounted)\n"
+         "  -d                     debug: foreground, libfuse logs every request,\n"
+         "                         log_level=debug (default: off)\n"
+         "  -s                     single-threaded FUSE loop (default: multi-threaded)\n"
+         "  -o cache_size=SIZE     bytes of decompressed blocks to keep (K, M, G, T suffixes);\n"
+         "                         default: 1/8 of RAM, at least 64M, at most 4G\n"
+         "  -o threads=N           decompression workers, 1 to 1024\n"
+         "                         (default: the number of CPUs)\n"
+         "  -o max_threads=N       FUSE request threads, 1 to 1024 (default: twice threads,\n"
+         "                         at least 10, at most 64)\n"
+         "  -o max_open=N          containers kept open at once, least recently used closed\n"
+         "                         first; their metadata counts in cache_size\n"
+         "                         (default " + std::to_string(vfs::kDefaultMaxOpen) + ")\n"
          "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
          "                         decompressed (default 8M; 0 turns it off)\n"
-         "  -o allow_other         let other users in (permission bits still apply)\n"
+         "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
+         "  -o allow_other         let other users in (default: only the mounting user);\n"
+         "                         default_permissions is added, so permission bits apply\n"
          "  -o OPTION              any other libfuse mount option; fstab/systemd options\n"
-         "                         (_netdev, nofail, noauto, x-systemd.*, defaults) are ignored\n";
+         "                         (_netdev, nofail, noauto, x-systemd.*, defaults) are ignored\n"
+         "  -h, --help             this text\n"
+         "  -V, --version          the version\n";
 }
 
 }  // namespace b2ndfs::app

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/util/log.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::app {
@@ -15,9 +16,12 @@ namespace b2ndfs::app {
 struct CommandLine {
   std::string source;
   std::string mountpoint;
-  size_t cache_size = 0;   // 0: default
-  int threads = 0;         // 0: default
-  int64_t readahead = -1;  // -1: default
+  size_t cache_size = 0;              // 0: default
+  int threads = 0;                    // 0: default
+  int64_t readahead = -1;             // -1: default
+  int max_threads = 0;                // FUSE request threads; 0: DefaultMaxThreads()
+  int max_open = 0;                   // containers kept open at once; 0: the vfs default
+  std::optional<LogLevel> log_level;  // unset: info, or debug with -d
   bool foreground = false;
   bool debug = false;
   bool single_threaded = false;
@@ -27,6 +31,13 @@ struct CommandLine {
   bool has_default_permissions = false;
   std::vector<std::string> fuse_options;  // passed on to libfuse as -o
 };
+
+// libfuse's own limit on request threads is 10; readers that wait for
+// decompression or for the pin budget hold a thread each, so more readers
+// than that would queue in the kernel while the workers idle. Twice the
+// decompression workers, at least libfuse's 10, at most 64 (each thread keeps
+// a receive buffer of about 1 MiB).
+int DefaultMaxThreads(int decompression_threads);
 
 // Parses a size with an optional K, M, G or T suffix (powers of 1024).
 std::optional<uint64_t> ParseSize(const std::string& text);

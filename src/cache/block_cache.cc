@@ -105,8 +105,9 @@ struct alignas(64) BlockCache::Shard {
   // InFlight::mu); loaders run after it is released.
   mutable std::mutex mu;
   const size_t budget;
-  size_t used = 0;  // sum of charges in `lru`; guarded by mu
-  List lru;         // front = most recently used; guarded by mu
+  size_t used = 0;      // sum of charges in `lru`; guarded by mu
+  size_t reserved = 0;  // this shard's share of external charges; guarded by mu
+  List lru;             // front = most recently used; guarded by mu
   std::unordered_map<Key, List::iterator, KeyHash> index;                 // guarded by mu
   std::unordered_map<Key, std::shared_ptr<InFlight>, KeyHash> in_flight;  // guarded by mu
 
@@ -143,7 +144,7 @@ struct alignas(64) BlockCache::Shard {
       DropLocked(it->second, dropped);
     }
     const size_t charge = ChargeFor(value->size());
-    if (charge > budget) return;
+    if (charge + reserved > budget) return;
     lru.push_front(Entry{key, std::move(value), charge});
     try {
       index.emplace(key, lru.begin());
@@ -153,7 +154,12 @@ struct alignas(64) BlockCache::Shard {
     }
     used += charge;
     inserts.fetch_add(1, std::memory_order_relaxed);
-    while (used > budget) {
+    FitLocked(dropped);
+  }
+
+  // Evicts from the tail until the entries and the reservation fit.
+  void FitLocked(List* dropped) {
+    while (!lru.empty() && used + reserved > budget) {
       DropLocked(std::prev(lru.end()), dropped);
       evictions.fetch_add(1, std::memory_order_relaxed);
     }
@@ -314,9 +320,28 @@ void BlockCache::Clear() {
   }
 }
 
+void BlockCache::Charge(int64_t delta_bytes) {
+  std::lock_guard<std::mutex> charge_lock(charge_mutex_);
+  external_bytes_ += delta_bytes;
+  if (external_bytes_ < 0) external_bytes_ = 0;
+  const size_t n = shards_.size();
+  const size_t external = static_cast<size_t>(external_bytes_);
+  for (size_t i = 0; i < n; ++i) {
+    Shard& shard = *shards_[i];
+    Shard::List dropped;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    shard.reserved = external / n + (i < external % n ? 1 : 0);
+    shard.FitLocked(&dropped);
+  }
+}
+
 CacheStats BlockCache::stats() const {
   CacheStats s;
   s.capacity_bytes = capacity_bytes_;
+  {
+    std::lock_guard<std::mutex> charge_lock(charge_mutex_);
+    s.external_bytes = static_cast<size_t>(external_bytes_);
+  }
   for (const auto& shard_ptr : shards_) {
     const Shard& shard = *shard_ptr;
     s.hits += shard.hits.load(std::memory_order_relaxed);

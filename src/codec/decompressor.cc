@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "b2ndfs/codec/builtin.h"
+
 namespace b2ndfs::codec {
 
 void EnsureInitialized() {
@@ -28,6 +30,9 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
     return InvalidData("chunk header has impossible sizes (nbytes " + std::to_string(nbytes) +
                        ", cbytes " + std::to_string(cbytes) + ")");
   }
+  // Before anything can hand the chunk to a decoder: a codec or filter that
+  // is not built in would make c-blosc2 load and run a plugin (builtin.h).
+  B2NDFS_RETURN_IF_ERROR(CheckChunkPipeline(header));
   info.nbytes = nbytes;
   info.cbytes = cbytes;
   info.blocksize = blocksize;
@@ -153,6 +158,7 @@ Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& i
 Status Decompressor::DecompressRangeFromPart(std::span<const uint8_t> head, const ChunkInfo& info,
                                              const ChunkSpan& span, std::span<const uint8_t> part,
                                              int64_t byte_offset, std::span<uint8_t> out) {
+  B2NDFS_RETURN_IF_ERROR(CheckChunkPipeline(head));
   const int64_t head_size = ChunkHeadSize(info);
   if (static_cast<int64_t>(part.size()) != span.end - span.begin ||
       static_cast<int64_t>(head.size()) < head_size) {
@@ -190,6 +196,9 @@ Decompressor::~Decompressor() {
 }
 
 Status Decompressor::DecompressAll(std::span<const uint8_t> chunk, std::span<uint8_t> out) {
+  // Checked here as well as in InspectChunk: these are the bytes c-blosc2
+  // decodes, whatever path led to them.
+  B2NDFS_RETURN_IF_ERROR(CheckChunkPipeline(chunk));
   if (context_ == nullptr) return Status(ENOMEM, "cannot create a Blosc2 context");
   B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunk(chunk));
   if (static_cast<size_t>(info.nbytes) != out.size()) {
@@ -207,6 +216,7 @@ Status Decompressor::DecompressAll(std::span<const uint8_t> chunk, std::span<uin
 
 Status Decompressor::DecompressRange(std::span<const uint8_t> chunk, int64_t byte_offset,
                                      std::span<uint8_t> out) {
+  B2NDFS_RETURN_IF_ERROR(CheckChunkPipeline(chunk));
   if (context_ == nullptr) return Status(ENOMEM, "cannot create a Blosc2 context");
   B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunk(chunk));
   const int64_t end = byte_offset + static_cast<int64_t>(out.size());

@@ -484,6 +484,7 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
     }
   }
   root.Add("filters", std::move(filters));
+  if (input.unsupported) root.Add("unsupported", Json::String(*input.unsupported));
 
   Json metalayers = Json::Object();
   Json names = Json::Array();
@@ -532,27 +533,64 @@ std::string JsonQuote(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// Ids from which c-blosc2 leaves codecs and filters to users' own
+// registration (BLOSC2_USER_REGISTERED_CODECS_START / _FILTERS_START).
+constexpr int kUserRangeStart = 160;
+constexpr uint8_t kUdcodecFormat = 6;  // BLOSC_UDCODEC_FORMAT
+
+std::string UnnamedId(int id) {
+  if (id >= kUserRangeStart && id <= 255) return "user:" + std::to_string(id);
+  return "id:" + std::to_string(id);
+}
+
+}  // namespace
+
+// The names c-blosc2 gives them (blosc2.h, codecs-registry.h,
+// filters-registry.h of 2.17 and 3.3; snappy from Blosc1's blosc.h).
 std::string CodecName(int codec, uint8_t udcodec) {
-  switch (codec) {
+  const int id = codec == kUdcodecFormat ? udcodec : codec;
+  switch (id) {
     case 0:
       return "blosclz";
     case 1:
       return "lz4";
     case 2:
       return "lz4hc";
+    case 3:
+      return "snappy";
     case 4:
       return "zlib";
     case 5:
       return "zstd";
-    case 6:  // BLOSC_UDCODEC_FORMAT: the id is in the udcodec byte
-      return "udcodec:" + std::to_string(udcodec);
+    case 32:
+      return "ndlz";
+    case 33:
+      return "zfp_acc";
+    case 34:
+      return "zfp_prec";
+    case 35:
+      return "zfp_rate";
+    case 36:
+      return "openhtj2k";
+    case 37:
+      return "grok";
+    case 38:
+      return "openzl";
+    case 39:
+      return "j2k";
+    case 40:
+      return "htj2k";
     default:
-      return "id:" + std::to_string(codec);
+      return UnnamedId(id);
   }
 }
 
 std::string FilterName(uint8_t id) {
   switch (id) {
+    case 0:
+      return "none";
     case 1:
       return "shuffle";
     case 2:
@@ -572,7 +610,7 @@ std::string FilterName(uint8_t id) {
     case 36:
       return "int_trunc";
     default:
-      return "id:" + std::to_string(id);
+      return UnnamedId(id);
   }
 }
 

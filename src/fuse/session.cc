@@ -1,9 +1,12 @@
-#define FUSE_USE_VERSION 34
+// 3.12 is the oldest API with fuse_loop_cfg_set_max_threads(); older ones
+// leave the request loop at libfuse's fixed 10 threads.
+#define FUSE_USE_VERSION 312
 #include "b2ndfs/fuse/session.h"
 
 #include <fuse_lowlevel.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
@@ -91,7 +94,9 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Trampoline(req, [&] {
-    auto attr = StateOf(req).fs->Lookup(parent, name);
+    // Taken before replying: a reply frees `req`, even a failed one.
+    State& state = StateOf(req);
+    auto attr = state.fs->Lookup(parent, name);
     if (!attr.ok()) {
       fuse_reply_err(req, ErrnoOf(attr.status()));
       return;
@@ -104,7 +109,7 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     e.entry_timeout = attr->timeout;
     if (fuse_reply_entry(req, &e) == -ENOENT) {
       // The lookup was interrupted: the kernel never saw the reference.
-      StateOf(req).fs->Forget(e.ino, 1);
+      state.fs->Forget(e.ino, 1);
     }
   });
 }
@@ -136,7 +141,8 @@ void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
 
 void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    auto listing = StateOf(req).fs->OpenDir(ino);
+    State& state = StateOf(req);  // before replying, which frees `req`
+    auto listing = state.fs->OpenDir(ino);
     if (!listing.ok()) {
       fuse_reply_err(req, ErrnoOf(listing.status()));
       return;
@@ -145,12 +151,13 @@ void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     handle->listing = std::move(listing).value();
     fi->fh = reinterpret_cast<uint64_t>(handle.get());
     fi->cache_readdir = 0;
-    StateOf(req).Track(StateOf(req).dirs, handle.get());
+    state.Track(state.dirs, handle.get());
     if (fuse_reply_open(req, fi) == 0) {
       handle.release();
     } else {
-      std::lock_guard<std::mutex> lock(StateOf(req).handles_mutex);
-      StateOf(req).dirs.erase(handle.get());
+      // The open was interrupted: no release will come for this handle.
+      std::lock_guard<std::mutex> lock(state.handles_mutex);
+      state.dirs.erase(handle.get());
     }
   });
 }
@@ -196,7 +203,8 @@ void OpReleaseDir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    auto handle = StateOf(req).fs->Open(ino, fi->flags);
+    State& state = StateOf(req);  // before replying, which frees `req`
+    auto handle = state.fs->Open(ino, fi->flags);
     if (!handle.ok()) {
       fuse_reply_err(req, ErrnoOf(handle.status()));
       return;
@@ -207,12 +215,13 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     // whose size changes between opens (stats) bypass it.
     fi->direct_io = owned->direct_io ? 1 : 0;
     fi->fh = reinterpret_cast<uint64_t>(owned.get());
-    StateOf(req).Track(StateOf(req).files, owned.get());
+    state.Track(state.files, owned.get());
     if (fuse_reply_open(req, fi) == 0) {
       owned.release();
     } else {
-      std::lock_guard<std::mutex> lock(StateOf(req).handles_mutex);
-      StateOf(req).files.erase(owned.get());
+      // The open was interrupted: no release will come for this handle.
+      std::lock_guard<std::mutex> lock(state.handles_mutex);
+      state.files.erase(owned.get());
     }
   });
 }
@@ -410,6 +419,8 @@ class Invalidator {
 
 }  // namespace
 
+std::string LibraryVersion() { return fuse_pkgversion(); }
+
 int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   State state;
   state.fs = &filesystem;
@@ -453,11 +464,19 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {
-    struct fuse_loop_config config;
-    std::memset(&config, 0, sizeof config);
-    config.clone_fd = 0;
-    config.max_idle_threads = options.max_idle_threads;
-    rc = fuse_session_loop_mt(session, &config);
+    struct fuse_loop_config* config = fuse_loop_cfg_create();
+    if (config == nullptr) {
+      Log(LogLevel::kError, "cannot create the FUSE loop configuration: out of memory");
+      rc = -1;
+    } else {
+      fuse_loop_cfg_set_clone_fd(config, 0);
+      fuse_loop_cfg_set_max_threads(config, options.max_threads);
+      // Never more idle threads kept than may exist at all.
+      fuse_loop_cfg_set_idle_threads(config,
+                                     std::min(options.max_idle_threads, options.max_threads));
+      rc = fuse_session_loop_mt(session, config);
+      fuse_loop_cfg_destroy(config);
+    }
   }
   filesystem.SetInvalidateCallback(nullptr);
   invalidator.reset();

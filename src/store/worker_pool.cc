@@ -1,11 +1,15 @@
 #include "b2ndfs/store/worker_pool.h"
 
-#include <atomic>
+#include <algorithm>
+#include <exception>
 #include <memory>
+#include <utility>
 
 namespace b2ndfs::store {
 
 WorkerPool::WorkerPool(int threads) : size_(threads > 0 ? threads : 0) {}
+
+WorkerPool::~WorkerPool() { Shutdown(); }
 
 // Threads start on first use: the daemon forks (fuse_daemonize) after the
 // pool is built, and threads do not survive a fork.
@@ -13,16 +17,25 @@ void WorkerPool::EnsureStarted() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (started_ || stopping_) return;
   started_ = true;
+  // If the system runs out of threads part way, the pool works with fewer.
   for (int i = 0; i < size_; ++i) threads_.emplace_back([this] { WorkerLoop(); });
 }
 
-WorkerPool::~WorkerPool() {
+void WorkerPool::Shutdown() {
+  std::lock_guard<std::mutex> shutdown_lock(shutdown_mutex_);
+  std::deque<std::function<void()>> dropped;
+  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    dropped.swap(tasks_);
+    threads.swap(threads_);
   }
   wake_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads) t.join();
+  // Destroyed here, with no lock held: a dropped task may hold the last
+  // reference to a container.
+  dropped.clear();
 }
 
 void WorkerPool::WorkerLoop() {
@@ -31,33 +44,41 @@ void WorkerPool::WorkerLoop() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping and drained
+      if (stopping_) return;
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    try {
+      task();
+    } catch (...) {
+      // Best-effort work only reaches here (ParallelFor items catch their
+      // own): an uncaught exception would end the daemon.
+      failed_tasks_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 
 void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (n == 1 || size_ <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
   // Work is claimed through a shared counter, so the caller and the helpers
   // split it dynamically; helpers that start late find nothing left to do.
   struct Shared {
     std::atomic<size_t> next{0};
     std::atomic<size_t> done{0};
-    std::mutex mutex;  // leaf lock, guards the wait below
+    std::mutex mutex;  // leaf lock, guards `error` and the wait below
     std::condition_variable finished;
+    std::exception_ptr error;
   };
   auto shared = std::make_shared<Shared>();
   auto work = [shared, n, &fn] {
     size_t finished_here = 0;
     for (size_t i; (i = shared->next.fetch_add(1)) < n;) {
-      fn(i);
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(shared->mutex);
+        if (!shared->error) shared->error = std::current_exception();
+      }
       ++finished_here;
     }
     if (finished_here > 0 && shared->done.fetch_add(finished_here) + finished_here == n) {
@@ -65,31 +86,38 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
       shared->finished.notify_all();
     }
   };
-  EnsureStarted();
-  const size_t helpers = std::min(n - 1, static_cast<size_t>(size_ - 1));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // Helpers capture `fn` by reference: safe because we wait for done == n,
-    // and a helper that claims no index never touches fn.
-    for (size_t i = 0; i < helpers; ++i) tasks_.emplace_back(work);
+  if (n > 1 && size_ > 1) {
+    try {
+      EnsureStarted();
+      const size_t helpers = std::min(n - 1, static_cast<size_t>(size_ - 1));
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Helpers capture `fn` by reference: safe because we wait for
+      // done == n below, and a helper that claims no index never touches fn.
+      for (size_t i = 0; i < helpers && !stopping_ && !threads_.empty(); ++i)
+        tasks_.emplace_back(work);
+    } catch (...) {
+      // No threads or no memory for the queue: the caller does the rest, and
+      // must still wait for the helpers already queued.
+    }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   work();
-  std::unique_lock<std::mutex> lock(shared->mutex);
-  shared->finished.wait(lock, [&] { return shared->done.load() == n; });
+  {
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    shared->finished.wait(lock, [&] { return shared->done.load() == n; });
+  }
+  if (shared->error) std::rethrow_exception(shared->error);
 }
-
-}  // namespace b2ndfs::store
-
-namespace b2ndfs::store {
 
 bool WorkerPool::TrySubmit(std::function<void()> fn, size_t max_queued) {
   if (size_ == 0) return false;
-  EnsureStarted();
-  {
+  try {
+    EnsureStarted();
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ || tasks_.size() >= max_queued) return false;
+    if (stopping_ || threads_.empty() || tasks_.size() >= max_queued) return false;
     tasks_.push_back(std::move(fn));
+  } catch (...) {
+    return false;  // best effort: no thread or no memory means no read-ahead
   }
   wake_.notify_one();
   return true;

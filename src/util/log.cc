@@ -3,19 +3,56 @@
 #include <syslog.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <list>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace b2ndfs {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<bool> g_syslog{false};
+// The keys LogOnce() has seen, as hashes in LRU order (most recent first).
+// A hash collision only suppresses a message, so 64 bits are plenty.
+class OnceKeys {
+ public:
+  // Returns true if `key` was not remembered; remembers it as most recent.
+  bool Insert(const std::string& key) {
+    const uint64_t h = std::hash<std::string>{}(key);
+    auto it = index_.find(h);
+    if (it != index_.end()) {
+      order_.splice(order_.begin(), order_, it->second);
+      return false;
+    }
+    if (index_.size() >= kLogOnceCapacity) {
+      index_.erase(order_.back());
+      order_.pop_back();
+    }
+    order_.push_front(h);
+    index_.emplace(h, order_.begin());
+    return true;
+  }
+  void Erase(const std::string& key) {
+    auto it = index_.find(std::hash<std::string>{}(key));
+    if (it == index_.end()) return;
+    order_.erase(it->second);
+    index_.erase(it);
+  }
+  size_t size() const { return index_.size(); }
+
+ private:
+  std::list<uint64_t> order_;
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> index_;
+};
+
 // Lock order: g_once_mutex is a leaf lock.
 std::mutex g_once_mutex;
-std::unordered_set<std::string>& OnceKeys() {
-  static auto* keys = new std::unordered_set<std::string>();
+OnceKeys& Once() {
+  // Never destroyed: threads may still log while the process exits.
+  static auto* keys = new OnceKeys();
   return *keys;
 }
 
@@ -51,6 +88,15 @@ int SyslogPriority(LogLevel level) {
 
 void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
 
+LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
+
+std::optional<LogLevel> ParseLogLevel(const std::string& name) {
+  for (LogLevel level : {LogLevel::kError, LogLevel::kWarning, LogLevel::kInfo, LogLevel::kDebug}) {
+    if (name == LevelName(level)) return level;
+  }
+  return std::nullopt;
+}
+
 void SetLogToSyslog(bool enabled) {
   if (enabled && !g_syslog) openlog("b2ndfs", LOG_PID, LOG_DAEMON);
   g_syslog = enabled;
@@ -65,17 +111,23 @@ void Log(LogLevel level, const std::string& message) {
   }
 }
 
-void LogOnce(const std::string& key, LogLevel level, const std::string& message) {
+bool LogOnce(const std::string& key, LogLevel level, const std::string& message) {
   {
     std::lock_guard<std::mutex> lock(g_once_mutex);
-    if (!OnceKeys().insert(key).second) return;
+    if (!Once().Insert(key)) return false;
   }
   Log(level, message);
+  return true;
 }
 
 void ForgetLogOnce(const std::string& key) {
   std::lock_guard<std::mutex> lock(g_once_mutex);
-  OnceKeys().erase(key);
+  Once().Erase(key);
+}
+
+size_t LogOnceKeyCount() {
+  std::lock_guard<std::mutex> lock(g_once_mutex);
+  return Once().size();
 }
 
 }  // namespace b2ndfs

@@ -2,12 +2,14 @@
 //
 // The input is written to a memfd (opened as /proc/self/fd/N, a contiguous
 // frame) or, when it is a sparse pack (fuzz_common.h), unpacked into a
-// sparse-frame directory; then store::Container::Open() decodes it with the
-// same services a mount uses (a small block cache, a decompressor pool, two
-// workers, a pin budget) and meta.json is checked to be valid JSON. When the
-// container decodes, reads follow: the first and last 4 KiB of every kind of
-// virtual file (data, data.npy, first/middle/last chunk, first/middle/last
-// slice of several axes), reads across and at EOF, a few boxes, a read-ahead.
+// sparse-frame directory; then it is opened as a local source and
+// store::Container::Open() decodes it with the same services a mount uses (a
+// descriptor cache, a small block cache, a decompressor pool, two workers, a
+// pin budget, the default views) and meta.json is checked to be valid JSON.
+// When the container decodes, reads follow, of virtual files looked up in the
+// views: the first and last 4 KiB of every kind of virtual file (data,
+// data.npy, first/middle/last chunk, first/middle/last slice of several
+// axes), reads across and at EOF, a few boxes, a read-ahead.
 // Checks: sizes agree with the layout, a read returns exactly what fits,
 // never writes past it, fails only with EIO/ENOMEM (SPEC.md "Errors"),
 // returns the same bytes when repeated (the second time from the cache), and
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -41,10 +44,13 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/geometry/geometry.h"
+#include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
+#include "b2ndfs/views/view.h"
 #include "fuzz_common.h"
 
 namespace b2ndfs::fuzz {
@@ -52,8 +58,15 @@ namespace {
 
 using geometry::Box;
 using store::Container;
-using store::FileKind;
-using store::VirtualFile;
+using NodePtr = std::shared_ptr<const views::Node>;
+
+// A virtual file as the checks describe it; Find() looks it up in the views.
+enum class FileKind { kMetaJson, kData, kDataNpy, kChunk, kSlice };
+struct VirtualFile {
+  FileKind kind = FileKind::kData;
+  int axis = 0;       // kSlice
+  int64_t index = 0;  // kChunk: chunk index; kSlice: index along `axis`
+};
 
 constexpr int64_t kMaxDataBytes = int64_t{64} << 20;
 constexpr int64_t kMaxStoredBytes = int64_t{256} << 20;
@@ -65,6 +78,9 @@ constexpr size_t kMaxSparseRecords = 64;
 // The services of one mount, shared by every input (as a daemon shares them
 // between containers).
 struct Services {
+  source::DescriptorCache descriptors{16};
+  std::shared_ptr<const views::Registry> views = views::Registry::Default();
+  std::atomic<uint64_t> next_cache_id{1};
   cache::BlockCache cache{size_t{8} << 20, 4};
   codec::DecompressorPool decompressors{4};
   store::WorkerPool workers{2};
@@ -165,6 +181,43 @@ std::string KindName(const VirtualFile& f) {
   return "?";
 }
 
+// The node of `f` in the views: chunks named by their grid coordinates,
+// slice indices unpadded (the views accept any padding).
+Result<NodePtr> Find(const Container& c, const VirtualFile& f) {
+  const NodePtr root = GetServices().views->Root();
+  switch (f.kind) {
+    case FileKind::kMetaJson:
+      return root->Lookup(c, "meta.json");
+    case FileKind::kData:
+      return root->Lookup(c, "data");
+    case FileKind::kDataNpy:
+      return root->Lookup(c, "data.npy");
+    case FileKind::kChunk: {
+      B2NDFS_ASSIGN_OR_RETURN(const NodePtr dir, root->Lookup(c, "chunks"));
+      std::string name;
+      for (int64_t coord : c.layout().ChunkCoords(f.index)) {
+        if (!name.empty()) name += '.';
+        name += std::to_string(coord);
+      }
+      return dir->Lookup(c, name);
+    }
+    case FileKind::kSlice: {
+      B2NDFS_ASSIGN_OR_RETURN(const NodePtr dir, root->Lookup(c, "slices"));
+      B2NDFS_ASSIGN_OR_RETURN(const NodePtr axis, dir->Lookup(c, std::to_string(f.axis)));
+      return axis->Lookup(c, std::to_string(f.index));
+    }
+  }
+  return NotFound("?");
+}
+
+// The node of a file that must exist.
+NodePtr MustFind(const Container& c, const VirtualFile& f) {
+  auto node = Find(c, f);
+  FUZZ_CHECK(node.ok(), KindName(f) + " not found: " + node.status().message());
+  FUZZ_CHECK(!(*node)->IsDirectory(), KindName(f) + " is a directory");
+  return *node;
+}
+
 // Reads of virtual files fail with EIO (ENOMEM when memory runs out), as
 // the FUSE layer passes them on.
 void CheckError(const Status& status, const std::string& what) {
@@ -177,12 +230,13 @@ void CheckError(const Status& status, const std::string& what) {
 // first read worked.
 std::optional<std::vector<uint8_t>> CheckedRead(const Container& c, const VirtualFile& f,
                                                 int64_t offset, int64_t length) {
-  const int64_t size = c.FileSize(f);
+  const NodePtr node = MustFind(c, f);
+  const int64_t size = node->Size(c);
   const std::string what = KindName(f) + " read of " + std::to_string(length) + " at " +
                            std::to_string(offset) + " (size " + std::to_string(size) + ")";
   constexpr uint8_t kGuard = 0xA5;
   std::vector<uint8_t> buf(static_cast<size_t>(length) + 1, kGuard);
-  auto n = c.Read(f, offset, static_cast<size_t>(length), buf.data());
+  auto n = node->Read(c, offset, static_cast<size_t>(length), buf.data());
   if (!n.ok()) {
     CheckError(n.status(), what);
     FUZZ_CHECK(f.kind != FileKind::kMetaJson, "meta.json read failed");
@@ -195,7 +249,7 @@ std::optional<std::vector<uint8_t>> CheckedRead(const Container& c, const Virtua
   buf.resize(*n);
   // Again, now (partly) from the cache: same bytes, or an error.
   std::vector<uint8_t> again(static_cast<size_t>(length) + 1, kGuard);
-  auto m = c.Read(f, offset, static_cast<size_t>(length), again.data());
+  auto m = node->Read(c, offset, static_cast<size_t>(length), again.data());
   if (m.ok()) {
     FUZZ_CHECK(*m == *n && std::memcmp(buf.data(), again.data(), *n) == 0,
                what + " returned different bytes the second time");
@@ -208,7 +262,7 @@ std::optional<std::vector<uint8_t>> CheckedRead(const Container& c, const Virtua
 // Sizes, then the edges of the file, then reads across and at EOF.
 std::optional<std::vector<uint8_t>> CheckFile(const Container& c, const VirtualFile& f,
                                               int64_t expected_size) {
-  const int64_t size = c.FileSize(f);
+  const int64_t size = MustFind(c, f)->Size(c);
   FUZZ_CHECK(size == expected_size, KindName(f) + " size " + std::to_string(size) + ", expected " +
                                         std::to_string(expected_size));
   auto head = CheckedRead(c, f, 0, std::min(size, kEdgeBytes));
@@ -299,8 +353,7 @@ void CheckFirstRow(const Container& c, const std::optional<std::vector<uint8_t>>
   row.stop[ndim - 1] = n;
   std::vector<uint8_t> want(static_cast<size_t>(n * itemsize));
   Status s = c.ReadArrayBox(row, want.data());
-  // ReadArrayBox passes the errno of the cause on (ENOENT for a missing
-  // sparse chunk file); only Read() promises EIO.
+  // A damaged or missing chunk (EIO, or ENOMEM) leaves nothing to compare.
   if (!s.ok()) return;
   auto same = [&](const std::optional<std::vector<uint8_t>>& got, int64_t skip, int64_t count,
                   const char* what) {
@@ -326,9 +379,13 @@ void Exercise(const Container& c, InputRng& rng) {
   if (!c.ok()) {
     FUZZ_CHECK(!c.error().empty(), "no error message");
     FUZZ_CHECK(c.meta_json().find("\"error\"") != std::string::npos, "meta.json lacks \"error\"");
-    FUZZ_CHECK(c.FileSize(VirtualFile{FileKind::kData}) == 0, "broken container with data");
+    // The views offer no data file; a stream of it reads nothing, or EIO.
+    auto data = Find(c, VirtualFile{FileKind::kData});
+    FUZZ_CHECK(!data.ok() && data.status().error_number() == ENOENT, "broken container with data");
+    const store::ArrayStream stream{std::string(), Box{{0}, {1}}};
+    FUZZ_CHECK(c.StreamSize(stream) == 0, "broken container with data");
     uint8_t byte;
-    auto r = c.Read(VirtualFile{FileKind::kData}, 0, 1, &byte);
+    auto r = c.Read(stream, 0, 1, &byte);
     FUZZ_CHECK(r.ok() ? *r == 0 : r.status().error_number() == EIO, "data of a broken container");
     return;
   }
@@ -338,11 +395,11 @@ void Exercise(const Container& c, InputRng& rng) {
   const int64_t itemsize = layout.itemsize();
   FUZZ_CHECK(itemsize > 0, "itemsize");
   const int64_t data_size = layout.NumItems() * itemsize;
-  const int64_t npy_size = c.FileSize(VirtualFile{FileKind::kDataNpy});
+  const int64_t npy_size = MustFind(c, VirtualFile{FileKind::kDataNpy})->Size(c);
   const int64_t npy_header = npy_size - data_size;
   FUZZ_CHECK(npy_header > 0 && npy_header % 64 == 0,
              "npy header of " + std::to_string(npy_header) + " bytes");
-  FUZZ_CHECK(c.FileSize(VirtualFile{FileKind::kData}) == data_size, "data size");
+  FUZZ_CHECK(MustFind(c, VirtualFile{FileKind::kData})->Size(c) == data_size, "data size");
   const bool affordable = AffordableReads(layout);
   if (std::getenv("B2NDFS_FUZZ_DEBUG") != nullptr) {
     std::fprintf(stderr, "fuzz_container: %s, %d-D, %lld bytes of data, reads %s\n",
@@ -357,11 +414,11 @@ void Exercise(const Container& c, InputRng& rng) {
     FUZZ_CHECK(npy_head->size() >= 10 && std::memcmp(npy_head->data(), "\x93NUMPY", 6) == 0,
                "data.npy magic");
   }
-  c.Prefetch(VirtualFile{FileKind::kData}, 0, int64_t{1} << 20);
+  MustFind(c, VirtualFile{FileKind::kData})->ReadAhead(c, 0, int64_t{1} << 20);
 
   std::optional<std::vector<uint8_t>> chunk_head;
   const int64_t nchunks = layout.NumChunks();
-  if (nchunks > 0) {
+  if (ndim > 0 && nchunks > 0) {  // a 0-d array has no chunks/ (nor slices/)
     for (int64_t i : {int64_t{0}, nchunks / 2, nchunks - 1}) {
       const VirtualFile f{FileKind::kChunk, 0, i};
       auto head = CheckFile(c, f, layout.ChunkBox(i).NumItems() * itemsize);
@@ -390,8 +447,8 @@ void Exercise(const Container& c, InputRng& rng) {
 
 // Drops the container and waits until background read-ahead no longer
 // holds it, so that each input's work ends with the input.
-void Release(std::shared_ptr<Container> container) {
-  std::weak_ptr<Container> weak = container;
+void Release(std::shared_ptr<const Container> container) {
+  std::weak_ptr<const Container> weak = container;
   container.reset();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!weak.expired()) {
@@ -405,9 +462,14 @@ void RunContiguous(std::span<const uint8_t> input, InputRng& rng) {
   const int fd = ::memfd_create("x.b2nd", MFD_CLOEXEC);
   FUZZ_CHECK(fd >= 0, "memfd_create failed");
   FUZZ_CHECK(WriteAll(fd, input), "cannot write the memfd");
-  auto container = Container::Open("/proc/self/fd/" + std::to_string(fd), &s.context);
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  auto opened = source::OpenLocal(path, &s.descriptors);
+  FUZZ_CHECK(opened.ok(), "cannot open the memfd: " + opened.status().message());
+  auto container =
+      Container::Open(std::move(opened).value(), &s.context, s.next_cache_id++, s.views.get());
   Exercise(*container, rng);
   Release(std::move(container));
+  s.descriptors.Drop(path);  // fd numbers are reused; the memfd's memory is freed
   ::close(fd);
 }
 
@@ -423,9 +485,22 @@ void RunSparse(std::span<const uint8_t> input, InputRng& rng) {
         i == 0 ? "chunks.b2frame" : format::SparseChunkFileName(static_cast<int64_t>(i - 1));
     FUZZ_CHECK(WriteFile(s.sparse_dir + "/" + name, records[i].bytes), "cannot write " + name);
   }
-  auto container = Container::Open(s.sparse_dir, &s.context);
+  auto opened = source::OpenLocal(s.sparse_dir, &s.descriptors);
+  if (!opened.ok()) {
+    // Only a sparse frame without chunks.b2frame has no source to open.
+    FUZZ_CHECK(records.empty() || !records[0].present,
+               "cannot open the sparse frame: " + opened.status().message());
+    return;
+  }
+  auto container =
+      Container::Open(std::move(opened).value(), &s.context, s.next_cache_id++, s.views.get());
   Exercise(*container, rng);
   Release(std::move(container));
+  for (size_t i = 0; i < records.size(); ++i) {
+    s.descriptors.Drop(
+        s.sparse_dir + "/" +
+        (i == 0 ? "chunks.b2frame" : format::SparseChunkFileName(static_cast<int64_t>(i - 1))));
+  }
 }
 
 }  // namespace

@@ -288,3 +288,148 @@ chunk_box() {
     }
     print out }'
 }
+
+# ---------------------------------------------------------------------------
+# Lifecycle tests (fuse_generations, fuse_many, fuse_plainfile,
+# fuse_wholechunk): the probe program, descriptors held across a change, and
+# JSON fields.
+
+declare -A HOLD_FD=() HOLD_PID=() HOLD_CHECKS=()
+
+# lifecycle_init NAME BUILD_DIR: itest_init, the probe, and a cleanup that
+# lets go of held descriptors before lib.sh unmounts.
+lifecycle_init() {
+  itest_init "$1" "$2"
+  PROBE=$BUILD/tests/integration/lifecycle_probe
+  [[ -x $PROBE ]] || {
+    echo "$1: $PROBE is not built" >&2
+    exit 2
+  }
+  # shellcheck disable=SC2154  # ITEST_RC is set by the trap itself
+  trap 'ITEST_RC=$?; hold_stop_all; (exit $ITEST_RC); itest_cleanup' EXIT
+}
+
+# hold_start ID [--mmap] FILE REF [FILE REF ...]: a probe opens (and maps)
+# each FILE, checks it reads as REF, and keeps it open until hold_stop ID.
+hold_start() {
+  local id=$1 fifo=$TMP/hold.$1.in fd
+  shift
+  rm -f "$fifo" "$TMP/hold.$id.out" "$TMP/hold.$id.err"
+  mkfifo "$fifo"
+  "$PROBE" hold "$@" <"$fifo" >"$TMP/hold.$id.out" 2>"$TMP/hold.$id.err" &
+  HOLD_PID[$id]=$!
+  exec {fd}>"$fifo"
+  HOLD_FD[$id]=$fd
+  HOLD_CHECKS[$id]=0
+  if ! wait_until 30 eval "grep -q '^ready' '$TMP/hold.$id.out' || ! kill -0 ${HOLD_PID[$id]} 2>/dev/null"; then
+    fail "hold $id: the probe did not get ready in 30 s"
+    return 1
+  fi
+  if ! grep -q '^ready' "$TMP/hold.$id.out"; then
+    fail "hold $id: the files did not read right when opened: $(head -c 600 "$TMP/hold.$id.err")"
+    hold_stop "$id"
+    return 1
+  fi
+}
+
+# hold_check ID WHAT: the probe reads everything it holds again; every read
+# must give the old bytes or EIO (see lifecycle_probe.cc).
+hold_check() {
+  local id=$1 what=$2 n
+  [[ -n ${HOLD_FD[$id]:-} ]] || return 1
+  n=$((HOLD_CHECKS[$id] + 1))
+  HOLD_CHECKS[$id]=$n
+  # In a subshell: if the probe is gone, SIGPIPE ends that, not the test.
+  (echo check >&"${HOLD_FD[$id]}") 2>/dev/null
+  if ! wait_until 60 eval "(( \$(grep -c '^checked' '$TMP/hold.$id.out') >= $n )) || ! kill -0 ${HOLD_PID[$id]} 2>/dev/null"; then
+    fail "$what: held descriptors: no answer in 60 s (a read hangs?)"
+    return 1
+  fi
+  local line
+  line=$(grep '^checked' "$TMP/hold.$id.out" | sed -n "${n}p")
+  if [[ -z $line ]]; then
+    fail "$what: the probe holding descriptors died: $(tail -c 600 "$TMP/hold.$id.err")"
+    return 1
+  fi
+  log "$what: held descriptors: ${line#checked }"
+  if [[ $line != *" bad=0" ]]; then
+    fail "$what: a held descriptor or mapping returned bytes that are not the old generation's: $(grep '^BAD' "$TMP/hold.$id.err" | tail -n 8)"
+    return 1
+  fi
+}
+
+# hold_stop ID: closes the probe's input; it exits with its verdict.
+hold_stop() {
+  local id=$1 rc=0 fd
+  [[ -n ${HOLD_FD[$id]:-} ]] || return 0
+  fd=${HOLD_FD[$id]}
+  exec {fd}>&-
+  unset "HOLD_FD[$id]"
+  if wait_until 30 eval "! kill -0 ${HOLD_PID[$id]} 2>/dev/null"; then
+    wait "${HOLD_PID[$id]}" 2>/dev/null || rc=$?
+  else
+    kill -TERM "${HOLD_PID[$id]}" 2>/dev/null
+    rc=124
+  fi
+  unset "HOLD_PID[$id]"
+  return "$rc"
+}
+
+hold_stop_all() {
+  local id
+  for id in "${!HOLD_FD[@]}"; do hold_stop "$id" >/dev/null 2>&1; done
+  for id in "${!HOLD_PID[@]}"; do kill -KILL "${HOLD_PID[$id]}" 2>/dev/null; done
+  return 0
+}
+
+# json_field FILE KEY.PATH: a field of a JSON document, lists as "a,b,c"
+# (python3's json module; no numpy needed). Fails if FILE cannot be read or
+# parsed or has no such field.
+json_field() {
+  python3 -c '
+import json, sys
+with open(sys.argv[1]) as f:
+    v = json.load(f)
+for k in sys.argv[2].split("."):
+    v = v[k]
+print(",".join(str(x) for x in v) if isinstance(v, list) else v)' "$1" "$2" 2>/dev/null
+}
+
+# stats_field MOUNTPOINT KEY.PATH: a field of MOUNTPOINT/.b2ndfs/stats.
+stats_field() {
+  local snap=$TMP/stats.$$.json
+  cat "$1/.b2ndfs/stats" >"$snap" 2>/dev/null || return 1
+  json_field "$snap" "$2"
+}
+
+# read_fails WHAT FILE: reading FILE must fail and yield no bytes.
+read_fails() {
+  local what=$1 file=$2 out=$TMP/read_fails.out
+  if cat "$file" >"$out" 2>"$out.err"; then
+    fail "$what: reading $file succeeded ($(stat -c %s "$out") bytes); it must fail"
+    return 1
+  fi
+  if [[ -s $out ]]; then
+    fail "$what: reading $file failed but returned $(stat -c %s "$out") bytes first"
+    return 1
+  fi
+  return 0
+}
+
+# npy_matches NPY RAW SHAPE: NPY is an .npy file whose header has SHAPE
+# ("45,67") and whose payload is exactly the bytes of RAW.
+npy_matches() {
+  python3 -c '
+import ast, sys
+npy, raw, shape = sys.argv[1], sys.argv[2], tuple(int(x) for x in sys.argv[3].split(",") if x)
+b = open(npy, "rb").read()
+if b[:6] != b"\x93NUMPY":
+    sys.exit("not an .npy file")
+hl = int.from_bytes(b[8:10], "little") if b[6] == 1 else int.from_bytes(b[8:12], "little")
+start = (10 if b[6] == 1 else 12) + hl
+header = ast.literal_eval(b[10 if b[6] == 1 else 12:start].decode("latin1"))
+if tuple(header["shape"]) != shape:
+    sys.exit("header shape %r, expected %r" % (header["shape"], shape))
+if b[start:] != open(raw, "rb").read():
+    sys.exit("payload differs from %s" % raw)' "$1" "$2" "$3"
+}

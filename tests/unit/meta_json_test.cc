@@ -569,8 +569,8 @@ TEST_CASE("meta.json stays valid with hostile names and values") {
   std::optional<Value> doc = ParseJson(text);
   REQUIRE(doc);
   const Value& d = *doc;
-  CHECK(d["codec"].text == "udcodec:244");
-  CHECK(d["filters"].items[0]["name"].text == "id:200");
+  CHECK(d["codec"].text == "user:244");
+  CHECK(d["filters"].items[0]["name"].text == "user:200");
   CHECK(d["metalayers"]["names"].items[0].text == std::string("a\"\n\xef\xbf\xbd\0z", 8));
   CHECK_FALSE(d["metalayers"]["caterva"].Has("blockshape"));
   CHECK(d["dtype"].text == "\x01\"\\");
@@ -589,24 +589,93 @@ TEST_CASE("RenderErrorJson") {
   CHECK((*doc)["error"].text == "chunk 3: \"bad\"\n");
 }
 
-TEST_CASE("codec and filter names") {
+TEST_CASE("codec and filter names are c-blosc2's") {
   using b2ndfs::format::CodecName;
   using b2ndfs::format::FilterName;
   CHECK(CodecName(0, 0) == "blosclz");
   CHECK(CodecName(1, 1) == "lz4");
   CHECK(CodecName(2, 2) == "lz4hc");
-  CHECK(CodecName(3, 3) == "id:3");
+  CHECK(CodecName(3, 3) == "snappy");  // Blosc1's; gone from c-blosc2
   CHECK(CodecName(4, 4) == "zlib");
   CHECK(CodecName(5, 5) == "zstd");
-  CHECK(CodecName(6, 32) == "udcodec:32");
+  // Codec 6: the id is the udcodec byte, named like any other.
+  CHECK(CodecName(6, 5) == "zstd");
+  CHECK(CodecName(6, 32) == "ndlz");
+  CHECK(CodecName(6, 33) == "zfp_acc");
+  CHECK(CodecName(6, 34) == "zfp_prec");
+  CHECK(CodecName(6, 35) == "zfp_rate");
+  CHECK(CodecName(6, 36) == "openhtj2k");
+  CHECK(CodecName(6, 37) == "grok");
+  CHECK(CodecName(6, 38) == "openzl");
+  CHECK(CodecName(6, 39) == "j2k");
+  CHECK(CodecName(6, 40) == "htj2k");
+  CHECK(CodecName(6, 41) == "id:41");
+  CHECK(CodecName(6, 159) == "id:159");
+  CHECK(CodecName(6, 160) == "user:160");
+  CHECK(CodecName(6, 255) == "user:255");
+  CHECK(CodecName(6, 6) == "id:6");
+  // Only codec 6 looks at udcodec (c-blosc2 writes the compcode there).
+  CHECK(CodecName(5, 37) == "zstd");
   CHECK(CodecName(15, 0) == "id:15");
+  CHECK(FilterName(0) == "none");
   CHECK(FilterName(1) == "shuffle");
   CHECK(FilterName(2) == "bitshuffle");
   CHECK(FilterName(3) == "delta");
   CHECK(FilterName(4) == "trunc_prec");
+  CHECK(FilterName(32) == "ndcell");
+  CHECK(FilterName(33) == "ndmean");
+  CHECK(FilterName(34) == "bytedelta_buggy");
   CHECK(FilterName(35) == "bytedelta");
+  CHECK(FilterName(36) == "int_trunc");
   CHECK(FilterName(5) == "id:5");
-  CHECK(FilterName(255) == "id:255");
+  CHECK(FilterName(37) == "id:37");
+  CHECK(FilterName(159) == "id:159");
+  CHECK(FilterName(160) == "user:160");
+  CHECK(FilterName(255) == "user:255");
+}
+
+TEST_CASE("meta.json names what the container needs and b2ndfs never loads") {
+  b2ndfs::format::FrameInfo frame;
+  frame.codec = 6;
+  frame.udcodec = 37;
+  frame.clevel = 5;
+  frame.filters = {0, 0, 0, 0, 0, 1};
+  b2ndfs::format::MetaJsonInput in;
+  in.format = "b2nd";
+  in.shape = {4};
+  in.chunkshape = {4};
+  in.blockshape = {4};
+  in.itemsize = 4;
+  in.frame = &frame;
+  const std::string plain = b2ndfs::format::RenderMetaJson(in);
+  std::optional<Value> doc = ParseJson(plain);
+  REQUIRE(doc);
+  CHECK_FALSE(doc->Has("unsupported"));
+  CHECK((*doc)["codec"].text == "grok");
+
+  const std::string words =
+      "codec grok (id 37) needs the external plugin blosc2_grok, which b2ndfs never loads; \"q\"";
+  in.unsupported = words;
+  const std::string text = b2ndfs::format::RenderMetaJson(in);
+  doc = ParseJson(text);
+  REQUIRE(doc);
+  const Value& d = *doc;
+  CHECK(d["unsupported"].kind == Value::Kind::kString);
+  CHECK(d["unsupported"].text == words);
+  // Right after "filters", and the rest of the document unchanged.
+  size_t filters = 0, unsupported = 0;
+  for (size_t i = 0; i < d.keys.size(); ++i) {
+    if (d.keys[i] == "filters") filters = i;
+    if (d.keys[i] == "unsupported") unsupported = i;
+  }
+  CHECK(unsupported == filters + 1);
+  CHECK(d["metalayers"]["names"].items.empty());
+  CHECK(text.find("\"unsupported\": \"codec grok (id 37) needs the external plugin blosc2_grok, "
+                  "which b2ndfs never loads; \\\"q\\\"\",\n  \"metalayers\"") != std::string::npos);
+  std::string without = text;
+  const size_t at = without.find("  \"unsupported\"");
+  without.erase(at, without.find('\n', at) + 1 - at);
+  CHECK(without == plain);
 }
 
 }  // namespace

@@ -1,9 +1,17 @@
 #include "options.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "preflight.h"
+
+using b2ndfs::LogLevel;
 using b2ndfs::app::ParseCommandLine;
 using b2ndfs::app::ParseSize;
 
@@ -77,6 +85,63 @@ TEST_CASE("command-line errors are reported") {
   CHECK(bad.status().message().find("cache_size=abc") != std::string::npos);
 }
 
+TEST_CASE("max_threads, max_open and log_level") {
+  auto cl = Parse({"-o", "max_threads=32,max_open=500,log_level=warning", "/src", "/mnt"});
+  REQUIRE(cl.ok());
+  CHECK(cl->max_threads == 32);
+  CHECK(cl->max_open == 500);
+  REQUIRE(cl->log_level.has_value());
+  CHECK(*cl->log_level == LogLevel::kWarning);
+  CHECK(cl->fuse_options.empty());  // ours, not passed on to libfuse
+
+  auto defaults = Parse({"/src", "/mnt"});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->max_threads == 0);
+  CHECK(defaults->max_open == 0);
+  CHECK_FALSE(defaults->log_level.has_value());
+
+  auto zero = Parse({"-o", "max_open=0,log_level=debug", "/src", "/mnt"});
+  REQUIRE(zero.ok());
+  CHECK(zero->max_open == 0);
+  CHECK(*zero->log_level == LogLevel::kDebug);
+  CHECK(Parse({"-o", "log_level=error", "/a", "/b"})->log_level == LogLevel::kError);
+  CHECK(Parse({"-o", "log_level=info", "/a", "/b"})->log_level == LogLevel::kInfo);
+}
+
+TEST_CASE("bad max_threads, max_open and log_level values are reported") {
+  for (const char* option :
+       {"max_threads=0", "max_threads=-4", "max_threads=", "max_threads=ten", "max_threads=8x",
+        "max_threads=1025", "max_threads=99999999999999999999", "max_threads= 8", "max_open=-1",
+        "max_open=", "max_open=many", "max_open=2000000", "threads=+3",
+        "log_level=", "log_level=verbose", "log_level=DEBUG", "log_level=3"}) {
+    INFO(option);
+    auto cl = Parse({"-o", option, "/a", "/b"});
+    REQUIRE_FALSE(cl.ok());
+    CHECK(cl.status().message().find(option) != std::string::npos);
+  }
+}
+
+TEST_CASE("the default number of request threads") {
+  using b2ndfs::app::DefaultMaxThreads;
+  CHECK(DefaultMaxThreads(1) == 10);  // never below libfuse's own default
+  CHECK(DefaultMaxThreads(8) == 16);
+  CHECK(DefaultMaxThreads(100) == 64);
+}
+
+TEST_CASE("--help lists every option with its default") {
+  const std::string usage = b2ndfs::app::Usage("b2ndfs");
+  for (const char* option : {"\n  -f ", "\n  -d ", "\n  -s ", "\n  -o cache_size=",
+                             "\n  -o threads=", "\n  -o max_threads=", "\n  -o max_open=",
+                             "\n  -o readahead=", "\n  -o log_level=", "\n  -o allow_other"}) {
+    INFO(option);
+    const size_t at = usage.find(option);
+    REQUIRE(at != std::string::npos);
+    // The option's description (up to the next option) names its default.
+    const size_t next = usage.find("\n  -", at + 1);
+    CHECK(usage.substr(at, next - at).find("default") != std::string::npos);
+  }
+}
+
 TEST_CASE("help and version need no arguments") {
   auto help = Parse({"--help"});
   REQUIRE(help.ok());
@@ -84,4 +149,90 @@ TEST_CASE("help and version need no arguments") {
   auto version = Parse({"-V"});
   REQUIRE(version.ok());
   CHECK(version->show_version);
+}
+
+// --- pre-mount checks (preflight.h) --------------------------------------------
+
+namespace {
+
+const char kMountinfo[] =
+    "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+    "35 22 0:31 / /mnt/data rw,nosuid,nodev,relatime shared:20 - fuse.b2ndfs /src ro,user_id=0\n"
+    "36 22 0:32 / /mnt/with\\040space rw,relatime - fuse.sshfs host: rw\n"
+    "37 22 0:33 / /mnt/stacked rw - tmpfs tmpfs rw\n"
+    "38 37 0:34 / /mnt/stacked rw master:2 - fuse /dev/fuse rw\n"
+    "39 22 0:35 / /mnt/fuse-then-bind rw - fuse.b2ndfs /x ro\n"
+    "40 39 8:1 /srv /mnt/fuse-then-bind rw - ext4 /dev/sda1 rw\n";
+
+// A temporary directory, removed with its files.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/b2ndfs-options-test.XXXXXX";
+    REQUIRE(::mkdtemp(name) != nullptr);
+    path = name;
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string Touch(const std::string& name) const {
+    const std::string p = path + "/" + name;
+    std::FILE* f = std::fopen(p.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fclose(f);
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the file system type mounted at a path, from mountinfo") {
+  using b2ndfs::app::MountedTypeAt;
+  CHECK(MountedTypeAt(kMountinfo, "/") == "ext4");
+  CHECK(MountedTypeAt(kMountinfo, "/mnt/data") == "fuse.b2ndfs");
+  CHECK(MountedTypeAt(kMountinfo, "/mnt/with space") == "fuse.sshfs");  // octal escape
+  CHECK(MountedTypeAt(kMountinfo, "/mnt/stacked") == "fuse");           // the topmost
+  CHECK(MountedTypeAt(kMountinfo, "/mnt/fuse-then-bind") == "ext4");
+  CHECK_FALSE(MountedTypeAt(kMountinfo, "/mnt").has_value());
+  CHECK_FALSE(MountedTypeAt(kMountinfo, "/mnt/data/sub").has_value());
+  CHECK_FALSE(MountedTypeAt(kMountinfo, "/mnt/with\\040space").has_value());
+  CHECK_FALSE(MountedTypeAt("garbage\n\n1 2 3\n", "/").has_value());
+}
+
+TEST_CASE("a mountpoint without a FUSE file system on it is free") {
+  TempDir dir;
+  CHECK(b2ndfs::app::CheckMountpointFree(dir.path).ok());
+  CHECK(b2ndfs::app::CheckMountpointFree("/proc").ok());  // mounted, but not FUSE
+}
+
+TEST_CASE("a plain file is a SOURCE only if its extension names a container") {
+  using b2ndfs::app::CheckSourceKind;
+  TempDir dir;
+  CHECK(CheckSourceKind(dir.path).ok());
+  for (const char* name : {"a.b2nd", "a.b2frame", "a.b2f", "a.b2", "a.caterva", "a.cat"}) {
+    INFO(name);
+    CHECK(CheckSourceKind(dir.Touch(name)).ok());
+  }
+  for (const char* name : {"notes.txt", "a.b2nd.bak", "b2nd", "data.npy"}) {
+    INFO(name);
+    auto status = CheckSourceKind(dir.Touch(name));
+    CHECK_FALSE(status.ok());
+    CHECK(status.message().find(name) != std::string::npos);
+  }
+}
+
+TEST_CASE("the soft open-file limit is raised to the hard limit") {
+  struct rlimit before;
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);
+  // Start below the hard limit, so that raising is observable.
+  struct rlimit lowered = before;
+  if (lowered.rlim_max > 64) {
+    lowered.rlim_cur = 64;
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+  }
+  auto limit = b2ndfs::app::RaiseOpenFileLimit();
+  REQUIRE(limit.ok());
+  struct rlimit after;
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &after) == 0);
+  CHECK(after.rlim_cur == after.rlim_max);
+  CHECK(*limit == static_cast<uint64_t>(after.rlim_cur));
+  CHECK(after.rlim_max == before.rlim_max);
 }

@@ -14,12 +14,17 @@
 // its charges fit. Choose capacity so a shard's budget holds several of the
 // largest values, or they will never be retained. capacity 0 caches nothing
 // but loads are still single-flight.
+// External charges (Charge()) count memory held elsewhere on the same
+// budget, as one accounting pool: container metadata, chunk indexes and
+// rendered documents. Their total is spread over the shards, which evict
+// blocks to make room.
 // Errors: a loader's non-OK Result is handed to every waiter and not cached
 // (the next call retries); a loader that throws yields ENOMEM (bad_alloc) or
 // EIO (anything else), and one that returns a null Value yields EIO.
 // Thread-safety: every method may be called from any thread; the cache must
 // outlive every call in progress.
-// Lock order: one shard mutex at a time, then (never while holding it) the
+// Lock order: charge_mutex_ before one shard mutex at a time; one shard
+// mutex at a time, then (never while holding it) the
 // mutex of one in-flight load; loaders run with no lock held.
 #pragma once
 
@@ -27,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -81,6 +87,7 @@ struct CacheStats {
   size_t bytes_cached = 0;    // sum of charges (see ChargeFor)
   size_t entries = 0;
   size_t capacity_bytes = 0;
+  size_t external_bytes = 0;  // charged from outside the cache (Charge)
 };
 
 class BlockCache {
@@ -109,6 +116,9 @@ class BlockCache {
   void EraseContainer(uint64_t container_id);
   // Drops every entry; loads in flight are likewise not cached.
   void Clear();
+  // Adds (or, negative, returns) bytes held outside the cache that count
+  // against its capacity; blocks are evicted to make room.
+  void Charge(int64_t delta_bytes);
 
   CacheStats stats() const;
   size_t capacity_bytes() const { return capacity_bytes_; }
@@ -126,6 +136,8 @@ class BlockCache {
   Shard& ShardFor(const Key& key) const;
   size_t capacity_bytes_;
   std::vector<std::unique_ptr<Shard>> shards_;
+  mutable std::mutex charge_mutex_;  // guards external_bytes_
+  int64_t external_bytes_ = 0;
 };
 
 }  // namespace b2ndfs::cache

@@ -4,7 +4,9 @@
 // thread at a time (c-blosc2 contexts carry per-call state). A pool lends them
 // to worker threads so that no context is ever shared. Chunks are untrusted:
 // InspectChunk() checks the header against the bytes actually present before
-// any decompression is attempted.
+// any decompression is attempted, and InspectChunkHeader(), InspectChunk() and
+// every Decompressor method refuse a chunk that names a codec or filter c-blosc2
+// does not have built in (it would load a plugin for it: see builtin.h).
 // Errors: Status(EIO) naming what is wrong with the chunk.
 // Thread-safety: Decompressor: one thread at a time; DecompressorPool: any.
 #pragma once
@@ -57,7 +59,9 @@ struct ChunkSpan {
 Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& info, int64_t offset,
                                int64_t length);
 
-// Reads sizes from the first kChunkHeaderSize bytes of a chunk.
+// Reads sizes from the first kChunkHeaderSize bytes of a chunk (at least 16,
+// and 32 for an extended header); EIO also for a codec or filter that is not
+// built in (CheckChunkPipeline).
 Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header);
 // Validates a whole chunk: header sane and cbytes == chunk.size().
 Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk);

@@ -4,11 +4,13 @@
 // on one line) with a fixed key order, ending with a newline:
 //   format, version, ndim, shape, chunkshape, blockshape, dtype, dtype_format,
 //   itemsize, nbytes, cbytes, cratio, nchunks, codec, clevel, filters,
-//   metalayers, vlmeta, files.
+//   [unsupported], metalayers, vlmeta, files.
 // cratio = nbytes / cbytes rounded to 3 decimals (null when cbytes is 0, e.g.
 // an array made only of special zero chunks). codec, clevel and filters come
 // from the frame (null / [] without one); metalayers is {"names": [...]} plus
 // the decoded shape metalayer under its name ("b2nd" or "caterva").
+// "unsupported" is present only when the store found codecs or filters that
+// c-blosc2 would load as plugins (codec::UnsupportedPipeline): its words.
 //
 // msgpack -> JSON mapping: nil, bool, integers as is; floats in shortest
 // round-trip form (float32 as float32), NaN and infinities as the strings
@@ -45,6 +47,9 @@ struct MetaJsonInput {
   int64_t nchunks = 0;
   const FrameInfo* frame = nullptr;  // codec, clevel, filters, metalayers
   const NdMeta* ndmeta = nullptr;    // decoded shape metalayer, if any
+  // What the container needs that b2ndfs never loads (a codec or filter
+  // plugin), in words; rendered as the top-level "unsupported" string.
+  std::optional<std::string> unsupported;
   // Variable-length metalayers, content already DECOMPRESSED (in the frame
   // each is a Blosc2 chunk). Rendered under "vlmeta" by name: as JSON when the
   // content is one msgpack object, else {"base64": "..."}; contents over
@@ -68,11 +73,16 @@ std::optional<std::string> MsgpackToJson(std::span<const uint8_t> bytes);
 std::string Base64Encode(std::span<const uint8_t> bytes);  // RFC 4648, padded
 std::string JsonQuote(const std::string& text);            // a JSON string literal, escaped
 
-// "blosclz", "lz4", "lz4hc", "zlib", "zstd", "udcodec:<udcodec>" (codec 6),
-// else "id:<codec>". `codec` is FrameInfo::codec.
+// c-blosc2's own codec names. `codec` is FrameInfo::codec (compcode
+// numbering); 6 means the id is `udcodec`, named the same way: "blosclz",
+// "lz4", "lz4hc", "snappy" (3, Blosc1 only), "zlib", "zstd", the globally
+// registered "ndlz", "zfp_acc", "zfp_prec", "zfp_rate" (built in) and
+// "openhtj2k", "grok", "openzl", "j2k", "htj2k" (plugins, 36..40),
+// "user:<id>" for the user-registered range 160..255, else "id:<id>".
 std::string CodecName(int codec, uint8_t udcodec);
-// "shuffle", "bitshuffle", "delta", "trunc_prec", the globally registered
-// "ndcell", "ndmean", "bytedelta_buggy", "bytedelta", "int_trunc", else "id:<n>".
+// "none", "shuffle", "bitshuffle", "delta", "trunc_prec", the globally
+// registered "ndcell", "ndmean", "bytedelta_buggy", "bytedelta", "int_trunc",
+// "user:<id>" (160..255), else "id:<id>".
 std::string FilterName(uint8_t id);
 
 }  // namespace b2ndfs::format

@@ -17,7 +17,8 @@ struct SessionOptions {
   std::vector<std::string> fuse_args;  // argv for fuse_session_new (argv[0] first)
   bool foreground = false;
   bool single_threaded = false;
-  unsigned max_idle_threads = 10;
+  unsigned max_threads = 10;          // request threads at most (libfuse's default)
+  unsigned max_idle_threads = 10;     // idle request threads kept, not ended
   size_t max_read = 1 << 20;          // largest read the kernel should send
   size_t kernel_readahead = 1 << 20;  // the mount's read_ahead_kb, in bytes (0: leave)
 };
@@ -26,5 +27,8 @@ struct SessionOptions {
 // errors reach the caller), serves until unmounted or signalled, unmounts.
 // Returns a process exit code.
 int Serve(vfs::Filesystem& filesystem, const SessionOptions& options);
+
+// The version of the libfuse this process runs with ("3.14.0").
+std::string LibraryVersion();
 
 }  // namespace b2ndfs::fuse

@@ -1,14 +1,22 @@
-// store: an opened container, and reads of any of its virtual files.
+// store: one opened generation of a container, and reads of any box of its
+// array.
 //
-// A Container is one generation of one source container (a contiguous frame
-// file or a sparse-frame directory): its decoded metadata, its chunk index and
-// its array layout, all immutable after Open(). Every virtual file of SPEC.md
-// (data, data.npy, a chunk, a slice) is a box of the array streamed in C
-// order; Read() maps a byte range of that stream to the blocks it touches,
-// fetches them through the shared block cache (decompressing misses) and
-// copies the pieces out. meta.json is rendered once, at open.
+// A Container is built from a ByteSource (one version of a frame file, a
+// sparse frame, or later a remote object): its decoded metadata, chunk index
+// and array layout, all immutable after Open(). Any virtual file that streams
+// the array is an ArrayStream (a header, then a box of the array in C order);
+// Read() maps a byte range of it to the blocks it touches, fetches them
+// through the shared block cache (decompressing misses) and copies the pieces
+// out. The container does not know which virtual files exist: a FileCatalog
+// (the views module) describes them for meta.json, rendered once at open.
+// Memory: what a container holds (metadata, its compressed chunk index,
+// meta.json) is charged to the block cache's budget while it lives.
+// Cache keys use the generation's cache_id, so a generation closed and
+// reopened unchanged finds its blocks still cached.
 // Errors: Open() never fails: an undecodable container carries error() and
-// every data read returns EIO. Read errors carry a message naming the source.
+// every data read returns EIO; transient() says the error came from reading
+// the source (a descriptor limit, a vanished file, a flaky disk), so that the
+// caller retries instead of remembering it. Read errors name the source.
 // Thread-safety: all const methods may be called from any thread.
 #pragma once
 
@@ -22,12 +30,14 @@
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/geometry/geometry.h"
+#include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::store {
 
 class WorkerPool;
 class PinBudget;
+class Container;
 
 // Services shared by every container of a mount.
 struct StoreContext {
@@ -39,12 +49,25 @@ struct StoreContext {
   size_t max_pinned_bytes = 64u << 20;
 };
 
-enum class FileKind { kMetaJson, kData, kDataNpy, kChunk, kSlice };
+// The bytes of a virtual file that streams the array: `header` (an .npy or
+// NIfTI header, often empty), then the items of `box` in C order.
+struct ArrayStream {
+  std::string header;
+  geometry::Box box;
+};
 
-struct VirtualFile {
-  FileKind kind = FileKind::kData;
-  int axis = 0;       // kSlice
-  int64_t index = 0;  // kChunk: chunk index; kSlice: index along `axis`
+// One kind of virtual file, as meta.json's "files" lists it.
+struct FileDescription {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t size = 0;
+};
+
+// Describes the virtual files of a container for meta.json.
+class FileCatalog {
+ public:
+  virtual ~FileCatalog() = default;
+  virtual std::vector<FileDescription> Describe(const Container& container) const = 0;
 };
 
 struct ReadStats {
@@ -60,72 +83,86 @@ struct ReadStats {
   std::atomic<uint64_t> bytes_fetched{0};
   std::atomic<uint64_t> prefetch_requests{0};
   std::atomic<uint64_t> prefetched_blocks{0};
-  std::atomic<int64_t> pinned_bytes{0};  // blocks held by readers right now
+  std::atomic<int64_t> pinned_bytes{0};    // blocks held by readers right now
+  std::atomic<int64_t> metadata_bytes{0};  // held by open containers (charged to the cache)
+  std::atomic<int64_t> containers_open{0};
+  std::atomic<uint64_t> containers_opened{0};
 };
 ReadStats& GlobalReadStats();
 
 class Container : public std::enable_shared_from_this<Container> {
  public:
-  // `source_path` is a frame file or a sparse-frame directory.
-  static std::shared_ptr<Container> Open(const std::string& source_path, StoreContext* context);
+  static std::shared_ptr<const Container> Open(std::shared_ptr<const source::ByteSource> source,
+                                               StoreContext* context, uint64_t cache_id,
+                                               const FileCatalog* catalog);
   ~Container();
   Container(const Container&) = delete;
   Container& operator=(const Container&) = delete;
 
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
-  const std::string& source_path() const { return source_path_; }
-  uint64_t id() const { return id_; }
+  // The error came from reading the source, not from its content.
+  bool transient() const { return transient_; }
+  const std::string& name() const { return source_->name(); }
+  const source::ByteSource& source() const { return *source_; }
+  uint64_t cache_id() const { return cache_id_; }
   const std::string& meta_json() const { return meta_json_; }
+  // Bytes of memory this container holds (charged to the cache).
+  int64_t memory_bytes() const { return memory_bytes_; }
   // Valid only when ok().
   const geometry::ArrayLayout& layout() const { return *layout_; }
   const std::string& format_name() const { return format_name_; }
+  // The NumPy descr of the items ('<f4', "[('a', '<i4')]", '|V8', ...).
+  const std::string& npy_descr() const { return npy_descr_; }
 
-  // Exact size of a virtual file (0 for a kind that does not exist here).
-  int64_t FileSize(const VirtualFile& file) const;
-  // The array box a box-backed file streams (data, data.npy body, chunk, slice).
-  geometry::Box FileBox(const VirtualFile& file) const;
-  // Reads up to `length` bytes at `offset`; fewer only at end of file.
-  Result<size_t> Read(const VirtualFile& file, int64_t offset, size_t length, uint8_t* out) const;
+  int64_t StreamSize(const ArrayStream& stream) const;
+  // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.
+  Result<size_t> Read(const ArrayStream& stream, int64_t offset, size_t length, uint8_t* out) const;
   // Reads any box of the array (inside its shape) as C-order bytes into
   // `out`, which holds box.NumItems() * itemsize bytes.
   Status ReadArrayBox(const geometry::Box& box, uint8_t* out) const;
   // Starts decompressing, on the background workers, the blocks that bytes
-  // [offset, offset + length) of `file` need and the cache lacks. Best
+  // [offset, offset + length) of the stream need and the cache lacks. Best
   // effort: does nothing without workers or when their queue is full.
-  void Prefetch(const VirtualFile& file, int64_t offset, int64_t length) const;
+  void Prefetch(const ArrayStream& stream, int64_t offset, int64_t length) const;
 
  private:
-  Container(std::string source_path, StoreContext* context);
-  Status Load();
-  Status LoadChunkIndex(const std::vector<uint8_t>& offsets_chunk);
+  Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
+            uint64_t cache_id);
+  Status Load(const FileCatalog* catalog);
+  Status LoadVlmeta();
+  Status LoadLayout();
+  Status LoadChunkIndex(std::vector<uint8_t> offsets_chunk);
+  Status ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const;
+  void Charge();
   struct ChunkRef;
   Result<ChunkRef> LocateChunk(int64_t chunk_index) const;
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
   Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
   Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
+  Result<cache::Value> DecodeWholeChunk(int64_t chunk_index, int64_t expected) const;
   Result<cache::Value> DecodeBlock(int64_t chunk_index, int64_t block_index) const;
   Result<cache::Value> GetBlock(int64_t chunk_index, int64_t block_index) const;
   Status ReadBox(const geometry::Box& box, int64_t item_begin, int64_t item_end,
                  uint8_t* out) const;
   Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length, uint8_t* out) const;
-  std::string RenderMeta() const;
+  std::string RenderMeta(const FileCatalog* catalog) const;
 
-  struct Source;
+  struct Metadata;
 
-  std::string source_path_;
+  std::shared_ptr<const source::ByteSource> source_;
   StoreContext* context_;
-  uint64_t id_;
+  uint64_t cache_id_;
   std::string error_;
+  bool transient_ = false;
+  mutable std::atomic<bool> source_failed_{false};  // set while loading
   std::string format_name_;
   std::string meta_json_;
-  std::string npy_header_;
+  std::string npy_descr_;
+  int64_t memory_bytes_ = 0;
   std::optional<geometry::ArrayLayout> layout_;
-  std::unique_ptr<Source> source_;
+  std::unique_ptr<Metadata> meta_;
 };
-
-// The NumPy .npy header (format 1.0, or 2.0 when too long) for a C-order array.
-std::string MakeNpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
 
 }  // namespace b2ndfs::store

@@ -1,16 +1,30 @@
 // vfs: the SOURCE tree as a namespace of inodes, with every recognised
 // container shown as a directory of virtual files (SPEC.md "Layout").
 //
-// Ownership: Filesystem owns the inode table (nodes are created by Lookup and
-// freed by Forget, as the FUSE low-level protocol counts them) and one
-// ContainerEntry per container path, which opens the container lazily (the
-// first time something inside it is looked at) and reopens it when the
-// source's mtime, size or inode changed (checked on every open of a file in
-// it). Listing a directory never decodes the containers in it.
-// Errors: Status with the errno to report (ENOENT, ENOTDIR, EIO, ...).
+// Lifetimes. The mirrored tree (directories, plain files, container
+// directories) is bound to source paths: its inode numbers stay while the
+// path keeps its kind. Everything inside a container directory is bound to
+// one *generation* of that container (one version of its source): a
+// generation reserves a block of inode numbers, one per listable name (views'
+// ordinals), so readdir and lookup agree without remembering names, and a new
+// generation gets new numbers. When a source changes (noticed on the next
+// lookup, stat or open inside it, by its signature: identity, size, times),
+// the old generation dies: its names answer ESTALE (the kernel then walks the
+// path again and finds the new generation's names, or ENOENT), the kernel is
+// told to forget them, and its cached blocks are dropped. An already-open
+// file keeps reading the generation it opened as far as that version's bytes
+// can still be read (cached blocks, an old file still held open); where they
+// cannot, reads fail with EIO. It never returns bytes of another generation.
+// Resources. Opened containers live in an LRU bounded by `max_open` and by a
+// share of the cache budget (their metadata is charged to the block cache);
+// descriptors live in a bounded source::DescriptorCache; a closed container
+// of a live generation is reopened on demand (after checking its signature).
+// Errors that come from reading the source (EMFILE, a vanished file, EIO from
+// the disk) are returned, never remembered as the container's state.
+// Errors: Status with the errno to report (ENOENT, ENOTDIR, ESTALE, EIO, ...).
 // Thread-safety: every method may be called from any thread.
-// Lock order: Filesystem::mutex_ before nothing; ContainerEntry::mutex_ is a
-// leaf lock taken without mutex_ held.
+// Lock order: ContainerEntry::mutex_ before Filesystem::mutex_ before
+// OpenContainers::mutex_; ReadPattern::mutex is a leaf.
 #pragma once
 
 #include <sys/stat.h>
@@ -19,7 +33,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +41,14 @@
 #include "b2ndfs/util/file.h"
 #include "b2ndfs/util/latency.h"
 #include "b2ndfs/util/status.h"
+
+namespace b2ndfs::views {
+class Node;
+class Registry;
+}  // namespace b2ndfs::views
+namespace b2ndfs::source {
+class DescriptorCache;
+}  // namespace b2ndfs::source
 
 namespace b2ndfs::vfs {
 
@@ -49,11 +70,11 @@ struct StaleNode {
 struct DirEntry {
   std::string name;
   mode_t type = 0;  // S_IFDIR / S_IFREG
-  Ino ino = 0;      // the node's inode if it has one, else a stable stand-in
+  Ino ino = 0;      // the inode number lookup gives (0: not known yet)
 };
 
-// An open directory: a stable, sorted snapshot, or a generated sequence for
-// chunk and slice directories (which may hold millions of names).
+// An open directory: a stable snapshot, or a generated sequence for chunk
+// and slice directories (which may hold millions of names).
 class DirListing {
  public:
   virtual ~DirListing() = default;
@@ -73,16 +94,15 @@ struct ReadPattern {
 
 // An open regular file.
 struct FileHandle {
-  std::shared_ptr<store::Container> container;  // virtual files
-  store::VirtualFile file;
+  // Virtual files: the generation's container (held while open) and the view.
+  std::shared_ptr<const store::Container> container;
+  std::shared_ptr<const views::Node> view;
   std::shared_ptr<File> passthrough;  // ordinary source files
   std::shared_ptr<ReadPattern> pattern;
   std::shared_ptr<const std::string> snapshot;  // generated files (stats)
-  bool keep_cache = true;                       // false when the source changed since the last open
+  bool keep_cache = true;                       // false when a plain file changed since
   bool direct_io = false;                       // for generated files whose size is not fixed
 };
-
-class ContainerEntry;
 
 // Attributes plus how long the kernel may cache them: names inside a
 // container are fixed for its generation; the mirrored tree may change.
@@ -93,13 +113,21 @@ struct Attr {
 
 struct Options {
   std::string source;               // directory, or a single container
-  double attr_timeout = 60.0;       // seconds the kernel may cache attributes
+  double attr_timeout = 60.0;       // seconds the kernel may cache attributes inside containers
   int64_t max_readahead = 8 << 20;  // bytes of blocks decompressed ahead of a reader
   int max_open = 0;                 // containers kept open at once (LRU); 0: default
+  size_t max_descriptors = 0;       // source descriptors kept open; 0: from RLIMIT_NOFILE
 };
+
+// Containers kept open when Options::max_open is 0.
+constexpr int kDefaultMaxOpen = 1024;
 
 // The hidden directory at the mount root with runtime statistics.
 constexpr const char* kControlDirName = ".b2ndfs";
+
+class ContainerEntry;
+class Generation;
+class OpenContainers;
 
 class Filesystem {
  public:
@@ -128,28 +156,48 @@ class Filesystem {
   const Options& options() const { return options_; }
 
  private:
+  friend class ContainerEntry;
+  friend class Generation;
   struct Node;
   std::shared_ptr<Node> Find(Ino ino) const;
-  std::shared_ptr<Node> Child(const std::shared_ptr<Node>& parent, const std::string& name,
-                              Status* status);
   Result<std::shared_ptr<Node>> Resolve(const std::shared_ptr<Node>& parent,
                                         const std::string& name);
-  Result<Attr> Attributes(const Node& node);
+  Result<std::shared_ptr<Node>> ResolveMirrored(const std::shared_ptr<Node>& parent,
+                                                const std::string& name);
+  Result<std::shared_ptr<Node>> ResolveInside(const std::shared_ptr<Node>& parent,
+                                              const std::string& name);
+  Result<Attr> Attributes(Node& node);
+  Result<Attr> ContainerAttributes(Node& node);
+  Result<std::shared_ptr<DirListing>> ListMirrored(const Node& node);
   std::shared_ptr<Node> Intern(std::shared_ptr<Node> node);
+  std::shared_ptr<ContainerEntry> EntryFor(const std::string& path);
+  Ino InoForPath(const std::string& path, mode_t type);
+  Ino ReserveInos(uint64_t count);
+  // The live generation of a node inside a container, or ESTALE.
+  Result<std::shared_ptr<Generation>> LiveGeneration(const Node& node);
+  void GenerationReplaced(const ContainerEntry& entry, const std::shared_ptr<Generation>& old);
   void PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length);
-  uint64_t RevalidateEntry(const std::shared_ptr<ContainerEntry>& entry);
 
   Options options_;
   store::StoreContext* store_;
-  mutable std::mutex mutex_;  // guards nodes_, children_, next_ino_, entries_
+  std::shared_ptr<const views::Registry> views_;
+  std::unique_ptr<source::DescriptorCache> descriptors_;
+  std::unique_ptr<OpenContainers> open_containers_;
+  mutable std::mutex mutex_;  // guards nodes_, children_, path_inos_, entries_, next_ino_
   std::unordered_map<Ino, std::shared_ptr<Node>> nodes_;
-  std::unordered_map<std::string, Ino> children_;  // parent ino + '/' + name -> ino
+  std::unordered_map<std::string, Ino> children_;  // parent ino + '/' + name -> ino (mirrored)
+  struct PathIno {
+    Ino ino;
+    mode_t type;
+  };
+  std::unordered_map<std::string, PathIno> path_inos_;
   std::unordered_map<std::string, std::weak_ptr<ContainerEntry>> entries_;
   Ino next_ino_ = kRootIno + 1;
   LatencyHistogram read_latency_;
   std::function<void(const std::vector<StaleNode>&)> invalidate_;
   int64_t start_time_ns_ = 0;
-  bool single_container_ = false;
+  std::atomic<uint64_t> generations_replaced_{0};
+  std::atomic<uint64_t> stale_replies_{0};
 };
 
 }  // namespace b2ndfs::vfs

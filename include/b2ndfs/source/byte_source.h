@@ -1,0 +1,77 @@
+// source: where a container's bytes come from, and how one version of them is
+// told from the next.
+//
+// A ByteSource is one *generation* of one container's bytes: a contiguous
+// frame file, or a sparse frame (chunks.b2frame plus numbered chunk files).
+// It is opened with the signature its source had then, and every read checks
+// that it still reads that version: bytes of a file that was rewritten in
+// place, or replaced while no descriptor of the old one was held, read as
+// ESTALE, never as a mix of two versions. A ByteSource holds no descriptor of
+// its own: a mount-wide DescriptorCache keeps a bounded number open (least
+// recently used are closed) and reopens on demand, so any number of
+// containers can be read under any RLIMIT_NOFILE. Backends for HTTP and S3
+// implement the same interface.
+// Errors: Status with the errno of the failure: ENOENT (gone), ESTALE (the
+// source holds another version now), EIO (short read); EMFILE, ENFILE,
+// ENOMEM, EINTR are transient, and callers never remember them as a
+// container's state.
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::source {
+
+// Identifies one version of a source. Local files: device, inode, size and
+// nanosecond mtime/ctime (a rewrite always moves ctime); a sparse frame: those
+// of chunks.b2frame plus its directory's inode and mtime (chunk files
+// created, removed or renamed). Remote objects: the ETag in `tag`.
+struct Signature {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t dir_inode = 0;
+  int64_t dir_mtime_ns = 0;
+  std::string tag;
+  bool operator==(const Signature&) const = default;
+};
+
+// The parts of a container: its frame (for a sparse frame, chunks.b2frame),
+// or chunk file N of a sparse frame (N >= 0, the number in its name).
+constexpr int64_t kFramePart = -1;
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // For messages and logs: a path, or a URL without credentials.
+  virtual const std::string& name() const = 0;
+  virtual bool sparse() const = 0;
+  // The version this generation was opened at.
+  virtual const Signature& signature() const = 0;
+  // Size in bytes of a part.
+  virtual Result<int64_t> PartSize(int64_t part) const = 0;
+  // Reads exactly `length` bytes at `offset` of a part.
+  virtual Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const = 0;
+  // True once a read found that the source no longer holds this version (a
+  // chunk file rewritten in place): the container must be opened afresh.
+  virtual bool found_stale() const = 0;
+};
+
+class DescriptorCache;
+
+// Reads the current signature of a local container (file or sparse-frame
+// directory) without opening it.
+Result<Signature> ProbeLocal(const std::string& path);
+
+// Opens the current version of a local container. `descriptors` must outlive
+// the source.
+Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
+                                                    DescriptorCache* descriptors);
+
+}  // namespace b2ndfs::source

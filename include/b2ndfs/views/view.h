@@ -1,0 +1,128 @@
+// views: the virtual files and directories inside a container directory,
+// and the registry that puts them there.
+//
+// A Node is one name in a container's tree (a file such as data.npy, or a
+// directory such as slices/0). Nodes are small immutable values made at
+// lookup for one container generation; they never hold the container (the
+// open-container LRU must be free to close it): every call takes it.
+// Every kind of entry in a container directory is a RootEntry registered in
+// a Registry; adding a kind of virtual file is adding one RootEntry (its own
+// file in src/views), not editing switches elsewhere.
+// Ordinals: every listable name of a generation has a distinct ordinal in
+// [0, Registry::OrdinalCount()), so the vfs can give it the same inode number
+// in readdir and lookup without remembering anything per name; names that are
+// looked up but never listed (hyperslabs) have kNoOrdinal.
+// Errors: Status: ENOENT for names that do not exist, ENOTDIR, EIO for reads.
+// Thread-safety: nodes and the registry are immutable; any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "b2ndfs/store/container.h"
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::views {
+
+constexpr uint64_t kNoOrdinal = UINT64_MAX;
+
+struct ListEntry {
+  std::string name;
+  bool directory = false;
+  uint64_t ordinal = kNoOrdinal;
+};
+
+// A directory's entries, possibly generated (millions of slice names).
+class Listing {
+ public:
+  virtual ~Listing() = default;
+  virtual size_t size() const = 0;
+  virtual ListEntry at(size_t index) const = 0;
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  const std::string& name() const { return name_; }
+  uint64_t ordinal() const { return ordinal_; }
+  virtual bool IsDirectory() const = 0;
+
+  // Directories.
+  virtual Result<std::shared_ptr<const Node>> Lookup(const store::Container& container,
+                                                     const std::string& name) const;
+  virtual Result<std::shared_ptr<const Listing>> List(const store::Container& container) const;
+
+  // Files. Size() is exact; Read() returns fewer bytes only at the end.
+  virtual int64_t Size(const store::Container& container) const;
+  virtual Result<size_t> Read(const store::Container& container, int64_t offset, size_t length,
+                              uint8_t* out) const;
+  // Best-effort decompression ahead of a sequential reader.
+  virtual void ReadAhead(const store::Container& container, int64_t offset, int64_t length) const;
+
+ protected:
+  Node(std::string name, uint64_t ordinal) : name_(std::move(name)), ordinal_(ordinal) {}
+
+ private:
+  std::string name_;
+  uint64_t ordinal_;
+};
+
+// A file that streams the array: a header, then a box in C order.
+class StreamFile : public Node {
+ public:
+  StreamFile(std::string name, uint64_t ordinal, store::ArrayStream stream)
+      : Node(std::move(name), ordinal), stream_(std::move(stream)) {}
+  bool IsDirectory() const override { return false; }
+  int64_t Size(const store::Container& container) const override;
+  Result<size_t> Read(const store::Container& container, int64_t offset, size_t length,
+                      uint8_t* out) const override;
+  void ReadAhead(const store::Container& container, int64_t offset, int64_t length) const override;
+
+ private:
+  store::ArrayStream stream_;
+};
+
+// One kind of entry of a container directory (meta.json, data, chunks/ ...).
+class RootEntry {
+ public:
+  virtual ~RootEntry() = default;
+  // The names this kind adds to the directory of `container` (none when it
+  // does not apply, e.g. to a container that cannot be decoded).
+  virtual std::vector<ListEntry> Names(const store::Container& container,
+                                       uint64_t ordinal_base) const = 0;
+  // How many ordinals the names of this kind and everything below use.
+  virtual uint64_t OrdinalCount(const store::Container& container) const = 0;
+  // nullptr when `name` is not this kind's.
+  virtual Result<std::shared_ptr<const Node>> Lookup(const store::Container& container,
+                                                     const std::string& name,
+                                                     uint64_t ordinal_base) const = 0;
+  // meta.json's "files" entries of this kind.
+  virtual void Describe(const store::Container& container,
+                        std::vector<store::FileDescription>* out) const = 0;
+};
+
+class Registry : public store::FileCatalog {
+ public:
+  // meta.json, data, data.npy, chunks/, slices/.
+  static std::shared_ptr<const Registry> Default();
+  void Add(std::unique_ptr<RootEntry> entry);
+
+  // The container directory itself.
+  std::shared_ptr<const Node> Root() const { return root_; }
+  uint64_t OrdinalCount(const store::Container& container) const;
+  std::vector<store::FileDescription> Describe(const store::Container& container) const override;
+
+  Registry();
+
+ private:
+  friend class RootDir;
+  std::vector<std::unique_ptr<RootEntry>> entries_;
+  std::shared_ptr<const Node> root_;
+};
+
+// The NumPy .npy header (format 1.0, or 2.0 when too long) for a C-order array.
+std::string MakeNpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
+
+}  // namespace b2ndfs::views

@@ -1,0 +1,100 @@
+#include "preflight.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "b2ndfs/vfs/filesystem.h"
+
+namespace b2ndfs::app {
+namespace {
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string UnescapeOctal(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' && field[i + 1] <= '3' &&
+        field[i + 2] >= '0' && field[i + 2] <= '7' && field[i + 3] >= '0' && field[i + 3] <= '7') {
+      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
+                               (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+bool IsFuseType(const std::string& type) {
+  return type == "fuse" || type == "fuseblk" || type.rfind("fuse.", 0) == 0;
+}
+
+}  // namespace
+
+Status CheckSourceKind(const std::string& source) {
+  struct stat st;
+  if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return Status::Ok();
+  const size_t slash = source.find_last_of('/');
+  const std::string name = slash == std::string::npos ? source : source.substr(slash + 1);
+  if (vfs::HasContainerExtension(name)) return Status::Ok();
+  return InvalidArgument("source " + source +
+                         " is a plain file, not a container (expected a directory or a "
+                         ".b2nd, .b2frame, .b2f, .b2, .caterva or .cat file)");
+}
+
+std::optional<std::string> MountedTypeAt(const std::string& mountinfo, const std::string& path) {
+  std::optional<std::string> type;
+  std::istringstream lines(mountinfo);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER"
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string w; words >> w;) fields.push_back(w);
+    if (fields.size() < 7 || UnescapeOctal(fields[4]) != path) continue;
+    for (size_t i = 6; i + 1 < fields.size(); ++i) {
+      if (fields[i] == "-") {
+        type = fields[i + 1];  // later lines are mounted on top of earlier ones
+        break;
+      }
+    }
+  }
+  return type;
+}
+
+Status CheckMountpointFree(const std::string& mountpoint) {
+  std::ifstream in("/proc/self/mountinfo");
+  if (!in) return Status::Ok();  // no /proc: nothing to check against
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto type = MountedTypeAt(text.str(), mountpoint);
+  if (type && IsFuseType(*type)) {
+    return Status(EBUSY, "mountpoint " + mountpoint + " already has a " + *type +
+                             " file system mounted on it; unmount it first (fusermount3 -u " +
+                             mountpoint + ")");
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> RaiseOpenFileLimit() {
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    const int e = errno;
+    return Status(e, std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(e));
+  }
+  if (limit.rlim_cur != limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      const int e = errno;
+      return Status(e, std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(e));
+    }
+  }
+  return static_cast<uint64_t>(limit.rlim_cur);
+}
+
+}  // namespace b2ndfs::app

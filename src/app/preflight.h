@@ -1,0 +1,36 @@
+// app/preflight: checks and process set-up done before mounting, so that
+// their errors reach the caller (mount, systemd) before the daemon detaches.
+//
+// Ownership: stateless functions. Errors: Status with an errno and a message
+// meant for the user. Thread-safety: call from main before threads start.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::app {
+
+// SOURCE, already known to exist: a regular file must be a container by its
+// extension (.b2nd, .b2frame, .b2f, .b2, .caterva, .cat). Directories and
+// anything not found locally (remote URLs) pass.
+Status CheckSourceKind(const std::string& source);
+
+// The file system type ("ext4", "fuse.b2ndfs", ...) of the topmost mount
+// at `path` (absolute, resolved) according to `mountinfo` (the text of
+// /proc/self/mountinfo); nullopt when nothing is mounted exactly there.
+std::optional<std::string> MountedTypeAt(const std::string& mountinfo, const std::string& path);
+
+// Refuses a mountpoint (absolute, resolved) on which a FUSE file system (a
+// b2ndfs or any other) is mounted: mounting over it would hide it, and its
+// unmount would then take ours.
+Status CheckMountpointFree(const std::string& mountpoint);
+
+// Raises the soft RLIMIT_NOFILE to the hard limit (as libfuse's
+// passthrough_hp does): every open container holds descriptors. Returns the
+// new soft limit.
+Result<uint64_t> RaiseOpenFileLimit();
+
+}  // namespace b2ndfs::app

@@ -1,0 +1,275 @@
+#include "b2ndfs/codec/builtin.h"
+
+#include <blosc2.h>
+#include <blosc2/codecs-registry.h>
+#include <blosc2/filters-registry.h>
+
+#include <array>
+#include <vector>
+
+namespace b2ndfs::codec {
+namespace {
+
+// The allowlist is written out rather than taken from c-blosc2's headers:
+// those also list codecs that c-blosc2 registers without a decoder (and then
+// loads), so "known to the header" is not "built in". These asserts tie the
+// numbers to the headers of the linked version.
+static_assert(BLOSC_BLOSCLZ == 0 && BLOSC_LZ4 == 1 && BLOSC_LZ4HC == 2 && BLOSC_ZLIB == 4 &&
+              BLOSC_ZSTD == 5 && BLOSC_LAST_CODEC == 6);
+static_assert(BLOSC_BLOSCLZ_FORMAT == 0 && BLOSC_LZ4_FORMAT == 1 && BLOSC_LZ4HC_FORMAT == 1 &&
+              BLOSC_ZLIB_FORMAT == 3 && BLOSC_ZSTD_FORMAT == 4 && BLOSC_UDCODEC_FORMAT == 6);
+static_assert(BLOSC_CODEC_NDLZ == 32 && BLOSC_CODEC_ZFP_FIXED_ACCURACY == 33 &&
+              BLOSC_CODEC_ZFP_FIXED_PRECISION == 34 && BLOSC_CODEC_ZFP_FIXED_RATE == 35 &&
+              BLOSC_CODEC_OPENHTJ2K == 36 && BLOSC_CODEC_GROK == 37);
+#if BLOSC2_VERSION_MAJOR >= 3
+static_assert(BLOSC_CODEC_OPENZL == 38 && BLOSC_CODEC_J2K == 39 && BLOSC_CODEC_HTJ2K == 40);
+#endif
+static_assert(BLOSC_NOFILTER == 0 && BLOSC_SHUFFLE == 1 && BLOSC_BITSHUFFLE == 2 &&
+              BLOSC_DELTA == 3 && BLOSC_TRUNC_PREC == 4 && BLOSC_LAST_FILTER == 5);
+static_assert(BLOSC_FILTER_NDCELL == 32 && BLOSC_FILTER_NDMEAN == 33 &&
+              BLOSC_FILTER_BYTEDELTA_BUGGY == 34 && BLOSC_FILTER_BYTEDELTA == 35 &&
+              BLOSC_FILTER_INT_TRUNC == 36);
+// c-blosc2 2.17 and 3.3 register exactly these five filters, all with their
+// code; a sixth would need a look at whether it comes with a decoder.
+static_assert(BLOSC2_GLOBAL_REGISTERED_FILTERS == 5);
+static_assert(BLOSC2_USER_REGISTERED_CODECS_START == 160 &&
+              BLOSC2_USER_REGISTERED_FILTERS_START == 160);
+static_assert(BLOSC_EXTENDED_HEADER_LENGTH == 32 && BLOSC_MIN_HEADER_LENGTH == 16 &&
+              BLOSC2_MAX_FILTERS == 6);
+
+constexpr int kUserRangeStart = 160;
+
+// Chunk header bytes (README_CHUNK_FORMAT.rst; blosc_header in blosc2.c).
+constexpr size_t kVersionByte = 0;
+constexpr size_t kFlagsByte = 2;
+constexpr size_t kFiltersByte = 16;
+constexpr size_t kUdcodecByte = 22;  // right after the six filter ids
+static_assert(BLOSC2_CHUNK_VERSION == kVersionByte && BLOSC2_CHUNK_FLAGS == kFlagsByte &&
+              BLOSC2_CHUNK_FILTER_CODES == kFiltersByte &&
+              static_cast<int>(BLOSC2_CHUNK_FILTER_CODES) + BLOSC2_MAX_FILTERS == kUdcodecByte &&
+              BLOSC2_CHUNK_FILTER_META == kUdcodecByte + 2);
+constexpr uint8_t kAlphaFormat = 3;  // BLOSC2_VERSION_FORMAT_ALPHA: 5 filters
+
+bool IsBuiltinCodec(int compcode) {
+  switch (compcode) {
+    case BLOSC_BLOSCLZ:
+    case BLOSC_LZ4:
+    case BLOSC_LZ4HC:
+    case BLOSC_ZLIB:
+    case BLOSC_ZSTD:
+    case BLOSC_CODEC_NDLZ:
+    case BLOSC_CODEC_ZFP_FIXED_ACCURACY:
+    case BLOSC_CODEC_ZFP_FIXED_PRECISION:
+    case BLOSC_CODEC_ZFP_FIXED_RATE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsBuiltinFilter(uint8_t id) {
+  return id <= BLOSC_TRUNC_PREC || (id >= BLOSC_FILTER_NDCELL && id <= BLOSC_FILTER_INT_TRUNC);
+}
+
+// Codecs that c-blosc2 knows by name only and loads as blosc2_<name>.
+bool IsPluginCodec(int compcode) { return compcode >= 36 && compcode <= 40; }
+
+// "grok (id 37)", or "id 41" for ids without a name.
+std::string Label(const std::string& name, int id) {
+  if (name.rfind("id:", 0) == 0 || name.rfind("user:", 0) == 0) return "id " + std::to_string(id);
+  return name + " (id " + std::to_string(id) + ")";
+}
+
+std::string CodecWords(int compcode) {
+  const std::string name = CodecIdName(compcode);
+  const std::string label = "codec " + Label(name, compcode);
+  if (IsPluginCodec(compcode)) {
+    return label + " needs the external plugin blosc2_" + name + ", which b2ndfs never loads";
+  }
+  if (compcode >= kUserRangeStart) {
+    return label +
+           " is a user-registered codec; it needs an external plugin, which b2ndfs never loads";
+  }
+  return label + " is not built into c-blosc2 " + LibraryVersion() +
+         " (b2ndfs never loads codec plugins)";
+}
+
+std::string FilterWords(uint8_t id) {
+  const std::string label = "filter " + Label(FilterIdName(id), id);
+  if (id >= kUserRangeStart) {
+    return label +
+           " is a user-registered filter; it needs an external plugin, which b2ndfs never loads";
+  }
+  return label + " is not built into c-blosc2 " + LibraryVersion() +
+         " (b2ndfs never loads filter plugins)";
+}
+
+// Collects findings once each, in order.
+class Findings {
+ public:
+  void Add(std::string words) {
+    for (const auto& w : words_) {
+      if (w == words) return;
+    }
+    words_.push_back(std::move(words));
+  }
+  std::optional<std::string> Joined() const {
+    if (words_.empty()) return std::nullopt;
+    std::string out;
+    for (const auto& w : words_) {
+      if (!out.empty()) out += "; ";
+      out += w;
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::string> words_;
+};
+
+void CheckFilters(std::span<const uint8_t> filters, Findings* findings) {
+  for (uint8_t id : filters) {
+    if (!IsBuiltinFilter(id)) findings->Add(FilterWords(id));
+  }
+}
+
+}  // namespace
+
+std::string CodecIdName(int id) {
+  switch (id) {
+    case BLOSC_BLOSCLZ:
+      return "blosclz";
+    case BLOSC_LZ4:
+      return "lz4";
+    case BLOSC_LZ4HC:
+      return "lz4hc";
+    case 3:  // BLOSC_SNAPPY of Blosc1; c-blosc2 dropped it
+      return "snappy";
+    case BLOSC_ZLIB:
+      return "zlib";
+    case BLOSC_ZSTD:
+      return "zstd";
+    case 32:
+      return "ndlz";
+    case 33:
+      return "zfp_acc";
+    case 34:
+      return "zfp_prec";
+    case 35:
+      return "zfp_rate";
+    case 36:
+      return "openhtj2k";
+    case 37:
+      return "grok";
+    case 38:
+      return "openzl";
+    case 39:
+      return "j2k";
+    case 40:
+      return "htj2k";
+    default:
+      if (id >= kUserRangeStart && id <= 255) return "user:" + std::to_string(id);
+      return "id:" + std::to_string(id);
+  }
+}
+
+std::string FilterIdName(uint8_t id) {
+  switch (id) {
+    case 0:
+      return "none";
+    case 1:
+      return "shuffle";
+    case 2:
+      return "bitshuffle";
+    case 3:
+      return "delta";
+    case 4:
+      return "trunc_prec";
+    case 32:
+      return "ndcell";
+    case 33:
+      return "ndmean";
+    case 34:
+      return "bytedelta_buggy";
+    case 35:
+      return "bytedelta";
+    case 36:
+      return "int_trunc";
+    default:
+      if (id >= kUserRangeStart) return "user:" + std::to_string(id);
+      return "id:" + std::to_string(id);
+  }
+}
+
+std::string LibraryVersion() {
+  const char* version = blosc2_get_version_string();
+  return version != nullptr ? version : BLOSC2_VERSION_STRING;
+}
+
+std::optional<std::string> UnsupportedPipeline(int compcode, uint8_t udcodec,
+                                               std::span<const uint8_t> filters) {
+  Findings findings;
+  // As frame.c reads a frame: codec nibble 6 (BLOSC_UDCODEC_FORMAT) means the
+  // codec id is the udcodec byte, any id, built-in ones included.
+  const int codec = compcode == BLOSC_UDCODEC_FORMAT ? udcodec : compcode;
+  if (!IsBuiltinCodec(codec)) findings.Add(CodecWords(codec));
+  CheckFilters(filters, &findings);
+  return findings.Joined();
+}
+
+Status CheckChunkPipeline(std::span<const uint8_t> header) {
+  if (header.size() < static_cast<size_t>(BLOSC_MIN_HEADER_LENGTH)) {
+    return InvalidData("chunk header is " + std::to_string(header.size()) +
+                       " bytes, too short to say which codec it needs");
+  }
+  // read_chunk_header(): the extended header exists exactly when both shuffle
+  // flags are set; otherwise the filters come from the flags (shuffle,
+  // bitshuffle, delta: all built in) and the user-defined codec byte is 0.
+  const uint8_t flags = header[kFlagsByte];
+  const bool extended = (flags & BLOSC_DOSHUFFLE) && (flags & BLOSC_DOBITSHUFFLE);
+  std::array<uint8_t, BLOSC2_MAX_FILTERS> filters{};
+  uint8_t udcodec = 0;
+  if (extended) {
+    if (header.size() < static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
+      return InvalidData("chunk's extended header is truncated (" + std::to_string(header.size()) +
+                         " bytes), so the codec it needs is unknown");
+    }
+    for (size_t i = 0; i < filters.size(); ++i) filters[i] = header[kFiltersByte + i];
+    udcodec = header[kUdcodecByte];
+    if (header[kVersionByte] == kAlphaFormat) filters[5] = 0;  // as c-blosc2 does
+  }
+  Findings findings;
+  // blosc_d() picks the codec from the compformat bits alone; only format 6
+  // consults the codec byte, and then only among registered codecs (ids 32
+  // and up), whose decoders may be plugins.
+  const int compformat = flags >> 5;
+  switch (compformat) {
+    case BLOSC_BLOSCLZ_FORMAT:
+    case BLOSC_LZ4_FORMAT:
+    case BLOSC_ZLIB_FORMAT:
+    case BLOSC_ZSTD_FORMAT:
+      break;
+    case BLOSC_UDCODEC_FORMAT:
+      if (udcodec < BLOSC2_GLOBAL_REGISTERED_CODECS_START) {
+        findings.Add("chunk names codec " + Label(CodecIdName(udcodec), udcodec) +
+                     " in its user-defined codec slot, which c-blosc2 does not decode");
+      } else if (!IsBuiltinCodec(udcodec)) {
+        findings.Add(CodecWords(udcodec));
+      }
+      break;
+    case 2:
+      findings.Add("chunk codec format 2 (snappy) is not built into c-blosc2 " + LibraryVersion());
+      break;
+    case 7:
+      findings.Add("chunk codec format 7 (codec kept in the super-chunk) is not supported");
+      break;
+    default:
+      findings.Add("chunk codec format " + std::to_string(compformat) + " is reserved");
+      break;
+  }
+  CheckFilters(filters, &findings);
+  if (auto words = findings.Joined()) return InvalidData(std::move(*words));
+  return Status::Ok();
+}
+
+}  // namespace b2ndfs::codec

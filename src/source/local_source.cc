@@ -1,0 +1,203 @@
+// Local byte sources: a frame file, or a sparse-frame directory.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/source/descriptor_cache.h"
+
+namespace b2ndfs::source {
+namespace {
+
+int64_t Nanos(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
+
+Result<struct stat> StatPath(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    return Status(e, path + ": " + std::strerror(e));
+  }
+  return st;
+}
+
+Signature FileSignature(const struct stat& st) {
+  Signature s;
+  s.device = st.st_dev;
+  s.inode = st.st_ino;
+  s.size = st.st_size;
+  s.mtime_ns = Nanos(st.st_mtim);
+  s.ctime_ns = Nanos(st.st_ctim);
+  return s;
+}
+
+// The same file, unchanged: identity, size and both times.
+bool SameVersion(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         Nanos(a.st_mtim) == Nanos(b.st_mtim) && Nanos(a.st_ctim) == Nanos(b.st_ctim);
+}
+
+std::string ChunkFileName(int64_t number) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(number));
+  return name;
+}
+
+class LocalSource final : public ByteSource {
+ public:
+  LocalSource(std::string path, bool sparse, Signature signature, struct stat frame_stat,
+              DescriptorCache* descriptors)
+      : path_(std::move(path)),
+        sparse_(sparse),
+        signature_(std::move(signature)),
+        frame_stat_(frame_stat),
+        descriptors_(descriptors) {}
+
+  const std::string& name() const override { return path_; }
+  bool sparse() const override { return sparse_; }
+  const Signature& signature() const override { return signature_; }
+  bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
+
+  Result<int64_t> PartSize(int64_t part) const override {
+    if (part == kFramePart) {
+      if (frame_stat_.st_ino == 0) return InvalidData(path_ + " has no chunks.b2frame");
+      return static_cast<int64_t>(frame_stat_.st_size);
+    }
+    B2NDFS_ASSIGN_OR_RETURN(const PartFile f, OpenPart(part));
+    return static_cast<int64_t>(f.expected.st_size);
+  }
+
+  Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
+    B2NDFS_ASSIGN_OR_RETURN(const PartFile f, OpenPart(part));
+    const int64_t size = f.expected.st_size;
+    if (offset < 0 || offset > size || static_cast<int64_t>(length) > size - offset) {
+      return InvalidData(PartName(part) + ": read of " + std::to_string(length) + " bytes at " +
+                         std::to_string(offset) + " passes its end (" + std::to_string(size) +
+                         " bytes)");
+    }
+    B2NDFS_RETURN_IF_ERROR(f.file->ReadExact(offset, out, length).WithContext(PartName(part)));
+    // Checked after the read: a writer updates the times before it changes
+    // bytes, so bytes read before an unchanged fstat are this version's.
+    B2NDFS_ASSIGN_OR_RETURN(const struct stat now, f.file->Stat());
+    if (!SameVersion(now, f.expected)) return Stale(part);
+    return Status::Ok();
+  }
+
+ private:
+  struct PartFile {
+    std::shared_ptr<const File> file;
+    struct stat expected;
+  };
+
+  std::string PartPath(int64_t part) const {
+    if (part == kFramePart) return sparse_ ? path_ + "/chunks.b2frame" : path_;
+    return path_ + "/" + ChunkFileName(part);
+  }
+  std::string PartName(int64_t part) const {
+    return part == kFramePart ? PartPath(part) : ChunkFileName(part);
+  }
+
+  Status Stale(int64_t part) const {
+    stale_.store(true, std::memory_order_relaxed);
+    descriptors_->Drop(PartPath(part));
+    return Status(ESTALE, PartPath(part) + " changed on disk");
+  }
+
+  // A descriptor of the part as this generation knows it. The descriptor
+  // cache may hold an older or newer file under the same path: identities
+  // are checked here, contents after every read.
+  Result<PartFile> OpenPart(int64_t part) const {
+    if (part < kFramePart || (part != kFramePart && !sparse_)) {
+      return InvalidData("no chunk file " + std::to_string(part) + " in a contiguous frame");
+    }
+    const std::string path = PartPath(part);
+    struct stat expected {};
+    bool known = part == kFramePart;
+    if (known) {
+      expected = frame_stat_;
+    } else {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = chunk_files_.find(part);
+      if (it != chunk_files_.end()) {
+        expected = it->second;
+        known = true;
+      }
+    }
+    if (!known) {
+      // First use of this chunk file: the version on disk now is this
+      // generation's (chunks.b2frame, checked on every read, names it).
+      B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
+      B2NDFS_ASSIGN_OR_RETURN(OpenFile open, descriptors_->Open(path, st.st_dev, st.st_ino));
+      B2NDFS_ASSIGN_OR_RETURN(const struct stat now, open.file->Stat());
+      std::lock_guard<std::mutex> lock(mutex_);
+      expected = chunk_files_.try_emplace(part, now).first->second;
+      if (!SameVersion(now, expected)) return Stale(part);
+      return PartFile{std::move(open.file), expected};
+    }
+    B2NDFS_ASSIGN_OR_RETURN(OpenFile open,
+                            descriptors_->Open(path, expected.st_dev, expected.st_ino));
+    if (open.st.st_ino != expected.st_ino || open.st.st_dev != expected.st_dev) return Stale(part);
+    return PartFile{std::move(open.file), expected};
+  }
+
+  const std::string path_;
+  const bool sparse_;
+  const Signature signature_;
+  const struct stat frame_stat_;
+  DescriptorCache* descriptors_;
+  mutable std::atomic<bool> stale_{false};
+  mutable std::mutex mutex_;  // leaf lock; guards chunk_files_
+  mutable std::unordered_map<int64_t, struct stat> chunk_files_;
+};
+
+}  // namespace
+
+Result<Signature> ProbeLocal(const std::string& path) {
+  B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
+  if (!S_ISDIR(st.st_mode)) return FileSignature(st);
+  // A directory without its index is a (broken) version too: creating the
+  // index changes the directory's mtime.
+  struct stat frame {};
+  if (::stat((path + "/chunks.b2frame").c_str(), &frame) != 0) frame = {};
+  Signature s = FileSignature(frame);
+  s.dir_inode = st.st_ino;
+  s.dir_mtime_ns = Nanos(st.st_mtim);
+  return s;
+}
+
+Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
+                                                    DescriptorCache* descriptors) {
+  B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
+  const bool sparse = S_ISDIR(st.st_mode);
+  const std::string frame_path = sparse ? path + "/chunks.b2frame" : path;
+  if (sparse && ::access(frame_path.c_str(), F_OK) != 0 && errno == ENOENT) {
+    // Served as a container that says what is missing.
+    struct stat none {};
+    Signature signature = FileSignature(none);
+    signature.dir_inode = st.st_ino;
+    signature.dir_mtime_ns = Nanos(st.st_mtim);
+    return std::shared_ptr<const ByteSource>(
+        std::make_shared<LocalSource>(path, sparse, std::move(signature), none, descriptors));
+  }
+  B2NDFS_ASSIGN_OR_RETURN(const struct stat frame_st, StatPath(frame_path));
+  if (!S_ISREG(frame_st.st_mode)) return InvalidData(frame_path + " is not a regular file");
+  // The descriptor decides the version (a path replaced between the stat and
+  // the open must not mix two files), and its fstat is fresh: the cache may
+  // have opened it before an in-place rewrite.
+  B2NDFS_ASSIGN_OR_RETURN(OpenFile frame,
+                          descriptors->Open(frame_path, frame_st.st_dev, frame_st.st_ino));
+  B2NDFS_ASSIGN_OR_RETURN(const struct stat now, frame.file->Stat());
+  Signature signature = FileSignature(now);
+  if (sparse) {
+    signature.dir_inode = st.st_ino;
+    signature.dir_mtime_ns = Nanos(st.st_mtim);
+  }
+  return std::shared_ptr<const ByteSource>(
+      std::make_shared<LocalSource>(path, sparse, std::move(signature), now, descriptors));
+}
+
+}  // namespace b2ndfs::source

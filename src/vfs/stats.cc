@@ -1,0 +1,95 @@
+// .b2ndfs/stats: the runtime statistics document.
+#include <cstdio>
+#include <ctime>
+
+#include "b2ndfs/source/descriptor_cache.h"
+#include "b2ndfs/vfs/filesystem.h"
+#include "generation.h"
+
+namespace b2ndfs::vfs {
+
+std::string Filesystem::StatsJson() const {
+  const cache::CacheStats c =
+      store_->cache != nullptr ? store_->cache->stats() : cache::CacheStats{};
+  const store::ReadStats& r = store::GlobalReadStats();
+  const LatencyHistogram::Summary lat = read_latency_.Summarize();
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const double uptime =
+      static_cast<double>(now.tv_sec * 1000000000LL + now.tv_nsec - start_time_ns_) / 1e9;
+  size_t inodes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inodes = nodes_.size();
+  }
+  const source::DescriptorStats d = descriptors_->stats();
+  const uint64_t lookups = c.hits + c.misses;
+  char hit_ratio[32];
+  std::snprintf(hit_ratio, sizeof hit_ratio, "%.4f",
+                lookups ? static_cast<double>(c.hits) / static_cast<double>(lookups) : 0.0);
+  char mean[32];
+  std::snprintf(mean, sizeof mean, "%.1f", lat.mean_us);
+  char up[32];
+  std::snprintf(up, sizeof up, "%.1f", uptime);
+  auto kv = [](const char* key, auto value, bool last = false) {
+    return std::string("    \"") + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
+  };
+  std::string out = "{\n";
+  out += "  \"uptime_s\": " + std::string(up) + ",\n";
+  out += "  \"inodes\": " + std::to_string(inodes) + ",\n";
+  out += "  \"containers\": {\n";
+  out += kv("open", r.containers_open.load());
+  out += kv("kept_open", open_containers_->size());
+  out += kv("max_open", options_.max_open > 0 ? options_.max_open : kDefaultMaxOpen);
+  out += kv("opened", r.containers_opened.load());
+  out += kv("metadata_bytes", r.metadata_bytes.load());
+  out += kv("generations_replaced", generations_replaced_.load());
+  out += kv("stale_replies", stale_replies_.load(), true);
+  out += "  },\n";
+  out += "  \"descriptors\": {\n";
+  out += kv("open", d.open_now);
+  out += kv("capacity", d.capacity);
+  out += kv("opens", d.opens);
+  out += kv("hits", d.hits);
+  out += kv("evictions", d.evictions, true);
+  out += "  },\n";
+  out += "  \"cache\": {\n";
+  out += kv("capacity_bytes", c.capacity_bytes);
+  out += kv("bytes_cached", c.bytes_cached);
+  out += kv("entries", c.entries);
+  out += kv("hits", c.hits);
+  out += kv("misses", c.misses);
+  out += "    \"hit_ratio\": " + std::string(hit_ratio) + ",\n";
+  out += kv("shared_waits", c.shared_waits);
+  out += kv("evictions", c.evictions);
+  out += kv("inserts", c.inserts);
+  out += kv("load_errors", c.load_errors);
+  out += kv("bytes_loaded", c.bytes_loaded);
+  out += kv("external_bytes", c.external_bytes, true);
+  out += "  },\n";
+  out += "  \"reads\": {\n";
+  out += kv("requests", r.reads.load());
+  out += kv("bytes_served", r.bytes_served.load());
+  out += kv("errors", r.read_errors.load());
+  out += kv("blocks_decompressed", r.blocks_decompressed.load());
+  out += kv("bytes_decompressed", r.bytes_decompressed.load());
+  out += kv("whole_chunk_decodes", r.whole_chunk_decodes.load());
+  out += kv("chunks_fetched", r.chunks_fetched.load());
+  out += kv("compressed_bytes_fetched", r.bytes_fetched.load());
+  out += kv("readahead_requests", r.prefetch_requests.load());
+  out += kv("readahead_blocks", r.prefetched_blocks.load());
+  out += kv("pinned_bytes", r.pinned_bytes.load(), true);
+  out += "  },\n";
+  out += "  \"read_latency_us\": {\n";
+  out += kv("count", lat.count);
+  out += "    \"mean\": " + std::string(mean) + ",\n";
+  out += kv("p50", lat.p50_us);
+  out += kv("p90", lat.p90_us);
+  out += kv("p99", lat.p99_us);
+  out += kv("max", lat.max_us, true);
+  out += "  }\n";
+  out += "}\n";
+  return out;
+}
+
+}  // namespace b2ndfs::vfs

@@ -1,0 +1,44 @@
+// Private to views: the built-in entry kinds (one file each) and the naming
+// helpers they share.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "b2ndfs/views/view.h"
+
+namespace b2ndfs::views {
+
+std::unique_ptr<RootEntry> MakeMetaJsonEntry();
+std::unique_ptr<RootEntry> MakeDataEntry();
+std::unique_ptr<RootEntry> MakeDataNpyEntry();
+std::unique_ptr<RootEntry> MakeChunksEntry();
+std::unique_ptr<RootEntry> MakeSlicesEntry();
+
+// A non-negative decimal without sign or spaces (leading zeros allowed, at
+// most 18 significant digits); nullopt otherwise.
+std::optional<int64_t> ParseIndex(const std::string& text);
+// Digits of the largest value: slice names are padded to it so `ls` sorts.
+int DecimalWidth(int64_t value);
+std::string Padded(int64_t value, int width);
+
+// A directory listing generated from a count and a function.
+template <typename NameOf>
+class GeneratedListing : public Listing {
+ public:
+  GeneratedListing(size_t count, NameOf name_of) : count_(count), name_of_(std::move(name_of)) {}
+  size_t size() const override { return count_; }
+  ListEntry at(size_t index) const override { return name_of_(index); }
+
+ private:
+  size_t count_;
+  NameOf name_of_;
+};
+
+template <typename NameOf>
+std::shared_ptr<const Listing> MakeListing(size_t count, NameOf name_of) {
+  return std::make_shared<GeneratedListing<NameOf>>(count, std::move(name_of));
+}
+
+}  // namespace b2ndfs::views

@@ -1,0 +1,131 @@
+// Node defaults, stream files, and the container directory built from the
+// registered entry kinds.
+#include <algorithm>
+#include <cstring>
+
+#include "b2ndfs/views/view.h"
+#include "kinds.h"
+
+namespace b2ndfs::views {
+
+Result<std::shared_ptr<const Node>> Node::Lookup(const store::Container&,
+                                                 const std::string&) const {
+  return Status(ENOTDIR, name_ + " is not a directory");
+}
+
+Result<std::shared_ptr<const Listing>> Node::List(const store::Container&) const {
+  return Status(ENOTDIR, name_ + " is not a directory");
+}
+
+int64_t Node::Size(const store::Container&) const { return 0; }
+
+Result<size_t> Node::Read(const store::Container&, int64_t, size_t, uint8_t*) const {
+  return Status(EISDIR, name_ + " is a directory");
+}
+
+void Node::ReadAhead(const store::Container&, int64_t, int64_t) const {}
+
+int64_t StreamFile::Size(const store::Container& container) const {
+  return container.StreamSize(stream_);
+}
+
+Result<size_t> StreamFile::Read(const store::Container& container, int64_t offset, size_t length,
+                                uint8_t* out) const {
+  return container.Read(stream_, offset, length, out);
+}
+
+void StreamFile::ReadAhead(const store::Container& container, int64_t offset,
+                           int64_t length) const {
+  container.Prefetch(stream_, offset, length);
+}
+
+// The container directory: the union of what the registered kinds offer,
+// sorted by name. Kinds take consecutive ordinal ranges in registration order.
+class RootDir : public Node {
+ public:
+  explicit RootDir(const Registry* registry) : Node("", kNoOrdinal), registry_(registry) {}
+  bool IsDirectory() const override { return true; }
+
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container& container,
+                                             const std::string& name) const override {
+    uint64_t base = 0;
+    for (const auto& entry : registry_->entries_) {
+      B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Node> node,
+                              entry->Lookup(container, name, base));
+      if (node) return node;
+      base += entry->OrdinalCount(container);
+    }
+    return NotFound(name);
+  }
+
+  Result<std::shared_ptr<const Listing>> List(const store::Container& container) const override {
+    std::vector<ListEntry> names;
+    uint64_t base = 0;
+    for (const auto& entry : registry_->entries_) {
+      for (auto& e : entry->Names(container, base)) names.push_back(std::move(e));
+      base += entry->OrdinalCount(container);
+    }
+    std::sort(names.begin(), names.end(),
+              [](const ListEntry& a, const ListEntry& b) { return a.name < b.name; });
+    const size_t count = names.size();  // before the lambda takes `names`
+    return MakeListing(count, [names = std::move(names)](size_t i) { return names[i]; });
+  }
+
+ private:
+  const Registry* registry_;
+};
+
+Registry::Registry() : root_(std::make_shared<RootDir>(this)) {}
+
+void Registry::Add(std::unique_ptr<RootEntry> entry) { entries_.push_back(std::move(entry)); }
+
+std::shared_ptr<const Registry> Registry::Default() {
+  auto registry = std::make_shared<Registry>();
+  registry->Add(MakeMetaJsonEntry());
+  registry->Add(MakeDataEntry());
+  registry->Add(MakeDataNpyEntry());
+  registry->Add(MakeChunksEntry());
+  registry->Add(MakeSlicesEntry());
+  return registry;
+}
+
+uint64_t Registry::OrdinalCount(const store::Container& container) const {
+  uint64_t total = 0;
+  for (const auto& entry : entries_) total += entry->OrdinalCount(container);
+  return total;
+}
+
+std::vector<store::FileDescription> Registry::Describe(const store::Container& container) const {
+  std::vector<store::FileDescription> out;
+  for (const auto& entry : entries_) entry->Describe(container, &out);
+  return out;
+}
+
+std::optional<int64_t> ParseIndex(const std::string& text) {
+  if (text.empty() || text.size() > 255) return std::nullopt;
+  const size_t digits = text.size() - std::min(text.find_first_not_of('0'), text.size() - 1);
+  if (digits > 18) return std::nullopt;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+int DecimalWidth(int64_t value) {
+  int width = 1;
+  while (value >= 10) {
+    value /= 10;
+    ++width;
+  }
+  return width;
+}
+
+std::string Padded(int64_t value, int width) {
+  std::string digits = std::to_string(value);
+  if (static_cast<int>(digits.size()) < width) digits.insert(0, width - digits.size(), '0');
+  return digits;
+}
+
+}  // namespace b2ndfs::views

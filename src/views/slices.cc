@@ -1,0 +1,114 @@
+// slices/A/IDX: for each axis A, one file per index along it holding the
+// (ndim-1)-D slab. IDX is zero-padded to the width of the largest index so
+// that `ls` sorts; unpadded (and over-padded) spellings name the same file.
+#include "kinds.h"
+
+namespace b2ndfs::views {
+namespace {
+
+// Ordinals from the slices directory's base: the directory, then one per
+// axis directory, then the files of axis 0, axis 1, ...
+uint64_t AxisDirOrdinal(uint64_t base, int axis) { return base + 1 + static_cast<uint64_t>(axis); }
+uint64_t FileOrdinal(const geometry::ArrayLayout& layout, uint64_t base, int axis, int64_t index) {
+  uint64_t ordinal = base + 1 + static_cast<uint64_t>(layout.ndim());
+  for (int a = 0; a < axis; ++a) ordinal += static_cast<uint64_t>(layout.shape()[a]);
+  return ordinal + static_cast<uint64_t>(index);
+}
+
+class SliceAxisDir : public Node {
+ public:
+  SliceAxisDir(uint64_t base, int axis)
+      : Node(std::to_string(axis), AxisDirOrdinal(base, axis)), base_(base), axis_(axis) {}
+  bool IsDirectory() const override { return true; }
+
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
+                                             const std::string& name) const override {
+    const auto& layout = c.layout();
+    const int64_t extent = layout.shape()[axis_];
+    auto index = ParseIndex(name);
+    if (!index || *index >= extent) return NotFound(name);
+    geometry::Box box = geometry::Box::FromShape(layout.shape());
+    box.start[axis_] = *index;
+    box.stop[axis_] = *index + 1;
+    return std::shared_ptr<const Node>(std::make_shared<StreamFile>(
+        Padded(*index, Width(extent)), FileOrdinal(layout, base_, axis_, *index),
+        store::ArrayStream{std::string(), std::move(box)}));
+  }
+
+  Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
+    const int64_t extent = c.layout().shape()[axis_];
+    const int width = Width(extent);
+    const uint64_t first = FileOrdinal(c.layout(), base_, axis_, 0);
+    return MakeListing(static_cast<size_t>(extent), [width, first](size_t i) {
+      return ListEntry{Padded(static_cast<int64_t>(i), width), false, first + i};
+    });
+  }
+
+ private:
+  static int Width(int64_t extent) { return DecimalWidth(extent > 0 ? extent - 1 : 0); }
+  uint64_t base_;
+  int axis_;
+};
+
+class SlicesDir : public Node {
+ public:
+  explicit SlicesDir(uint64_t base) : Node("slices", base) {}
+  bool IsDirectory() const override { return true; }
+
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
+                                             const std::string& name) const override {
+    auto axis = ParseIndex(name);
+    if (!axis || *axis >= c.layout().ndim() || std::to_string(*axis) != name) {
+      return NotFound(name);
+    }
+    return std::shared_ptr<const Node>(
+        std::make_shared<SliceAxisDir>(ordinal(), static_cast<int>(*axis)));
+  }
+
+  Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
+    const uint64_t base = ordinal();
+    return MakeListing(static_cast<size_t>(c.layout().ndim()), [base](size_t i) {
+      return ListEntry{std::to_string(i), true, AxisDirOrdinal(base, static_cast<int>(i))};
+    });
+  }
+};
+
+class SlicesEntry : public RootEntry {
+ public:
+  static bool Applies(const store::Container& c) { return c.ok() && c.layout().ndim() > 0; }
+  std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
+    if (!Applies(c)) return {};
+    return {ListEntry{"slices", true, base}};
+  }
+  uint64_t OrdinalCount(const store::Container& c) const override {
+    if (!Applies(c)) return 0;
+    uint64_t count = 1 + static_cast<uint64_t>(c.layout().ndim());
+    for (int64_t extent : c.layout().shape()) count += static_cast<uint64_t>(extent);
+    return count;
+  }
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
+                                             uint64_t base) const override {
+    if (name != "slices" || !Applies(c)) return std::shared_ptr<const Node>();
+    return std::shared_ptr<const Node>(std::make_shared<SlicesDir>(base));
+  }
+  void Describe(const store::Container& c,
+                std::vector<store::FileDescription>* out) const override {
+    if (!c.ok()) return;
+    const auto& layout = c.layout();
+    const int64_t data_size = layout.NumItems() * layout.itemsize();
+    for (int a = 0; a < layout.ndim(); ++a) {
+      if (layout.shape()[a] == 0) continue;
+      std::vector<int64_t> slice_shape;
+      for (int b = 0; b < layout.ndim(); ++b) {
+        if (b != a) slice_shape.push_back(layout.shape()[b]);
+      }
+      out->push_back({"slices/" + std::to_string(a), slice_shape, data_size / layout.shape()[a]});
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RootEntry> MakeSlicesEntry() { return std::make_unique<SlicesEntry>(); }
+
+}  // namespace b2ndfs::views
