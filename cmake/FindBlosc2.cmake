@@ -1,4 +1,4 @@
-# Finds c-blosc2 (>= 3.0) and defines the imported target Blosc2::blosc2, with
+# Finds c-blosc2 (>= 3.3) and defines the imported target Blosc2::blosc2, with
 # Blosc2_VERSION and Blosc2_SOURCE (which installation was chosen, for the log).
 # Order, first match wins:
 #   1. a system installation through pkg-config (the shared library);
@@ -11,7 +11,7 @@
 # -DB2NDFS_FORCE_LOCAL_BLOSC2=ON skips 1 and 2.
 include(FindPackageHandleStandardArgs)
 
-set(_b2_min_version 3.0)
+set(_b2_min_version 3.3)
 set(_b2_local "${PROJECT_SOURCE_DIR}/.deps/blosc2-3.3/usr")
 set(Blosc2_SOURCE "")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything b2ndfs needs to build and test on Debian 12 (bookworm) or newer.
-# Idempotent: a second run only checks. c-blosc2 (>= 3.0) comes from the system when
+# Idempotent: a second run only checks. c-blosc2 (>= 3.3) comes from the system when
 # one is installed (pkg-config / CMake config, as on Debian forky/sid), else from
 # Debian forky's libblosc2-dev, unpacked into a project-local prefix
 # (.deps/blosc2-3.3) without touching the system; only its static library is used
@@ -11,9 +11,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS="$ROOT/.deps"
 BLOSC2_PREFIX="$DEPS/blosc2-3.3"
 BLOSC2_SUITE="${B2NDFS_BLOSC2_SUITE:-forky}"
-BLOSC2_MIN_MAJOR=3
+# 3.3: frame format 3 and chunks with variable-length blocks (blosc2_vlcompress_ctx).
+BLOSC2_MIN=3.3
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+# True if version $1 is at least $BLOSC2_MIN.
+version_ok() { [ -n "$1" ] && [ "$(printf '%s\n' "$BLOSC2_MIN" "$1" | sort -V | head -n1)" = "$BLOSC2_MIN" ]; }
 
 APT_PACKAGES=(
   build-essential cmake pkg-config ninja-build
@@ -58,7 +61,7 @@ else
 fi
 
 # --- c-blosc2 -----------------------------------------------------------------
-if pkg-config --exists "blosc2 >= $BLOSC2_MIN_MAJOR.0" 2>/dev/null; then
+if pkg-config --exists "blosc2 >= $BLOSC2_MIN" 2>/dev/null; then
   log "system c-blosc2 $(pkg-config --modversion blosc2) found (pkg-config)"
   exit 0
 fi
@@ -68,7 +71,7 @@ for version_file in /usr/local/lib/cmake/Blosc2/Blosc2ConfigVersion.cmake \
   /usr/lib/*/cmake/Blosc2/Blosc2ConfigVersion.cmake /usr/lib/cmake/Blosc2/Blosc2ConfigVersion.cmake; do
   [ -f "$version_file" ] || continue
   v=$(sed -n 's/^set(PACKAGE_VERSION "\([0-9.]*\)").*/\1/p' "$version_file" | head -n1)
-  if [ -n "$v" ] && [ "${v%%.*}" -ge "$BLOSC2_MIN_MAJOR" ]; then
+  if version_ok "$v"; then
     log "system c-blosc2 $v found (CMake package in ${version_file%/*})"
     exit 0
   fi
@@ -94,7 +97,7 @@ archive_uri() {
 
 URI="$(archive_uri)"
 if [ -z "$URI" ]; then
-  log "cannot find a Debian archive URI in /etc/apt; install libblosc2-dev (>= $BLOSC2_MIN_MAJOR.0) yourself"
+  log "cannot find a Debian archive URI in /etc/apt; install libblosc2-dev (>= $BLOSC2_MIN) yourself"
   exit 1
 fi
 log "fetching c-blosc2 from Debian $BLOSC2_SUITE via the configured archive"
@@ -137,9 +140,9 @@ done
 
 header="$BLOSC2_PREFIX/usr/include/blosc2.h"
 version=$(sed -n 's/^#define BLOSC2_VERSION_STRING *"\([^"]*\)".*/\1/p' "$header" 2>/dev/null || true)
-if [ -z "$version" ] || [ "${version%%.*}" -lt "$BLOSC2_MIN_MAJOR" ] ||
+if ! version_ok "$version" ||
   ! compgen -G "$BLOSC2_PREFIX/usr/lib/*/libblosc2.a" >/dev/null; then
-  log "Debian $BLOSC2_SUITE's libblosc2-dev (c-blosc2 ${version:-?}) lacks c-blosc2 >= $BLOSC2_MIN_MAJOR.0 or libblosc2.a"
+  log "Debian $BLOSC2_SUITE's libblosc2-dev (c-blosc2 ${version:-?}) lacks c-blosc2 >= $BLOSC2_MIN or libblosc2.a"
   exit 1
 fi
 # The -dev package's .so symlink, pkg-config file and CMake package assume /usr and
