@@ -590,7 +590,9 @@ class Bench:
         return info
 
     def blosc2_version(self):
-        for inc in (os.path.join(ROOT, '.deps/blosc2/usr/include/blosc2.h'), '/usr/include/blosc2.h'):
+        # scripts/setup.sh's project-local prefix (3.3), an older checkout's (2.x), the system's.
+        for inc in (os.path.join(ROOT, '.deps/blosc2-3.3/usr/include/blosc2.h'),
+                    os.path.join(ROOT, '.deps/blosc2/usr/include/blosc2.h'), '/usr/include/blosc2.h'):
             try:
                 for line in open(inc):
                     if line.startswith('#define BLOSC2_VERSION_STRING'):

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Installs everything b2ndfs needs to build and test on Debian 12 (bookworm) or newer.
-# Idempotent: a second run only checks. c-blosc2 comes from the system when one is
-# installed (pkg-config / CMake config), else from Debian trixie's binary packages,
-# unpacked into a project-local prefix (.deps/blosc2) without touching the system.
+# Idempotent: a second run only checks. c-blosc2 (>= 3.3) comes from the system when
+# one is installed (pkg-config / CMake config, as on Debian forky/sid), else from
+# Debian forky's libblosc2-dev, unpacked into a project-local prefix
+# (.deps/blosc2-3.3) without touching the system; only its static library is used
+# (the shared one needs glibc 2.38), see cmake/FindBlosc2.cmake.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS="$ROOT/.deps"
-BLOSC2_PREFIX="$DEPS/blosc2"
-BLOSC2_SUITE="${B2NDFS_BLOSC2_SUITE:-trixie}"
+BLOSC2_PREFIX="$DEPS/blosc2-3.3"
+BLOSC2_SUITE="${B2NDFS_BLOSC2_SUITE:-forky}"
+# 3.3: frame format 3 and chunks with variable-length blocks (blosc2_vlcompress_ctx).
+BLOSC2_MIN=3.3
 
 log() { printf '[setup] %s\n' "$*" >&2; }
-
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+# True if version $1 is at least $BLOSC2_MIN.
+version_ok() { [ -n "$1" ] && [ "$(printf '%s\n' "$BLOSC2_MIN" "$1" | sort -V | head -n1)" = "$BLOSC2_MIN" ]; }
 
 APT_PACKAGES=(
   build-essential cmake pkg-config ninja-build
@@ -21,7 +24,8 @@ APT_PACKAGES=(
   libmsgpack-cxx-dev
   libboost-filesystem-dev
   catch2
-  liblz4-dev libzstd-dev zlib1g-dev
+  # c-blosc2's codecs: its static library links against these.
+  liblz4-dev libzstd-dev zlib1g-dev libzfp-dev
   python3-numpy
   squashfs-tools squashfuse
   systemd
@@ -36,21 +40,44 @@ for p in "${APT_PACKAGES[@]}"; do
   fi
 done
 if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=()
+  if [ "$(id -u)" != 0 ]; then
+    if ! command -v sudo >/dev/null; then
+      log "missing Debian packages: ${missing[*]}"
+      log "installing them needs root, and sudo is not installed. Either run this script as root,"
+      log "or install sudo (and allow this user to use it), or run as root:"
+      log "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+      exit 1
+    fi
+    SUDO=(sudo)
+  fi
   log "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   log "Debian packages present"
 fi
 
 # --- c-blosc2 -----------------------------------------------------------------
-if pkg-config --exists 'blosc2 >= 2.10' 2>/dev/null; then
-  log "system c-blosc2 $(pkg-config --modversion blosc2) found"
+if pkg-config --exists "blosc2 >= $BLOSC2_MIN" 2>/dev/null; then
+  log "system c-blosc2 $(pkg-config --modversion blosc2) found (pkg-config)"
   exit 0
 fi
-if [ -f "$BLOSC2_PREFIX/usr/include/b2nd.h" ] && [ -f "$BLOSC2_PREFIX/.complete" ]; then
-  log "project-local c-blosc2 present in $BLOSC2_PREFIX"
+# A CMake package without a pkg-config file (e.g. a source build in /usr/local).
+for version_file in /usr/local/lib/cmake/Blosc2/Blosc2ConfigVersion.cmake \
+  /usr/local/lib/*/cmake/Blosc2/Blosc2ConfigVersion.cmake \
+  /usr/lib/*/cmake/Blosc2/Blosc2ConfigVersion.cmake /usr/lib/cmake/Blosc2/Blosc2ConfigVersion.cmake; do
+  [ -f "$version_file" ] || continue
+  v=$(sed -n 's/^set(PACKAGE_VERSION "\([0-9.]*\)").*/\1/p' "$version_file" | head -n1)
+  if version_ok "$v"; then
+    log "system c-blosc2 $v found (CMake package in ${version_file%/*})"
+    exit 0
+  fi
+done
+if [ -f "$BLOSC2_PREFIX/.complete" ]; then
+  log "project-local c-blosc2 $(cat "$BLOSC2_PREFIX/.complete") present in $BLOSC2_PREFIX"
   exit 0
 fi
 
@@ -70,11 +97,13 @@ archive_uri() {
 
 URI="$(archive_uri)"
 if [ -z "$URI" ]; then
-  log "cannot find a Debian archive URI in /etc/apt; install libblosc2-dev (>= 2.10) yourself"
+  log "cannot find a Debian archive URI in /etc/apt; install libblosc2-dev (>= $BLOSC2_MIN) yourself"
   exit 1
 fi
 log "fetching c-blosc2 from Debian $BLOSC2_SUITE via the configured archive"
 
+# A private apt configuration: its own sources list, package lists and cache, so the
+# system's apt state is neither read for sources nor changed. Needs no root.
 APTDIR="$DEPS/apt-$BLOSC2_SUITE"
 mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$APTDIR/debs"
 cat >"$APTDIR/sources.list" <<SRC
@@ -89,14 +118,34 @@ APT_OPTS=(
   -o "APT::Get::List-Cleanup=0"
   -o "Debug::NoLocking=1"
 )
+# As root, apt downloads as the unprivileged user _apt; when _apt cannot write here
+# (a checkout under /root, mode 700), apt would fall back to root with a warning, so
+# say so up front instead.
+if [ "$(id -u)" = 0 ]; then
+  chown _apt "$APTDIR/debs" "$APTDIR/lists/partial" 2>/dev/null || true
+  if ! runuser -u _apt -- test -w "$APTDIR/debs" 2>/dev/null ||
+    ! runuser -u _apt -- test -w "$APTDIR/lists/partial" 2>/dev/null; then
+    APT_OPTS+=(-o "APT::Sandbox::User=root")
+  fi
+fi
 apt-get "${APT_OPTS[@]}" update -qq
-(cd "$APTDIR/debs" && rm -f ./*.deb && apt-get "${APT_OPTS[@]}" download libblosc2-dev libblosc2-4 >/dev/null)
+# Only the -dev package: it holds the headers and libblosc2.a. The runtime package
+# (libblosc2-N) holds just the shared library, which b2ndfs must not use here.
+(cd "$APTDIR/debs" && rm -f ./*.deb && apt-get "${APT_OPTS[@]}" download libblosc2-dev >/dev/null)
 rm -rf "$BLOSC2_PREFIX"
 mkdir -p "$BLOSC2_PREFIX"
 for deb in "$APTDIR"/debs/*.deb; do
   dpkg -x "$deb" "$BLOSC2_PREFIX"
 done
-# The -dev package's .so symlink and pkg-config file assume /usr; CMake finds the
-# headers and library under the prefix directly (cmake/FindBlosc2.cmake).
-touch "$BLOSC2_PREFIX/.complete"
-log "c-blosc2 unpacked into $BLOSC2_PREFIX"
+
+header="$BLOSC2_PREFIX/usr/include/blosc2.h"
+version=$(sed -n 's/^#define BLOSC2_VERSION_STRING *"\([^"]*\)".*/\1/p' "$header" 2>/dev/null || true)
+if ! version_ok "$version" ||
+  ! compgen -G "$BLOSC2_PREFIX/usr/lib/*/libblosc2.a" >/dev/null; then
+  log "Debian $BLOSC2_SUITE's libblosc2-dev (c-blosc2 ${version:-?}) lacks c-blosc2 >= $BLOSC2_MIN or libblosc2.a"
+  exit 1
+fi
+# The -dev package's .so symlink, pkg-config file and CMake package assume /usr and
+# the shared library; cmake/FindBlosc2.cmake uses the headers and libblosc2.a only.
+printf '%s\n' "$version" >"$BLOSC2_PREFIX/.complete"
+log "c-blosc2 $version unpacked into $BLOSC2_PREFIX"

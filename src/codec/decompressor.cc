@@ -44,7 +44,24 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
   info.nblocks = blocksize > 0 ? (static_cast<int64_t>(nbytes) + blocksize - 1) / blocksize : 0;
   if (extended && header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
     info.special = ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0;
-    // c-blosc2 2.17's getitem cannot decode dictionary-compressed blocks.
+    if ((header[30] & BLOSC2_VL_BLOCKS) && !info.special && !info.memcpyed) {
+      // Chunk format 6: the blocksize field counts the blocks, which differ in
+      // size (each one's length sits at its start). c-blosc2's getitem refuses
+      // them; blosc2_decompress_ctx concatenates them. Shown as one block.
+      // The field as stored: blosc2_cbuffer_sizes clamps it to nbytes.
+      int32_t count;
+      std::memcpy(&count, header.data() + 8, 4);  // little endian
+      if (count <= 0 && nbytes > 0) {
+        return InvalidData("chunk with variable-length blocks holds " + std::to_string(nbytes) +
+                           " bytes in " + std::to_string(count) + " blocks");
+      }
+      info.vl_blocks = true;
+      info.nblocks = count;
+      info.blocksize = nbytes;
+      info.needs_whole_chunk = true;
+    }
+    // getitem never loads a chunk's zstd dictionary (it uses whichever the
+    // context holds), so dictionary blocks cannot be decoded alone.
     if ((header[31] & BLOSC2_USEDICT) && !info.special && !(flags & BLOSC_MEMCPYED)) {
       info.needs_whole_chunk = true;
     }
@@ -59,10 +76,12 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
 
 namespace {
 
-// c-blosc2 2.17 frees a context's zstd dictionary before it validates the
-// next chunk's dictionary section, and returns on error with the pointer
-// left dangling: the context's next use (or blosc2_free_ctx) frees it again.
-// So a dictionary chunk reaches c-blosc2 only after passing the same checks.
+// c-blosc2 2.17 freed a context's zstd dictionary before it validated the
+// next chunk's dictionary section, and returned on error with the pointer
+// left dangling: the context's next use (or blosc2_free_ctx) freed it again.
+// 3.3.5 survives that input (docs/blosc2-3.3-notes.md), but a dictionary
+// chunk still reaches c-blosc2 only after passing the same checks, which
+// also give a clear message.
 Status CheckDictionary(std::span<const uint8_t> chunk, const ChunkInfo& info) {
   const uint8_t flags = chunk[2];
   const bool extended = (flags & BLOSC_DOSHUFFLE) && (flags & BLOSC_DOBITSHUFFLE);
@@ -75,8 +94,7 @@ Status CheckDictionary(std::span<const uint8_t> chunk, const ChunkInfo& info) {
     return InvalidData("chunk is marked both as holding a dictionary and as stored uncompressed");
   }
   if (info.blocksize <= 0) return InvalidData("dictionary chunk has no block size");
-  const int64_t nblocks = (static_cast<int64_t>(info.nbytes) + info.blocksize - 1) / info.blocksize;
-  const int64_t bstarts_end = BLOSC_EXTENDED_HEADER_LENGTH + nblocks * 4;
+  const int64_t bstarts_end = BLOSC_EXTENDED_HEADER_LENGTH + info.nblocks * 4;
   const int64_t size = static_cast<int64_t>(chunk.size());
   if (size < bstarts_end + 4) return InvalidData("chunk too short for its dictionary size");
   int32_t dict_size;
@@ -137,6 +155,7 @@ Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& i
   if (info.memcpyed || info.special || info.blocksize <= 0 || length <= 0) {
     return InvalidData("chunk has no blocks to locate");
   }
+  if (info.vl_blocks) return InvalidData("chunk has variable-length blocks: decode it whole");
   const int64_t head_size = ChunkHeadSize(info);
   if (static_cast<int64_t>(head.size()) < head_size) return InvalidData("chunk head is short");
   if (offset < 0 || offset + length > info.nbytes) return InvalidData("range outside the chunk");
@@ -226,6 +245,13 @@ Status Decompressor::DecompressRange(std::span<const uint8_t> chunk, int64_t byt
   }
   if (out.empty()) return Status::Ok();
   if (byte_offset == 0 && end == info.nbytes) return DecompressAll(chunk, out);
+  if (info.vl_blocks) {
+    // getitem refuses variable-length blocks: decode all, keep the range.
+    scratch_.resize(static_cast<size_t>(info.nbytes));
+    B2NDFS_RETURN_IF_ERROR(DecompressAll(chunk, scratch_));
+    std::memcpy(out.data(), scratch_.data() + byte_offset, out.size());
+    return Status::Ok();
+  }
   const int64_t typesize = info.typesize > 0 ? info.typesize : 1;
   // getitem counts in items of the chunk's typesize; unaligned ranges go
   // through a scratch buffer of whole items.

@@ -35,8 +35,7 @@ constexpr int64_t kPosFilters = 71;
 constexpr int64_t kPosUdcodec = 77;
 constexpr int64_t kPosCodecMeta = 78;
 constexpr int64_t kPosFiltersMeta = 79;
-constexpr int kMaxFilters = 6;       // BLOSC2_MAX_FILTERS
-constexpr int kMaxFrameVersion = 2;  // BLOSC2_VERSION_FRAME_FORMAT in 2.17
+constexpr int kMaxFilters = 6;  // BLOSC2_MAX_FILTERS
 // The uint32 trailer length sits 22 bytes before the end of the frame.
 constexpr int64_t kTrailerLenFromEnd = 22;
 constexpr int64_t kChunkMinHeaderSize = 16;  // BLOSC_MIN_HEADER_LENGTH
@@ -209,10 +208,18 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
 
   const uint8_t general_flags = fixed[kPosFlags];
   info.format_version = general_flags & 0x0f;
-  if (info.format_version > kMaxFrameVersion) {
+  if (info.format_version > kMaxFrameFormatVersion) {
     return Bad("frame format version " + std::to_string(info.format_version) +
                " is newer than this reader understands (at most " +
-               std::to_string(kMaxFrameVersion) + ")");
+               std::to_string(kMaxFrameFormatVersion) + ")");
+  }
+  const bool variable_flag = (general_flags & kFrameFlagVariableChunks) != 0;
+  info.vl_blocks = (general_flags & kFrameFlagVlBlocks) != 0;
+  // Bit 7 was reserved before version 3; bit 6 was documented since 2.0 and is
+  // only checked against chunksize below.
+  if (info.vl_blocks && info.format_version < 3) {
+    return Bad("frame format version " + std::to_string(info.format_version) +
+               " sets general_flags bit 7 (variable-length blocks), which needs version 3");
   }
   // general_flags bits 4..5 say 64-bit offsets (the only kind c-blosc2 writes
   // or reads; it never checks them, neither do we).
@@ -251,6 +258,21 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
     info.chunksize = chunksize;
   }
   info.variable_chunks = info.nbytes > 0 && info.chunksize == 0;
+  // c-blosc2 3.3 sets bit 6 exactly when it writes chunksize 0 (also for an
+  // empty array whose chunk shape has a 0); older writers may leave it clear.
+  if (variable_flag && info.chunksize != 0) {
+    return Bad("frame general_flags say variable-size chunks but the header's chunksize is " +
+               std::to_string(info.chunksize));
+  }
+  if (info.format_version >= 3 && info.variable_chunks && !variable_flag) {
+    return Bad("frame format version " + std::to_string(info.format_version) +
+               " has chunksize 0 but general_flags bit 6 (variable-size chunks) is clear");
+  }
+  // A VL-block frame has no common block size: its chunks' headers count blocks.
+  if (info.vl_blocks && info.blocksize != 0) {
+    return Bad("frame general_flags say variable-length blocks but the header's blocksize is " +
+               std::to_string(info.blocksize));
+  }
   const int nfilters = fixed[kPosFilterCount];
   if (nfilters > kMaxFilters) {
     return Bad("frame header lists " + std::to_string(nfilters) + " filters, more than " +

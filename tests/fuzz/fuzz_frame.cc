@@ -28,7 +28,9 @@ void CheckFrame(const format::FrameInfo& f, int64_t file_size) {
              "header_size " + std::to_string(f.header_size));
   FUZZ_CHECK(f.frame_size >= f.header_size && f.frame_size <= file_size,
              "frame_size " + std::to_string(f.frame_size));
-  FUZZ_CHECK(f.format_version >= 0 && f.format_version <= 2, "format_version");
+  FUZZ_CHECK(f.format_version >= 0 && f.format_version <= format::kMaxFrameFormatVersion,
+             "format_version");
+  FUZZ_CHECK(!f.vl_blocks || (f.format_version >= 3 && f.blocksize == 0), "vl_blocks");
   FUZZ_CHECK(
       f.nbytes >= 0 && f.cbytes >= 0 && f.typesize >= 0 && f.blocksize >= 0 && f.chunksize >= 0,
       "negative size field");

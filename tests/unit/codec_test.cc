@@ -426,4 +426,61 @@ TEST_CASE("LibraryVersion is the linked c-blosc2's") {
   CHECK(b2ndfs::codec::LibraryVersion().rfind(std::to_string(BLOSC2_VERSION_MAJOR) + ".", 0) == 0);
 }
 
+// ---- variable-length blocks (chunk format 6, c-blosc2 3.3) --------------------
+
+TEST_CASE("chunks with variable-length blocks are one block, decoded whole") {
+  std::vector<int32_t> items(4000);
+  for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<int32_t>(i * 2654435761u);
+  const void* srcs[3] = {items.data(), items.data() + 100, items.data() + 3100};
+  const int32_t sizes[3] = {400, 12000, 200};
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  cparams.typesize = 4;
+  cparams.compcode = BLOSC_ZSTD;
+  blosc2_context* cctx = blosc2_create_cctx(cparams);
+  REQUIRE(cctx != nullptr);
+  Bytes chunk(12600 + 3 * BLOSC2_MAX_OVERHEAD);
+  const int cbytes =
+      blosc2_vlcompress_ctx(cctx, srcs, sizes, 3, chunk.data(), static_cast<int32_t>(chunk.size()));
+  blosc2_free_ctx(cctx);
+  REQUIRE(cbytes > 0);
+  chunk.resize(static_cast<size_t>(cbytes));
+  REQUIRE(chunk[0] == BLOSC2_VERSION_FORMAT_VL_BLOCKS);
+
+  auto info = InspectChunk(chunk);
+  REQUIRE(info.ok());
+  CHECK(info->vl_blocks);
+  CHECK(info->needs_whole_chunk);
+  CHECK(info->nbytes == 12600);
+  CHECK(info->nblocks == 3);  // the header's blocksize field
+  CHECK(info->blocksize == 12600);
+  CHECK(b2ndfs::codec::ChunkHeadSize(*info) == BLOSC_EXTENDED_HEADER_LENGTH + 3 * 4);
+  // Byte for byte what went in: the blocks concatenated.
+  Bytes expected(12600);
+  std::memcpy(expected.data(), items.data(), 400);
+  std::memcpy(expected.data() + 400, items.data() + 100, 12000);
+  std::memcpy(expected.data() + 12400, items.data() + 3100, 200);
+  Decompressor d;
+  Bytes out(12600);
+  REQUIRE(d.DecompressAll(chunk, out).ok());
+  CHECK(out == expected);
+  for (auto [offset, length] : {std::pair{0, 10}, {397, 9}, {401, 12199}, {12590, 10}}) {
+    Bytes part(static_cast<size_t>(length));
+    Status st = d.DecompressRange(chunk, offset, part);
+    INFO(offset << "+" << length << ": " << st.message());
+    REQUIRE(st.ok());
+    CHECK(part == Bytes(expected.begin() + offset, expected.begin() + offset + length));
+  }
+  CHECK_FALSE(b2ndfs::codec::SpanForRange(chunk, *info, 0, 10).ok());
+  // A hostile block count: the head it implies outgrows the chunk (which the
+  // store refuses before reading it), and decoding fails cleanly.
+  Bytes bad = chunk;
+  const int32_t many = 1 << 20;
+  std::memcpy(bad.data() + 8, &many, 4);
+  auto hostile = InspectChunkHeader(bad);
+  REQUIRE(hostile.ok());
+  CHECK(hostile->nblocks == many);
+  CHECK(b2ndfs::codec::ChunkHeadSize(*hostile) > hostile->cbytes);
+  CHECK_FALSE(d.DecompressAll(bad, out).ok());
+}
+
 }  // namespace

@@ -328,32 +328,115 @@ TEST_CASE("frames of an empty super-chunk") {
 }
 
 TEST_CASE("variable-size chunks") {
-  // c-blosc2 2.17 lets chunks of different sizes into a super-chunk without a
-  // frame (never two short ones in a row), but the frame it then writes keeps
-  // the first chunk's size as chunksize, so that nbytes / chunksize disagrees
-  // with the chunk index: c-blosc2 itself cannot open it again
-  // (blosc2_schunk_from_buffer returns NULL, and leaks, so it is not called
-  // here), and we reject it too. With chunksize 0 the frame is consistent.
+  // c-blosc2 3.3 writes chunksize 0, general_flags bit 6 and frame format
+  // version 3 once a chunk differs from the first one other than by being the
+  // last and shorter (2.17 kept the first chunk's size, a frame it could not
+  // open again). Chunks longer than the first and short ones in the middle.
   blosc2_cparams cparams = Cparams(BLOSC_BLOSCLZ, 1);
   blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
   storage.contiguous = false;
   storage.cparams = &cparams;
   blosc2_schunk* sc = blosc2_schunk_new(&storage);
-  Bytes data(5000, 7);
-  for (int32_t n : {5000, 300, 5000, 100}) {
+  Bytes data(8000, 7);
+  for (int32_t n : {5000, 300, 8000, 100}) {
     REQUIRE(blosc2_schunk_append_buffer(sc, data.data(), n) > 0);
   }
-  Bytes frame = ToBuffer(sc);
-  CHECK(ErrorOf(Parse(frame)) ==
-        "chunk index has 4 entries, but nbytes 10400 in chunks of 5000 bytes make 3");
-  std::fill(frame.begin() + 58, frame.begin() + 62, 0);  // chunksize 0
-  frame[25] |= 0x40;                                     // variable-length chunks flag
+  const Bytes frame = ToBuffer(sc);
+  CHECK(frame[25] == 0x53);  // version 3, 64-bit offsets, bit 6
   auto info = Parse(frame);
   REQUIRE_OK(info);
+  CHECK(info->format_version == 3);
   CHECK(info->chunksize == 0);
   CHECK(info->variable_chunks);
+  CHECK_FALSE(info->vl_blocks);
   CHECK(info->nchunks == 4);
-  sc->chunksize = 0;  // what the frame now says
+  CHECK(info->nbytes == 13400);
+  CheckAgainstBlosc(frame, *info, sc);
+  // c-blosc2 opens it again, with the same chunks.
+  blosc2_schunk* reopened = blosc2_schunk_from_buffer(const_cast<uint8_t*>(frame.data()),
+                                                      static_cast<int64_t>(frame.size()), true);
+  REQUIRE(reopened != nullptr);
+  CheckAgainstBlosc(frame, *info, reopened);
+  blosc2_schunk_free(reopened);
+  blosc2_schunk_free(sc);
+
+  // The flag must agree with chunksize.
+  {
+    Bytes bad = frame;
+    bad[25] = 0x13;  // version 3, bit 6 clear
+    CHECK(ErrorOf(Parse(bad)).find("chunksize 0 but general_flags bit 6") != std::string::npos);
+  }
+  {
+    Bytes bad = frame;
+    bad[25] = 0x12;  // version 2 without the flag: as c-blosc2 2.x, by chunksize alone
+    auto old = Parse(bad);
+    REQUIRE_OK(old);
+    CHECK(old->variable_chunks);
+  }
+}
+
+TEST_CASE("frame general_flags bits 6 and 7 checked against the header") {
+  blosc2_cparams cparams = Cparams(BLOSC_LZ4, 5);
+  cparams.blocksize = 1000;
+  blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
+  storage.contiguous = true;
+  storage.cparams = &cparams;
+  blosc2_schunk* sc = blosc2_schunk_new(&storage);
+  Bytes data(4000, 3);
+  REQUIRE(blosc2_schunk_append_buffer(sc, data.data(), 4000) > 0);
+  REQUIRE(blosc2_schunk_append_buffer(sc, data.data(), 4000) > 0);
+  const Bytes good = ToBuffer(sc);
+  blosc2_schunk_free(sc);
+  REQUIRE(good[25] == 0x12);  // regular chunks stay at version 2
+  REQUIRE_OK(Parse(good));
+  {
+    Bytes bad = good;
+    bad[25] = 0x53;  // bit 6, but chunksize is 4000
+    CHECK(ErrorOf(Parse(bad)).find("variable-size chunks but the header's chunksize is 4000") !=
+          std::string::npos);
+  }
+  {
+    Bytes bad = good;
+    bad[25] = 0x92;  // bit 7 in a version 2 frame
+    CHECK(ErrorOf(Parse(bad)).find("bit 7 (variable-length blocks), which needs version 3") !=
+          std::string::npos);
+  }
+  {
+    Bytes bad = good;
+    bad[25] = 0x93;  // bit 7, but the header has a block size
+    CHECK(ErrorOf(Parse(bad)).find("variable-length blocks but the header's blocksize") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("a frame of variable-length-block chunks") {
+  blosc2_cparams cparams = Cparams(BLOSC_ZSTD, 5);
+  blosc2_context* cctx = blosc2_create_cctx(cparams);
+  REQUIRE(cctx != nullptr);
+  std::vector<int32_t> items(4000);
+  for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<int32_t>(i * 7);
+  const void* srcs[3] = {items.data(), items.data() + 100, items.data() + 3100};
+  const int32_t sizes[3] = {400, 12000, 200};
+  Bytes chunk(13000 + BLOSC2_MAX_OVERHEAD * 3);
+  const int cbytes =
+      blosc2_vlcompress_ctx(cctx, srcs, sizes, 3, chunk.data(), static_cast<int32_t>(chunk.size()));
+  blosc2_free_ctx(cctx);
+  REQUIRE(cbytes > 0);
+  blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
+  storage.contiguous = true;
+  storage.cparams = &cparams;
+  blosc2_schunk* sc = blosc2_schunk_new(&storage);
+  REQUIRE(blosc2_schunk_append_chunk(sc, chunk.data(), true) == 1);
+  REQUIRE(blosc2_schunk_append_chunk(sc, chunk.data(), true) == 2);
+  const Bytes frame = ToBuffer(sc);
+  CHECK(frame[25] == 0x93);
+  auto info = Parse(frame);
+  REQUIRE_OK(info);
+  CHECK(info->format_version == 3);
+  CHECK(info->vl_blocks);
+  CHECK(info->blocksize == 0);
+  CHECK_FALSE(info->variable_chunks);
+  CHECK(info->nchunks == 2);
   CheckAgainstBlosc(frame, *info, sc);
   blosc2_schunk_free(sc);
 }
@@ -573,8 +656,8 @@ TEST_CASE("header fields that do not fit the file are reported in words") {
   }
   {
     Bytes bad = good;
-    bad[25] = 0x13;  // frame format version 3
-    CHECK(ErrorOf(Parse(bad)).find("version 3") != std::string::npos);
+    bad[25] = 0x14;  // frame format version 4
+    CHECK(ErrorOf(Parse(bad)).find("version 4 is newer") != std::string::npos);
   }
   {
     Bytes bad = good;

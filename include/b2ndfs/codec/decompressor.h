@@ -32,14 +32,19 @@ constexpr int64_t kChunkHeaderSize = 32;
 struct ChunkInfo {
   int32_t nbytes = 0;  // decompressed size
   int32_t cbytes = 0;  // size of the compressed chunk, header included
+  // Bytes per block; nbytes for a chunk with variable-length blocks, which is
+  // treated as one block.
   int32_t blocksize = 0;
   int32_t typesize = 0;
   bool special = false;  // a run of zeros / NaN / a value / uninitialised
   // Blocks cannot be decoded on their own: the delta filter codes every block
-  // against block 0, and c-blosc2 2.17's partial decoders skip it (wrong
-  // bytes), and its getitem fails on zstd-dictionary chunks; such chunks are
-  // always decompressed whole.
+  // against block 0, and c-blosc2's partial decoders (2.17 and 3.3) skip it
+  // (wrong bytes); its getitem fails on zstd-dictionary chunks and on chunks
+  // with variable-length blocks. Such chunks are always decompressed whole.
   bool needs_whole_chunk = false;
+  // Chunk format 6 (c-blosc2 3.3, flags2 BLOSC2_VL_BLOCKS): the header's
+  // blocksize field holds nblocks, and each block has its own length.
+  bool vl_blocks = false;
   bool memcpyed = false;    // stored uncompressed right after the header
   int32_t header_size = 0;  // 32 (Blosc2 extended header) or 16
   int64_t nblocks = 0;

@@ -7,8 +7,8 @@
 // is; the store decompresses it (codec) and hands the int64 values back to
 // DecodeChunkOffset() / LocateChunk().
 //
-// Layout facts (checked against c-blosc2 2.17 blosc/frame.c and frames it
-// writes, see tests/unit/frame_test.cc):
+// Layout facts (checked against c-blosc2 2.17 and 3.3 blosc/frame.c and frames
+// they write, see tests/unit/frame_test.cc):
 //   * header: a 14-entry msgpack array whose fixed part has fixed offsets
 //     (header_size int32 at byte 11, frame_size uint64 at 16, flags at 25..28,
 //     nbytes 30, cbytes 39, typesize 48, blocksize 53, chunksize 58, filters
@@ -16,6 +16,10 @@
 //     compcode_meta 78, filters_meta 79..84); then the metalayers:
 //     [uint16, map16 {name: int32 offset}, array16 [bin32...]], where each
 //     offset counts from the frame start and points at the bin32 marker.
+//   * general_flags (byte 25): bits 0..3 the format version (2 since
+//     c-blosc2 2.0; 3 since 3.3, written only when bit 6 or 7 is set), bit 6
+//     variable-size chunks (chunksize 0), bit 7 every chunk has variable-length
+//     blocks (chunk format 6; blocksize 0; a frame never mixes the two kinds).
 //   * chunks section: starts right after the header; a chunk index value v >= 0
 //     means the chunk lies at byte header_size + v of the frame (contiguous), or
 //     in file "%08X.chunk" of the directory (sparse, v = file number).
@@ -58,6 +62,10 @@ constexpr int kMaxVlMetalayers = 8 * 1024;   // BLOSC2_MAX_VLMETALAYERS
 constexpr int kMaxMetalayerNameLength = 31;  // BLOSC2_METALAYER_NAME_MAXLEN
 // Size of a Blosc2 chunk header (BLOSC_EXTENDED_HEADER_LENGTH).
 constexpr int64_t kBlosc2ChunkHeaderSize = 32;
+// Newest frame format version read (BLOSC2_VERSION_FRAME_FORMAT in c-blosc2 3.3).
+constexpr int kMaxFrameFormatVersion = 3;
+constexpr uint8_t kFrameFlagVariableChunks = 0x40;  // general_flags bit 6
+constexpr uint8_t kFrameFlagVlBlocks = 0x80;        // general_flags bit 7
 
 struct NamedBytes {
   std::string name;
@@ -67,10 +75,13 @@ struct NamedBytes {
 struct FrameInfo {
   int64_t header_size = 0;
   int64_t frame_size = 0;  // as the header claims; checked against the file
-  int format_version = 0;  // general_flags bits 0..3 (at most 2 is accepted)
+  int format_version = 0;  // general_flags bits 0..3 (at most 3 is accepted)
   // The chunks may differ in size: the header's chunksize is 0 (c-blosc2 decides
-  // on that field, not on general_flags bit 6).
+  // on that field; general_flags bit 6 must agree with it from version 3 on).
   bool variable_chunks = false;
+  // general_flags bit 7: every chunk has variable-length blocks (header
+  // blocksize 0; each chunk's header blocksize field counts its blocks).
+  bool vl_blocks = false;
   bool sparse = false;  // frame_type == 1
   int codec = 0;        // codec_flags bits 0..3: c-blosc2 compcode (see above)
   int clevel = 0;       // codec_flags bits 4..7
