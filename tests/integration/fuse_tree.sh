@@ -140,4 +140,22 @@ done
 [[ $(find "$M/ndim/4d_i2.b2nd" -type f | wc -l) == $((3 + 3 * 2 * 3 * 3 + 7 + 6 + 5 + 9)) ]] ||
   fail "find ndim/4d_i2.b2nd -type f: $(find "$M/ndim/4d_i2.b2nd" -type f | wc -l) files"
 ls -R "$M/frames" >/dev/null || fail "ls -R frames failed"
+# readdir's d_ino is the inode number stat gives (tools such as find and
+# rsync rely on it), small enough for 32-bit readdir, for the mirrored tree and
+# the names inside containers.
+if ! out=$(/usr/bin/python3 - "$M" <<'PY' 2>&1
+import os, sys
+bad = []
+for d in ["", "ndim", "ndim/3d_f4.b2nd", "ndim/3d_f4.b2nd/chunks", "ndim/3d_f4.b2nd/slices",
+          "ndim/3d_f4.b2nd/slices/1"]:
+    for e in os.scandir(os.path.join(sys.argv[1], d)):
+        st = os.stat(e.path)
+        if e.inode() != st.st_ino or e.inode() >= 2**32:
+            bad.append(f"{d}/{e.name}: d_ino {e.inode()} st_ino {st.st_ino}")
+print("\n".join(bad[:5]))
+sys.exit(1 if bad else 0)
+PY
+); then
+  fail "readdir inode numbers differ from stat's: $out"
+fi
 finish
