@@ -15,6 +15,7 @@ std::unique_ptr<RootEntry> MakeDataEntry();
 std::unique_ptr<RootEntry> MakeDataNpyEntry();
 std::unique_ptr<RootEntry> MakeChunksEntry();
 std::unique_ptr<RootEntry> MakeSlicesEntry();
+std::unique_ptr<RootEntry> MakeViewEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

@@ -86,6 +86,7 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeDataNpyEntry());
   registry->Add(MakeChunksEntry());
   registry->Add(MakeSlicesEntry());
+  registry->Add(MakeViewEntry());
   return registry;
 }
 
