@@ -105,7 +105,7 @@ class RootEntry {
 
 class Registry : public store::FileCatalog {
  public:
-  // meta.json, data, data.npy, chunks/, slices/.
+  // meta.json, data, data.npy, chunks/, slices/, view/.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
