@@ -22,7 +22,7 @@ APT_PACKAGES=(
   libboost-filesystem-dev
   catch2
   liblz4-dev libzstd-dev zlib1g-dev
-  python3-numpy
+  python3-numpy python3-nibabel python3-vtk9 python3-gdal gdal-bin teem-apps
   squashfs-tools squashfuse
   systemd
   clang libclang-rt-14-dev
