@@ -502,6 +502,11 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
   Json files = Json::Object();
   for (const MetaJsonInput::FileKind& kind : input.files) {
     Json f = Json::Object();
+    if (!kind.absent.empty()) {
+      f.Add("absent", Json::String(kind.absent));
+      files.Add(kind.name, std::move(f));
+      continue;
+    }
     f.Add("shape", Json::Ints(kind.shape));
     f.Add("size", Json::Int(kind.size));
     files.Add(kind.name, std::move(f));

@@ -15,6 +15,10 @@ std::unique_ptr<RootEntry> MakeDataEntry();
 std::unique_ptr<RootEntry> MakeDataNpyEntry();
 std::unique_ptr<RootEntry> MakeChunksEntry();
 std::unique_ptr<RootEntry> MakeSlicesEntry();
+std::unique_ptr<RootEntry> MakeNrrdEntry();
+std::unique_ptr<RootEntry> MakeMetaImageEntry();
+std::unique_ptr<RootEntry> MakeEnviEntry();
+std::unique_ptr<RootEntry> MakeNiftiEntry();
 std::unique_ptr<RootEntry> MakeViewEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at

@@ -86,6 +86,10 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeDataNpyEntry());
   registry->Add(MakeChunksEntry());
   registry->Add(MakeSlicesEntry());
+  registry->Add(MakeNrrdEntry());
+  registry->Add(MakeMetaImageEntry());
+  registry->Add(MakeEnviEntry());
+  registry->Add(MakeNiftiEntry());
   registry->Add(MakeViewEntry());
   return registry;
 }

@@ -59,8 +59,10 @@ struct MetaJsonInput {
     std::string name;  // "data", "data.npy", "chunk", "slice/0", ...
     std::vector<int64_t> shape;
     int64_t size = 0;
+    std::string absent;  // non-empty: not offered, and why
   };
-  std::vector<FileKind> files;  // rendered as {name: {"shape", "size"}}
+  // Rendered as {name: {"shape", "size"}}, or {name: {"absent": why}}.
+  std::vector<FileKind> files;
 };
 
 std::string RenderMetaJson(const MetaJsonInput& input);

@@ -61,6 +61,8 @@ struct FileDescription {
   std::string name;
   std::vector<int64_t> shape;
   int64_t size = 0;
+  // Non-empty: the file is not offered, and this says why.
+  std::string absent;
 };
 
 // Describes the virtual files of a container for meta.json.

@@ -105,7 +105,8 @@ class RootEntry {
 
 class Registry : public store::FileCatalog {
  public:
-  // meta.json, data, data.npy, chunks/, slices/, view/.
+  // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
+  // data.hdr, data.nii, view/.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
