@@ -1,11 +1,11 @@
 #include "options.h"
 
-#include "b2ndfs/vfs/filesystem.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+
+#include "b2ndfs/vfs/filesystem.h"
 
 namespace b2ndfs::app {
 namespace {
@@ -205,7 +205,9 @@ std::string Usage(const std::string& program) {
          "                         at least 10, at most 64)\n"
          "  -o max_open=N          containers kept open at once, least recently used closed\n"
          "                         first; their metadata counts in cache_size\n"
-         "                         (default " + std::to_string(vfs::kDefaultMaxOpen) + ")\n"
+         "                         (default " +
+         std::to_string(vfs::kDefaultMaxOpen) +
+         ")\n"
          "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
          "                         decompressed (default 8M; 0 turns it off)\n"
          "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
