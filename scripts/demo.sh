@@ -7,7 +7,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 KEEP=0
-[ "${1:-}" = "--keep" ] && KEEP=1
+case "${1:-}" in
+  "") ;;
+  --keep) KEEP=1 ;;
+  -h | --help)
+    sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "demo.sh: unknown argument '$1' (try --help)" >&2
+    exit 2
+    ;;
+esac
 
 bash "$ROOT/scripts/build.sh"
 WORK="${B2NDFS_DEMO_DIR:-$ROOT/build/demo}"
@@ -51,3 +62,11 @@ if [ "$KEEP" = 1 ]; then
 else
   step "fusermount3 -u $MNT"
 fi
+cat <<EOF
+
+What next:
+  binaries      $BUILD/src/app/b2ndfs, $BUILD/src/tools/b2ndfs-inspect
+  install       cmake --install $BUILD   (then: mount -t fuse.b2ndfs SOURCE MOUNTPOINT, fstab, systemd)
+  explore       bash scripts/demo.sh --keep   (leaves the sample mount in place)
+  help          $BUILD/src/app/b2ndfs --help
+EOF

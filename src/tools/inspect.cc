@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -27,13 +28,14 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int Usage() {
+// Asked for (--help): stdout, success; a wrong command line: stderr, 2.
+int Usage(bool asked = false) {
   std::fputs(
       "usage: b2ndfs-inspect meta CONTAINER\n"
       "       b2ndfs-inspect ls CONTAINER [DIR]\n"
       "       b2ndfs-inspect read CONTAINER FILE [OFFSET [LENGTH]]\n",
-      stderr);
-  return 2;
+      asked ? stdout : stderr);
+  return asked ? 0 : 2;
 }
 
 // Walks a slash-separated path from the container's root.
@@ -58,6 +60,9 @@ Result<vfs::Ino> Walk(vfs::Filesystem& fs, const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    return Usage(true);
+  }
   if (argc < 3) return Usage();
   const std::string command = argv[1];
   const std::string source = argv[2];

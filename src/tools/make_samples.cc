@@ -49,8 +49,14 @@ int Write(const std::string& path, const std::vector<int64_t>& shape,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: b2ndfs-make-samples OUTDIR [--scale N]\n");
+  constexpr const char* kUsage = "usage: b2ndfs-make-samples OUTDIR [--scale N]\n";
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  // An option is never taken for OUTDIR (it would become a directory).
+  if (argc < 2 || argv[1][0] == '-') {
+    std::fputs(kUsage, stderr);
     return 2;
   }
   const std::string out = argv[1];
