@@ -20,6 +20,7 @@ std::unique_ptr<RootEntry> MakeMetaImageEntry();
 std::unique_ptr<RootEntry> MakeEnviEntry();
 std::unique_ptr<RootEntry> MakeNiftiEntry();
 std::unique_ptr<RootEntry> MakeViewEntry();
+std::unique_ptr<RootEntry> MakeZarrEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

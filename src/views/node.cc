@@ -91,6 +91,7 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeEnviEntry());
   registry->Add(MakeNiftiEntry());
   registry->Add(MakeViewEntry());
+  registry->Add(MakeZarrEntry());
   return registry;
 }
 

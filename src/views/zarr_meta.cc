@@ -1,0 +1,173 @@
+#include "zarr_meta.h"
+
+#include <cctype>
+
+namespace b2ndfs::views {
+namespace {
+
+std::string JsonInts(const std::vector<int64_t>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(values[i]);
+  }
+  return out + "]";
+}
+
+// A datetime unit such as "[ns]" or "[25s]": digits then letters.
+bool IsTimeUnit(const std::string& unit) {
+  if (unit.size() < 3 || unit.front() != '[' || unit.back() != ']') return false;
+  size_t i = 1;
+  while (i + 1 < unit.size() && std::isdigit(static_cast<unsigned char>(unit[i]))) ++i;
+  if (i + 1 == unit.size()) return false;
+  for (; i + 1 < unit.size(); ++i) {
+    if (!std::isalpha(static_cast<unsigned char>(unit[i]))) return false;
+  }
+  return true;
+}
+
+void SkipSpace(const std::string& s, size_t* pos) {
+  while (*pos < s.size() &&
+         (s[*pos] == ' ' || s[*pos] == '\n' || s[*pos] == '\t' || s[*pos] == '\r')) {
+    ++*pos;
+  }
+}
+
+// Past a JSON string starting at *pos (a quote); false if unterminated.
+bool SkipString(const std::string& s, size_t* pos) {
+  for (size_t i = *pos + 1; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+    } else if (s[i] == '"') {
+      *pos = i + 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Past one JSON value starting at *pos; false if malformed or unterminated.
+bool SkipValue(const std::string& s, size_t* pos) {
+  if (*pos >= s.size()) return false;
+  if (s[*pos] == '"') return SkipString(s, pos);
+  if (s[*pos] != '{' && s[*pos] != '[') {
+    const size_t start = *pos;
+    while (*pos < s.size() && s[*pos] != ',' && s[*pos] != '}' && s[*pos] != ']' &&
+           s[*pos] != ' ' && s[*pos] != '\n') {
+      ++*pos;
+    }
+    return *pos > start;
+  }
+  int depth = 0;
+  while (*pos < s.size()) {
+    const char c = s[*pos];
+    if (c == '"') {
+      if (!SkipString(s, pos)) return false;
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    ++*pos;
+    if (depth == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<ZarrDtype> ZarrDtypeOf(const std::string& npy_descr) {
+  const auto unsupported = [&npy_descr](const std::string& why) {
+    return InvalidArgument("Zarr v2 needs a numeric, bool or fixed string dtype; " + npy_descr +
+                           " " + why);
+  };
+  std::string t = npy_descr;
+  if (t.size() >= 2 && t.front() == '\'' && t.back() == '\'') t = t.substr(1, t.size() - 2);
+  if (!t.empty() && t[0] == '[') return unsupported("is structured");
+  if (t.size() < 3 || (t[0] != '<' && t[0] != '>' && t[0] != '|')) {
+    return unsupported("is not a simple typestr");
+  }
+  const char kind = t[1];
+  size_t digits_end = 2;
+  while (digits_end < t.size() && std::isdigit(static_cast<unsigned char>(t[digits_end]))) {
+    ++digits_end;
+  }
+  if (digits_end == 2 || t[2] == '0') return unsupported("has no item size");
+  const std::string rest = t.substr(digits_end);
+  const bool timed = kind == 'M' || kind == 'm';
+  if (timed ? !IsTimeUnit(rest) : !rest.empty()) return unsupported("is not a simple typestr");
+  switch (kind) {
+    case 'b':
+      return ZarrDtype{t, "false"};
+    case 'i':
+    case 'u':
+    case 'f':
+    case 'M':
+    case 'm':
+      return ZarrDtype{t, "0"};
+    case 'c':
+      // zarr-python decodes a complex fill value from a [real, imag] pair.
+      return ZarrDtype{t, "[0.0, 0.0]"};
+    case 'S':
+    case 'U':
+      // Padding is zero bytes, which is what an empty string reads as.
+      return ZarrDtype{t, "null"};
+    case 'V':
+      return unsupported("is opaque (void)");
+    default:
+      return unsupported("is of an unknown kind");
+  }
+}
+
+std::string MakeZarrArray(const ZarrDtype& dtype, const std::vector<int64_t>& shape,
+                          const std::vector<int64_t>& chunks) {
+  std::string out = "{\n";
+  out += "  \"chunks\": " + JsonInts(chunks) + ",\n";
+  out += "  \"compressor\": null,\n";
+  out += "  \"dimension_separator\": \".\",\n";
+  out += "  \"dtype\": \"" + dtype.dtype + "\",\n";
+  out += "  \"fill_value\": " + dtype.fill_value + ",\n";
+  out += "  \"filters\": null,\n";
+  out += "  \"order\": \"C\",\n";
+  out += "  \"shape\": " + JsonInts(shape) + ",\n";
+  out += "  \"zarr_format\": 2\n";
+  return out + "}\n";
+}
+
+std::string ZarrChunkKey(const std::vector<int64_t>& coords) {
+  if (coords.empty()) return "0";
+  std::string key;
+  for (size_t k = 0; k < coords.size(); ++k) {
+    if (k) key += '.';
+    key += std::to_string(coords[k]);
+  }
+  return key;
+}
+
+std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
+                                                        const std::string& key) {
+  size_t pos = 0;
+  SkipSpace(json, &pos);
+  if (pos >= json.size() || json[pos] != '{') return std::nullopt;
+  ++pos;
+  while (true) {
+    SkipSpace(json, &pos);
+    if (pos >= json.size() || json[pos] != '"') return std::nullopt;
+    const size_t key_start = pos;
+    if (!SkipString(json, &pos)) return std::nullopt;
+    // Keys are compared as written: meta.json's own keys need no escapes.
+    const bool match = json.compare(key_start + 1, pos - key_start - 2, key) == 0 &&
+                       pos - key_start - 2 == key.size();
+    SkipSpace(json, &pos);
+    if (pos >= json.size() || json[pos] != ':') return std::nullopt;
+    ++pos;
+    SkipSpace(json, &pos);
+    const size_t value_start = pos;
+    if (!SkipValue(json, &pos)) return std::nullopt;
+    if (match) return std::make_pair(value_start, pos);
+    SkipSpace(json, &pos);
+    if (pos >= json.size() || json[pos] != ',') return std::nullopt;
+    ++pos;
+  }
+}
+
+}  // namespace b2ndfs::views

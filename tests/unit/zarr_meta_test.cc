@@ -1,0 +1,92 @@
+// The Zarr v2 view's pure parts: the descr -> dtype / fill value mapping and
+// its refusals, the .zarray text, chunk keys, and finding "vlmeta" in
+// meta.json text (strings holding braces, quotes and the key itself).
+#include "zarr_meta.h"
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <string>
+
+namespace b2ndfs::views {
+namespace {
+
+TEST_CASE("zarr dtypes of simple descrs", "[zarr]") {
+  struct Case {
+    const char* descr;
+    const char* dtype;
+    const char* fill;
+  };
+  const Case cases[] = {
+      {"'<f4'", "<f4", "0"},           {"'>i2'", ">i2", "0"},     {"'|u1'", "|u1", "0"},
+      {"'<u8'", "<u8", "0"},           {"'|b1'", "|b1", "false"}, {"'<c16'", "<c16", "[0.0, 0.0]"},
+      {"'|S10'", "|S10", "null"},      {"'<U3'", "<U3", "null"},  {"'<M8[ns]'", "<M8[ns]", "0"},
+      {"'>m8[25s]'", ">m8[25s]", "0"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.descr);
+    Result<ZarrDtype> d = ZarrDtypeOf(c.descr);
+    REQUIRE(d.ok());
+    CHECK(d->dtype == c.dtype);
+    CHECK(d->fill_value == c.fill);
+  }
+}
+
+TEST_CASE("zarr refuses what v2 cannot describe", "[zarr]") {
+  for (const char* descr : {"'|V8'", "[('a', '<i4'), ('b', '<f8')]", "'<M8'", "'<M8[]'", "'<f'",
+                            "'<f0'", "'=f4'", "'<f4x'", "'<x4'", "''", "'<i4[ns]'"}) {
+    INFO(descr);
+    Result<ZarrDtype> d = ZarrDtypeOf(descr);
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.status().error_number() == EINVAL);
+    CHECK(d.status().message().find(descr) != std::string::npos);
+  }
+}
+
+TEST_CASE("zarr .zarray text", "[zarr]") {
+  const std::string text = MakeZarrArray({">i2", "0"}, {10, 7}, {4, 3});
+  CHECK(text ==
+        "{\n"
+        "  \"chunks\": [4, 3],\n"
+        "  \"compressor\": null,\n"
+        "  \"dimension_separator\": \".\",\n"
+        "  \"dtype\": \">i2\",\n"
+        "  \"fill_value\": 0,\n"
+        "  \"filters\": null,\n"
+        "  \"order\": \"C\",\n"
+        "  \"shape\": [10, 7],\n"
+        "  \"zarr_format\": 2\n"
+        "}\n");
+  const std::string scalar = MakeZarrArray({"|b1", "false"}, {}, {});
+  CHECK(scalar.find("\"shape\": [],") != std::string::npos);
+  CHECK(scalar.find("\"fill_value\": false,") != std::string::npos);
+}
+
+TEST_CASE("zarr chunk keys", "[zarr]") {
+  CHECK(ZarrChunkKey({}) == "0");
+  CHECK(ZarrChunkKey({7}) == "7");
+  CHECK(ZarrChunkKey({0, 3, 12}) == "0.3.12");
+}
+
+TEST_CASE("FindJsonMember finds top-level values only", "[zarr]") {
+  const std::string json =
+      "{\n  \"a\": \"x\\\"}{ \\\"vlmeta\\\": 1\",\n  \"b\": [1, {\"vlmeta\": 2}],\n"
+      "  \"vlmeta\": {\n    \"k\": \"}]\",\n    \"n\": [1, 2]\n  },\n  \"files\": {}\n}\n";
+  auto range = FindJsonMember(json, "vlmeta");
+  REQUIRE(range);
+  CHECK(json.substr(range->first, range->second - range->first) ==
+        "{\n    \"k\": \"}]\",\n    \"n\": [1, 2]\n  }");
+  auto files = FindJsonMember(json, "files");
+  REQUIRE(files);
+  CHECK(json.substr(files->first, files->second - files->first) == "{}");
+  auto scalar = FindJsonMember("{\"n\": 12, \"m\": null}", "m");
+  REQUIRE(scalar);
+  CHECK(scalar->second - scalar->first == 4);
+  CHECK_FALSE(FindJsonMember(json, "k"));
+  CHECK_FALSE(FindJsonMember(json, "vlmet"));
+  CHECK_FALSE(FindJsonMember("[1]", "vlmeta"));
+  CHECK_FALSE(FindJsonMember("{\"vlmeta\": {\"a\": 1", "vlmeta"));
+  CHECK_FALSE(FindJsonMember("{\"x\": 1 \"vlmeta\": 2}", "vlmeta"));
+}
+
+}  // namespace
+}  // namespace b2ndfs::views
