@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# fuse.zarr: NAME.b2nd/zarr/ (SPEC.md "Layout") opened by zarr-python through
+# a real mount. For every container: where meta.json offers "zarr",
+# zarr.open(zarr/, mode='r')[...] equals data.npy (whose bytes fuse.numpy
+# compares with c-blosc2), .zarray has the layout's shape and chunks, .zattrs
+# equals meta.json's "vlmeta", every chunk file listed has the FULL chunk size,
+# and an edge chunk holds the array's part in place and zeros elsewhere; where
+# meta.json says "absent", zarr/ is neither listed nor found. Containers: the
+# b2nd_fixture make set (vlmetalayers, structured, 0-D, empty axes ...) and
+# arrays written here by c-blosc2, 1-D to 4-D, with edge chunks, several
+# dtypes in both byte orders. Skips (77) when /dev/fuse is unusable or
+# /usr/bin/python3 lacks numpy or zarr (scripts/setup.sh installs them).
+# Usage: fuse_zarr.sh BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+itest_init zarr "$1"
+PY=/usr/bin/python3
+if ! "$PY" -c 'import numpy, zarr' 2>/dev/null; then
+  log "SKIP: $PY lacks numpy or zarr (python3-zarr; scripts/setup.sh installs it)"
+  exit 77
+fi
+require_fuse
+
+make_fixtures "$TMP"
+S=$TMP/src/zarr_written
+mkdir -p "$S"
+# NAME DTYPE SHAPE CHUNKS BLOCKS: edge chunks on most axes.
+while read -r name dtype shape chunks blocks; do
+  "$FIXTURE" write "$S/$name.b2nd" --dtype "$dtype" --shape "$shape" --chunks "$chunks" \
+    --blocks "$blocks" --seed 5 >/dev/null || {
+    fail "b2nd_fixture write $name"
+    exit 1
+  }
+done <<'EOF2'
+i1_1d |i1 41 16 8
+f8be_1d >f8 1000 128 32
+f4_2d <f4 23,17 10,8 4,4
+i2be_2d >i2 20,16 10,8 5,4
+u1_3d |u1 5,6,7 2,4,4 1,2,2
+f4be_3d >f4 6,9,11 4,4,4 2,2,3
+c8_2d <c8 13,10 8,8 4,4
+u2_4d <u2 3,4,5,6 2,2,3,4 1,2,2,2
+i8be_4d >i8 3,5,2,7 2,2,2,3 1,2,1,3
+s4_2d |S4 5,5 3,3 2,2
+f8_even <f8 8,8 4,4 2,2
+EOF2
+
+M=$TMP/mnt
+mount_fs "$TMP/src" "$M" -o cache_size=64M || exit 1
+
+check "zarr reads the stores" "$PY" - "$M" <<'EOF2'
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import zarr
+
+mount = sys.argv[1]
+failures = []
+stats = {"stores": 0, "absent": 0, "edge": 0, "vlmeta": 0}
+
+
+def fail(name, what):
+    failures.append(f"{name}: {what}")
+    print(f"MISMATCH {name}: {what}", file=sys.stderr)
+
+
+def check_store(c, meta):
+    zdir = os.path.join(c, "zarr")
+    data = np.load(os.path.join(c, "data.npy"), mmap_mode="r")
+    shape, chunks = meta["shape"], meta["chunkshape"]
+    with open(os.path.join(zdir, ".zarray")) as f:
+        zarray = json.load(f)
+    if zarray["shape"] != shape or zarray["chunks"] != chunks or zarray["zarr_format"] != 2:
+        fail(c, f".zarray {zarray} vs shape {shape} chunks {chunks}")
+    if np.dtype(zarray["dtype"]) != data.dtype:
+        fail(c, f".zarray dtype {zarray['dtype']} vs data.npy {data.dtype}")
+    with open(os.path.join(zdir, ".zattrs")) as f:
+        zattrs = json.load(f)
+    if zattrs != meta["vlmeta"]:
+        fail(c, f".zattrs {zattrs} != meta.json vlmeta {meta['vlmeta']}")
+    if zattrs:
+        stats["vlmeta"] += 1
+    z = zarr.open(zdir, mode="r")
+    if z.shape != data.shape or z.dtype != data.dtype:
+        fail(c, f"zarr sees {z.shape} {z.dtype}, data.npy {data.shape} {data.dtype}")
+        return
+    got = z[...]
+    if got.tobytes() != np.ascontiguousarray(data).tobytes():
+        fail(c, "zarr's z[...] differs from data.npy")
+    if dict(z.attrs) != meta["vlmeta"]:
+        fail(c, "z.attrs differs from meta.json vlmeta")
+    # Every chunk file holds the full chunk; edge chunks padded with zeros.
+    grid = [math.ceil(s / k) for s, k in zip(shape, chunks)]
+    want_names = sorted(".".join(map(str, idx)) if idx else "0" for idx in np.ndindex(*grid))
+    names = sorted(n for n in os.listdir(zdir) if not n.startswith("."))
+    if names != want_names:
+        fail(c, f"chunk files {names[:5]}... != {want_names[:5]}...")
+    full = math.prod(chunks) * data.dtype.itemsize
+    for n in names:
+        size = os.stat(os.path.join(zdir, n)).st_size
+        if size != full:
+            fail(c, f"zarr/{n} is {size} bytes, not {full}")
+    if not names or data.ndim == 0:
+        return
+    last = [g - 1 for g in grid]
+    raw = np.fromfile(os.path.join(zdir, ".".join(map(str, last))), dtype=data.dtype)
+    block = raw.reshape(chunks)
+    start = [i * k for i, k in zip(last, chunks)]
+    inside = tuple(slice(0, min(k, s - b)) for k, s, b in zip(chunks, shape, start))
+    region = tuple(slice(b, b + i.stop) for b, i in zip(start, inside))
+    if block[inside].tobytes() != np.ascontiguousarray(data[region]).tobytes():
+        fail(c, "last chunk's in-array part differs from data.npy")
+    mask = np.ones(chunks, dtype=bool)
+    mask[inside] = False
+    if mask.any():
+        stats["edge"] += 1
+        if raw.view(np.uint8).reshape(*chunks, -1)[mask].any():
+            fail(c, "last chunk's padding is not zero")
+    # Unaligned reads across the padding: the same bytes as the whole file.
+    whole = raw.tobytes()
+    with open(os.path.join(zdir, ".".join(map(str, last))), "rb") as f:
+        for off in range(0, len(whole), max(1, len(whole) // 7)):
+            f.seek(off + 1)
+            part = f.read(len(whole) // 3 + 3)
+            if part != whole[off + 1 : off + 1 + len(part)] or (
+                off + 1 < len(whole) and not part
+            ):
+                fail(c, f"read at {off + 1} differs")
+
+
+for root, dirs, files in os.walk(mount):
+    if "meta.json" not in files:
+        continue
+    dirs[:] = []  # a container: its own entries are checked below
+    with open(os.path.join(root, "meta.json")) as f:
+        meta = json.load(f)
+    if "error" in meta:
+        continue
+    desc = meta["files"].get("zarr")
+    listed = "zarr" in os.listdir(root)
+    if desc is None:
+        fail(root, "meta.json files has no zarr entry")
+    elif desc.get("absent"):
+        stats["absent"] += 1
+        if listed or os.path.exists(os.path.join(root, "zarr")):
+            fail(root, f"zarr/ exists though meta.json says {desc['absent']}")
+    elif not listed:
+        fail(root, "zarr/ is not listed")
+    else:
+        stats["stores"] += 1
+        try:
+            check_store(root, meta)
+        except Exception as e:  # a failure of this container, not of the test
+            fail(root, f"{type(e).__name__}: {e}")
+
+print(f"{stats}; {len(failures)} failures")
+if stats["stores"] < 15 or stats["absent"] < 1 or stats["edge"] < 8 or stats["vlmeta"] < 1:
+    fail("coverage", f"too few cases: {stats}")
+sys.exit(1 if failures else 0)
+EOF2
+
+# A chunk file read with dd at an odd offset gives its bytes like cat does.
+f=$M/zarr_written/f4_2d.b2nd/zarr/2.2
+check "dd of an edge chunk" cmp <(dd if="$f" bs=7 skip=3 status=none) <(tail -c +22 "$f")
+
+finish
