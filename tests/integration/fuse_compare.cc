@@ -215,10 +215,11 @@ void ExpectMissing(const std::string& path, const std::string& container,
   }
 }
 
-// Format headers beside data: which exist depends on dtype and ndim, and
-// fuse.headers checks that against meta.json; here they may appear.
+// Format headers beside data and zarr/: which exist depends on dtype and
+// ndim, and fuse.headers and fuse.zarr check that against meta.json; here
+// they may appear.
 const std::set<std::string> kOptionalRootNames = {"data.nhdr", "data.mhd", "data.hdr",
-                                                  "data.nii"};
+                                                  "data.nii", "zarr"};
 
 void ExpectListing(const std::string& path, std::vector<std::string> want,
                    const std::string& container, const std::string& dir,
