@@ -106,7 +106,7 @@ class RootEntry {
 class Registry : public store::FileCatalog {
  public:
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
-  // data.hdr, data.nii, view/.
+  // data.hdr, data.nii, view/, zarr/.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
