@@ -349,8 +349,9 @@ fuse_lowlevel_ops MakeOps() {
   ops.statfs = OpStatFs;
   ops.access = OpAccess;
   ops.readlink = OpReadLink;
-  // The kernel now asks for security.* on every `ls -l` entry (it would
-  // remember an ENOSYS instead): Filesystem::GetXattr answers those first.
+  // Implemented, the kernel passes every getxattr on (an ENOSYS it would
+  // remember): Filesystem::GetXattr answers security.* and system.* with
+  // EOPNOTSUPP first, so that `ls -l` asks once per mount, not per entry.
   ops.getxattr = OpGetXattr;
   ops.listxattr = OpListXattr;
   ops.setattr = OpSetAttr;

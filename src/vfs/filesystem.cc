@@ -403,8 +403,12 @@ Result<std::shared_ptr<const store::Container>> Filesystem::ContainerOf(const No
 }
 
 Result<std::string> Filesystem::GetXattr(Ino ino, const std::string& name) {
-  // First, before any lock or stat: every stat of `ls -l` asks for
-  // security.* names.
+  // First, before any lock or stat. `ls -l` asks for security.selinux and
+  // system.posix_acl_access of every entry until an answer is EOPNOTSUPP
+  // (ENODATA would cost two requests per entry): that is what the kernel
+  // answered for us before getxattr was implemented, and this mount has
+  // neither labels nor ACLs.
+  if (IsUnsupportedXattr(name)) return Status(EOPNOTSUPP, name);
   if (!IsB2ndXattr(name)) return Status(ENODATA, name);
   auto node = Find(ino);
   if (!node) return Status(ESTALE, "stale handle");

@@ -2,7 +2,9 @@
 // everything inside it (SPEC.md "Layout"): user.b2nd.shape, .chunkshape,
 // .blockshape (JSON lists), .dtype (the NumPy descr) and .codec (meta.json's
 // codec name), all computed from one opened, decodable container.
-// Errors: ENODATA for any other name. Thread-safety: pure functions.
+// Errors: ENODATA for any other name (Filesystem answers security.* and
+// system.* first). Thread-safety: pure
+// functions.
 #pragma once
 
 #include <string>
@@ -17,6 +19,11 @@ namespace b2ndfs::vfs {
 // system.*, the kernel's and ls's per-entry probes) is answered without
 // looking at the node.
 constexpr std::string_view kXattrPrefix = "user.b2nd.";
+
+// Namespaces this mount does not support at all (labels, ACLs).
+inline bool IsUnsupportedXattr(std::string_view name) {
+  return name.starts_with("security.") || name.starts_with("system.");
+}
 
 inline bool IsB2ndXattr(std::string_view name) {
   return name.size() > kXattrPrefix.size() && name.substr(0, kXattrPrefix.size()) == kXattrPrefix;

@@ -4,8 +4,10 @@
 # .blockshape (JSON lists, as c-blosc2 reads the container), .dtype and
 # .codec (as written, and as meta.json says); `getfattr -d` shows exactly
 # those. Mirrored plain files and directories, the root and an undecodable
-# container have none (ENODATA, an empty list). security.* and other names
-# answer ENODATA without opening a container; size queries and too-small
+# container have none (ENODATA, an empty list); other names are ENODATA.
+# security.* and system.* are EOPNOTSUPP (as before getxattr existed: `ls -l`
+# then asks once per mount, not once per entry), answered without opening a
+# container or its source. Size queries and too-small
 # buffers behave as getxattr(2) says; setxattr and removexattr are EROFS.
 # Usage: fuse_xattr.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -105,19 +107,40 @@ got=$(names "$M/bad.b2nd")
 no_attr "$M/bad.b2nd" user.b2nd.shape
 no_attr "$M/bad.b2nd" user.b2nd.codec
 
-log "other names: ENODATA"
-for n in user.b2nd.nosuch user.b2nd. user.other security.selinux security.capability trusted.x; do
+log "other names: ENODATA, security.* and system.*: EOPNOTSUPP"
+for n in user.b2nd.nosuch user.b2nd. user.other trusted.x; do
   no_attr "$M/a3.b2nd" "$n"
   no_attr "$M/a3.b2nd/data" "$n"
+done
+# no_label PATH NAME: NAME must be unsupported (EOPNOTSUPP).
+no_label() {
+  if get "$1" "$2" >/dev/null; then
+    fail "$1 has $2"
+  elif ! grep -q "Operation not supported" "$TMP/get.err"; then
+    fail "$1 $2: not EOPNOTSUPP: $(cat "$TMP/get.err")"
+  fi
+}
+for n in security.selinux security.capability system.posix_acl_access system.posix_acl_default; do
+  no_label "$M/a3.b2nd" "$n"
+  no_label "$M/a3.b2nd/data" "$n"
+  no_label "$M/notes.txt" "$n"
 done
 
 log "security.* never opens a container"
 stat "$M/untouched.b2nd" >/dev/null || fail "stat untouched.b2nd"
 opened0=$(stats_field "$M" containers.opened)
 opens0=$(stats_field "$M" descriptors.opens)
-no_attr "$M/untouched.b2nd" security.selinux
-no_attr "$M/untouched.b2nd" system.posix_acl_access
+no_label "$M/untouched.b2nd" security.selinux
+no_label "$M/untouched.b2nd" system.posix_acl_access
 ls -l "$M" >/dev/null || fail "ls -l $M"
+# ls -l asks for the label and the ACL once per mount, not once per entry.
+if command -v strace >/dev/null; then
+  strace -f -e trace=lgetxattr,getxattr -o "$TMP/ls.strace" ls -l "$M/a3.b2nd/slices/0" >/dev/null
+  for n in security.selinux system.posix_acl_access; do
+    k=$(grep -c "\"$n\"" "$TMP/ls.strace")
+    ((k <= 1)) || fail "ls -l asked for $n $k times"
+  done
+fi
 [[ $(stats_field "$M" containers.opened) == "$opened0" ]] ||
   fail "security.* / ls -l opened a container ($opened0 -> $(stats_field "$M" containers.opened))"
 [[ $(stats_field "$M" descriptors.opens) == "$opens0" ]] ||

@@ -147,8 +147,9 @@ class Filesystem {
   // Extended attributes (SPEC.md "Layout"): the user.b2nd.* names of a
   // container directory and of everything inside it, from its generation's
   // container. Any other name, any other node and an undecodable container
-  // answer ENODATA; names outside user.b2nd.* do so before the node is even
-  // looked at (the kernel asks for security.* on every stat of `ls -l`).
+  // answer ENODATA, security.* and system.* EOPNOTSUPP (no labels, no ACLs;
+  // `ls -l` then stops asking for every entry), both before the node is even
+  // looked at.
   Result<std::string> GetXattr(Ino ino, const std::string& name);
   // The names, each followed by a NUL (empty where there are none).
   Result<std::string> ListXattr(Ino ino);
