@@ -30,7 +30,7 @@ APT_PACKAGES=(
   squashfs-tools squashfuse
   systemd
   clang libclang-rt-14-dev
-  util-linux
+  util-linux attr
 )
 
 missing=()

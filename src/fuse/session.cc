@@ -293,6 +293,40 @@ void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, struct fuse_file_
 void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
   fuse_reply_err(req, EROFS);
 }
+// Replies with `value` as fuse_lowlevel.h wants: its size for a size query
+// (size 0), ERANGE when it does not fit, else the bytes.
+void ReplyXattr(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) {
+    fuse_reply_xattr(req, value.size());
+  } else if (value.size() > size) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, value.data(), value.size());
+  }
+}
+
+void OpGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  Trampoline(req, [&] {
+    auto value = StateOf(req).fs->GetXattr(ino, name);
+    if (!value.ok()) {
+      fuse_reply_err(req, ErrnoOf(value.status()));
+      return;
+    }
+    ReplyXattr(req, *value, size);
+  });
+}
+
+void OpListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  Trampoline(req, [&] {
+    auto names = StateOf(req).fs->ListXattr(ino);
+    if (!names.ok()) {
+      fuse_reply_err(req, ErrnoOf(names.status()));
+      return;
+    }
+    ReplyXattr(req, *names, size);
+  });
+}
+
 void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
 void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, struct fuse_file_info*) {
   fuse_reply_err(req, EROFS);
@@ -315,9 +349,11 @@ fuse_lowlevel_ops MakeOps() {
   ops.statfs = OpStatFs;
   ops.access = OpAccess;
   ops.readlink = OpReadLink;
-  // getxattr / listxattr stay unimplemented: the kernel then remembers that
-  // there are no extended attributes instead of asking three times per
-  // entry of every `ls -l` (security.selinux and the two POSIX ACLs).
+  // Implemented, the kernel passes every getxattr on (an ENOSYS it would
+  // remember): Filesystem::GetXattr answers security.* and system.* with
+  // EOPNOTSUPP first, so that `ls -l` asks once per mount, not per entry.
+  ops.getxattr = OpGetXattr;
+  ops.listxattr = OpListXattr;
   ops.setattr = OpSetAttr;
   ops.mknod = OpMknod;
   ops.mkdir = OpMkdir;

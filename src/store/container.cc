@@ -293,6 +293,10 @@ Status Container::LoadLayout() {
   return Status::Ok();
 }
 
+std::string Container::CodecName() const {
+  return format::CodecName(meta_->frame_info.codec, meta_->frame_info.udcodec);
+}
+
 std::string Container::RenderMeta(const FileCatalog* catalog) const {
   const Metadata& src = *meta_;
   const ArrayLayout& layout = *layout_;

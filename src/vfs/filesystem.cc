@@ -12,6 +12,7 @@
 #include "b2ndfs/views/view.h"
 #include "generation.h"
 #include "mirror.h"
+#include "xattr.h"
 
 namespace b2ndfs::vfs {
 
@@ -389,6 +390,45 @@ Result<Attr> Filesystem::GetAttr(Ino ino) {
   auto node = Find(ino);
   if (!node) return Status(ESTALE, "stale handle");
   return Attributes(*node);
+}
+
+Result<std::shared_ptr<const store::Container>> Filesystem::ContainerOf(const Node& node) {
+  std::shared_ptr<Generation> generation;
+  if (node.type == NodeType::kContainer) {
+    B2NDFS_ASSIGN_OR_RETURN(generation, node.entry->Current(*this));
+  } else {
+    B2NDFS_ASSIGN_OR_RETURN(generation, LiveGeneration(node));
+  }
+  return generation->Container(*this);
+}
+
+Result<std::string> Filesystem::GetXattr(Ino ino, const std::string& name) {
+  // First, before any lock or stat. `ls -l` asks for security.selinux and
+  // system.posix_acl_access of every entry until an answer is EOPNOTSUPP
+  // (ENODATA would cost two requests per entry): that is what the kernel
+  // answered for us before getxattr was implemented, and this mount has
+  // neither labels nor ACLs.
+  if (IsUnsupportedXattr(name)) return Status(EOPNOTSUPP, name);
+  if (!IsB2ndXattr(name)) return Status(ENODATA, name);
+  auto node = Find(ino);
+  if (!node) return Status(ESTALE, "stale handle");
+  if (node->type != NodeType::kContainer && node->type != NodeType::kInside) {
+    return Status(ENODATA, name);
+  }
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const store::Container> container, ContainerOf(*node));
+  return ContainerXattr(*container, name);
+}
+
+Result<std::string> Filesystem::ListXattr(Ino ino) {
+  auto node = Find(ino);
+  if (!node) return Status(ESTALE, "stale handle");
+  if (node->type != NodeType::kContainer && node->type != NodeType::kInside) {
+    return std::string();
+  }
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const store::Container> container, ContainerOf(*node));
+  // An undecodable container has no shape to tell.
+  if (!container->ok()) return std::string();
+  return ContainerXattrNames();
 }
 
 Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {

@@ -116,6 +116,9 @@ class Container : public std::enable_shared_from_this<Container> {
   const std::string& format_name() const { return format_name_; }
   // The NumPy descr of the items ('<f4', "[('a', '<i4')]", '|V8', ...).
   const std::string& npy_descr() const { return npy_descr_; }
+  // c-blosc2's name of the frame's codec, as meta.json's "codec" ("zstd",
+  // "lz4", "user:200", ...).
+  std::string CodecName() const;
 
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.

@@ -144,6 +144,15 @@ class Filesystem {
   Result<std::shared_ptr<DirListing>> OpenDir(Ino ino);
   Result<FileHandle> Open(Ino ino, int flags);
   Result<size_t> Read(const FileHandle& handle, int64_t offset, size_t length, uint8_t* out);
+  // Extended attributes (SPEC.md "Layout"): the user.b2nd.* names of a
+  // container directory and of everything inside it, from its generation's
+  // container. Any other name, any other node and an undecodable container
+  // answer ENODATA, security.* and system.* EOPNOTSUPP (no labels, no ACLs;
+  // `ls -l` then stops asking for every entry), both before the node is even
+  // looked at.
+  Result<std::string> GetXattr(Ino ino, const std::string& name);
+  // The names, each followed by a NUL (empty where there are none).
+  Result<std::string> ListXattr(Ino ino);
   size_t NodeCount() const;
   // Called (from a request thread, no lock held) with the nodes whose
   // kernel-cached attributes, pages and names became stale because their
@@ -168,6 +177,9 @@ class Filesystem {
                                               const std::string& name);
   Result<Attr> Attributes(Node& node);
   Result<Attr> ContainerAttributes(Node& node);
+  // The container a node inside (or a container directory) shows, or an
+  // error (ESTALE for a dead generation, errors reading the source).
+  Result<std::shared_ptr<const store::Container>> ContainerOf(const Node& node);
   Result<std::shared_ptr<DirListing>> ListMirrored(const Node& node);
   std::shared_ptr<Node> Intern(std::shared_ptr<Node> node);
   std::shared_ptr<ContainerEntry> EntryFor(const std::string& path);
