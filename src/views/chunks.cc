@@ -1,18 +1,14 @@
 // chunks/I.J.K: one file per chunk, its region of the array trimmed at the
 // edges. Names join grid coordinates with '.', as Zarr v2 does.
 #include "kinds.h"
+#include "zarr_meta.h"
 
 namespace b2ndfs::views {
 namespace {
 
+// The same names as Zarr v2's chunk keys (zarr/ lists them too).
 std::string ChunkName(const geometry::ArrayLayout& layout, int64_t chunk) {
-  const auto coords = layout.ChunkCoords(chunk);
-  std::string name;
-  for (size_t k = 0; k < coords.size(); ++k) {
-    if (k) name += '.';
-    name += std::to_string(coords[k]);
-  }
-  return name;
+  return ZarrChunkKey(layout.ChunkCoords(chunk));
 }
 
 // Ordinals: the directory at base, chunk i at base + 1 + i.
@@ -24,22 +20,11 @@ class ChunksDir : public Node {
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
                                              const std::string& name) const override {
     const auto& layout = c.layout();
-    std::vector<int64_t> coords;
-    size_t pos = 0;
-    while (true) {
-      const size_t dot = name.find('.', pos);
-      auto index = ParseIndex(name.substr(pos, dot == std::string::npos ? dot : dot - pos));
-      if (!index) return NotFound(name);
-      coords.push_back(*index);
-      if (dot == std::string::npos) break;
-      pos = dot + 1;
-    }
-    if (static_cast<int>(coords.size()) != layout.ndim()) return NotFound(name);
-    const int64_t chunk = layout.ChunkIndex(coords);
-    if (chunk < 0) return NotFound(name);
+    const auto chunk = ChunkFromKey(layout, name);
+    if (!chunk) return NotFound(name);
     return std::shared_ptr<const Node>(std::make_shared<StreamFile>(
-        ChunkName(layout, chunk), ordinal() + 1 + static_cast<uint64_t>(chunk),
-        store::ArrayStream{std::string(), layout.ChunkBox(chunk)}));
+        ChunkName(layout, *chunk), ordinal() + 1 + static_cast<uint64_t>(*chunk),
+        store::ArrayStream{std::string(), layout.ChunkBox(*chunk)}));
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {

@@ -28,6 +28,9 @@ std::optional<int64_t> ParseIndex(const std::string& text);
 // Digits of the largest value: slice names are padded to it so `ls` sorts.
 int DecimalWidth(int64_t value);
 std::string Padded(int64_t value, int width);
+// The chunk a name such as "0.3.1" (grid coordinates joined by '.', as Zarr
+// v2 names chunks; "0" for a 0-D array) denotes; nullopt for anything else.
+std::optional<int64_t> ChunkFromKey(const geometry::ArrayLayout& layout, const std::string& name);
 
 // A directory listing generated from a count and a function.
 template <typename NameOf>

@@ -119,6 +119,27 @@ std::optional<int64_t> ParseIndex(const std::string& text) {
   return value;
 }
 
+std::optional<int64_t> ChunkFromKey(const geometry::ArrayLayout& layout, const std::string& name) {
+  std::vector<int64_t> coords;
+  if (layout.ndim() > 0) {
+    size_t pos = 0;
+    while (true) {
+      const size_t dot = name.find('.', pos);
+      auto index = ParseIndex(name.substr(pos, dot == std::string::npos ? dot : dot - pos));
+      if (!index) return std::nullopt;
+      coords.push_back(*index);
+      if (dot == std::string::npos) break;
+      pos = dot + 1;
+    }
+    if (static_cast<int>(coords.size()) != layout.ndim()) return std::nullopt;
+  } else if (name != "0") {
+    return std::nullopt;
+  }
+  const int64_t chunk = layout.ChunkIndex(coords);
+  if (chunk < 0 || chunk >= layout.NumChunks()) return std::nullopt;
+  return chunk;
+}
+
 int DecimalWidth(int64_t value) {
   int width = 1;
   while (value >= 10) {

@@ -136,26 +136,11 @@ class ZarrDir : public Node {
       return std::shared_ptr<const Node>(
           std::make_shared<ZarrTextFile>(name, ordinal() + 2, range->first, range->second));
     }
-    std::vector<int64_t> coords;
-    if (layout.ndim() > 0) {
-      size_t pos = 0;
-      while (true) {
-        const size_t dot = name.find('.', pos);
-        auto index = ParseIndex(name.substr(pos, dot == std::string::npos ? dot : dot - pos));
-        if (!index) return NotFound(name);
-        coords.push_back(*index);
-        if (dot == std::string::npos) break;
-        pos = dot + 1;
-      }
-      if (static_cast<int>(coords.size()) != layout.ndim()) return NotFound(name);
-    } else if (name != "0") {
-      return NotFound(name);
-    }
-    const int64_t chunk = layout.ChunkIndex(coords);
-    if (chunk < 0 || chunk >= layout.NumChunks()) return NotFound(name);
+    const auto chunk = ChunkFromKey(layout, name);
+    if (!chunk) return NotFound(name);
     return std::shared_ptr<const Node>(std::make_shared<ZarrChunkFile>(
-        ZarrChunkKey(layout.ChunkCoords(chunk)), ordinal() + 3 + static_cast<uint64_t>(chunk),
-        layout.ChunkBox(chunk), FullChunkBox(layout, chunk)));
+        ZarrChunkKey(layout.ChunkCoords(*chunk)), ordinal() + 3 + static_cast<uint64_t>(*chunk),
+        layout.ChunkBox(*chunk), FullChunkBox(layout, *chunk)));
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
