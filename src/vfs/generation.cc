@@ -115,9 +115,9 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current(Filesystem& fs) {
       if (!container->ok() && container->transient()) {
         return Status(EIO, path_ + ": " + container->error());
       }
-      const uint64_t ordinals = fs.views_->OrdinalCount(*container);
-      auto generation = std::make_shared<Generation>(path_, std::move(source).value(), cache_id,
-                                                     fs.ReserveInos(ordinals), ordinals);
+      auto generation =
+          std::make_shared<Generation>(path_, std::move(source).value(), cache_id,
+                                       fs.ReserveInos(fs.views_->OrdinalCount(*container)));
       generation->Adopt(container);
       fs.open_containers_->Touch(container);
       if (current_) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");

@@ -44,17 +44,15 @@ class OpenContainers {
 class Generation {
  public:
   Generation(std::string path, std::shared_ptr<const source::ByteSource> source, uint64_t cache_id,
-             Ino ino_base, uint64_t ordinals)
+             Ino ino_base)
       : path_(std::move(path)),
         source_(std::move(source)),
         cache_id_(cache_id),
-        ino_base_(ino_base),
-        ordinals_(ordinals) {}
+        ino_base_(ino_base) {}
 
   const source::Signature& signature() const { return source_->signature(); }
   uint64_t cache_id() const { return cache_id_; }
   Ino ino_base() const { return ino_base_; }
-  uint64_t ordinals() const { return ordinals_; }
   bool dead() const { return dead_.load(); }
   // A read found the source no longer holds this version.
   bool found_stale() const { return source_->found_stale(); }
@@ -71,7 +69,6 @@ class Generation {
   const std::shared_ptr<const source::ByteSource> source_;
   const uint64_t cache_id_;
   const Ino ino_base_;
-  const uint64_t ordinals_;
   std::atomic<bool> dead_{false};
   mutable std::mutex mutex_;  // held while reopening; before OpenContainers::mutex_
   std::weak_ptr<const store::Container> container_;

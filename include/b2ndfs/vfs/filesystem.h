@@ -195,9 +195,8 @@ class Filesystem {
   std::shared_ptr<const views::Registry> views_;
   std::unique_ptr<source::DescriptorCache> descriptors_;
   std::unique_ptr<OpenContainers> open_containers_;
-  mutable std::mutex mutex_;  // guards nodes_, children_, path_inos_, entries_, next_ino_
+  mutable std::mutex mutex_;  // guards nodes_, path_inos_, entries_, next_ino_
   std::unordered_map<Ino, std::shared_ptr<Node>> nodes_;
-  std::unordered_map<std::string, Ino> children_;  // parent ino + '/' + name -> ino (mirrored)
   struct PathIno {
     Ino ino;
     mode_t type;
