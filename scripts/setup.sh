@@ -31,6 +31,8 @@ APT_PACKAGES=(
   systemd
   clang libclang-rt-14-dev
   util-linux attr
+  # docs.check renders the man pages as man(1) does.
+  man-db groff-base
 )
 
 missing=()
