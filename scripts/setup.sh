@@ -33,6 +33,8 @@ APT_PACKAGES=(
   util-linux attr
   # docs.check renders the man pages as man(1) does.
   man-db groff-base
+  # scripts/build_deb.sh and the package test (package.deb).
+  debhelper dpkg-dev lintian fakeroot debootstrap
 )
 
 missing=()
@@ -83,19 +85,8 @@ if [ -f "$BLOSC2_PREFIX/.complete" ]; then
   exit 0
 fi
 
-# The archive URI the machine already uses (never hard-coded here).
-archive_uri() {
-  local uri=""
-  if compgen -G "/etc/apt/sources.list.d/*.sources" >/dev/null; then
-    uri=$(awk '/^URIs:/ {for (i=2;i<=NF;i++) print $i}' /etc/apt/sources.list.d/*.sources |
-      grep -E '/debian/?$' | head -n1 || true)
-  fi
-  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-    uri=$(awk '$1=="deb" {for (i=2;i<=NF;i++) if ($i ~ /^(https?|file|ftp):/) {print $i; break}}' \
-      /etc/apt/sources.list | grep -E '/debian/?$' | head -n1 || true)
-  fi
-  printf '%s' "$uri"
-}
+# shellcheck source=lib/archive_uri.sh
+source "$ROOT/scripts/lib/archive_uri.sh"
 
 URI="$(archive_uri)"
 if [ -z "$URI" ]; then

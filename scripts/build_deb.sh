@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the Debian package: b2ndfs_VERSION_ARCH.deb in OUTDIR (default
+# build-deb/), from a copy of this tree (dpkg-buildpackage writes next to the
+# source it builds, so the checkout stays clean), then runs lintian on it and
+# fails on lintian errors.
+#   bash scripts/build_deb.sh [OUTDIR]
+# Needs what scripts/setup.sh installs (debhelper, lintian, and c-blosc2 in
+# .deps when the system has none).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$(mkdir -p "${1:-$ROOT/build-deb}" && cd "${1:-$ROOT/build-deb}" && pwd)"
+case "${1:-}" in -h | --help)
+  sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit 0
+  ;;
+esac
+log() { printf '[build_deb] %s\n' "$*" >&2; }
+
+bash "$ROOT/scripts/setup.sh"
+version=$(sed -n '1s/^b2ndfs (\([^)]*\)).*/\1/p' "$ROOT/debian/changelog")
+project_version=$(sed -n 's/^project(b2ndfs VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+[ "$version" = "$project_version" ] || {
+  log "debian/changelog says $version but CMakeLists.txt says $project_version"
+  exit 1
+}
+
+WORK="$OUT/work"
+SRC="$WORK/b2ndfs-$version"
+rm -rf "$WORK"
+mkdir -p "$SRC"
+# The sources only: no build trees, no VCS data.
+tar -C "$ROOT" --exclude='./build*' --exclude='./.git' --exclude='./.deps' -cf - . | tar -C "$SRC" -xf -
+[ -d "$ROOT/.deps" ] && ln -s "$ROOT/.deps" "$SRC/.deps"
+
+log "dpkg-buildpackage in $SRC"
+(cd "$SRC" && DEB_BUILD_OPTIONS="parallel=${B2NDFS_JOBS:-2} nocheck" \
+  dpkg-buildpackage -us -uc -b >"$WORK/build.log" 2>&1) || {
+  tail -n 40 "$WORK/build.log" >&2
+  log "dpkg-buildpackage failed; the whole log: $WORK/build.log"
+  exit 1
+}
+deb=$(ls "$WORK"/b2ndfs_"$version"_*.deb)
+cp "$deb" "$OUT/"
+deb="$OUT/$(basename "$deb")"
+log "built $deb"
+
+# lintian as root warns and skips some checks; it runs as nobody when it can.
+lintian_cmd=(lintian --fail-on error "$deb")
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
+  chmod a+r "$deb"
+  lintian_cmd=(runuser -u nobody -- "${lintian_cmd[@]}")
+fi
+if ! "${lintian_cmd[@]}" >"$OUT/lintian.txt" 2>&1; then
+  cat "$OUT/lintian.txt" >&2
+  log "lintian reports errors"
+  exit 1
+fi
+log "lintian: $(grep -c '^E:' "$OUT/lintian.txt" || true) errors, $(grep -c '^W:' "$OUT/lintian.txt" || true) warnings (see $OUT/lintian.txt)"
+echo "$deb"

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# package.deb: the Debian package installs and mounts on a minimal machine.
+# Builds the .deb (scripts/build_deb.sh: dpkg-buildpackage, lintian without
+# errors), makes a minimal Debian root of this machine's release
+# (debootstrap --variant=minbase, from the archive this machine's apt uses),
+# installs the .deb there with apt (which must find every dependency the
+# package declares), and inside that root: checks the installed files (man
+# pages, systemd unit pointing at /usr/bin/b2ndfs, examples, copyright with
+# c-blosc2's licence), runs `b2ndfs --version`, mounts with
+# `mount -t fuse.b2ndfs` (mount.fuse3 from the fuse3 dependency), reads a
+# container's data and compares it with c-blosc2's own bytes, and unmounts.
+# Skips (77) with a message when not root or when the archive is unreachable.
+# Usage: package_deb.sh SOURCE_DIR BUILD_DIR
+set -uo pipefail
+SRC=$(cd "$1" && pwd)
+BUILD=$(cd "$2" && pwd)
+FIXTURE=$BUILD/tests/fixtures/b2nd_fixture
+T0=$(date +%s)
+log() { echo "[package.deb +$(($(date +%s) - T0))s] $*"; }
+failures=0
+fail() {
+  echo "[package.deb] FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+if [[ $(id -u) != 0 ]]; then
+  log "SKIP: needs root (debootstrap and chroot)"
+  exit 77
+fi
+# shellcheck source=../../scripts/lib/archive_uri.sh
+source "$SRC/scripts/lib/archive_uri.sh"
+URI=$(archive_uri)
+if [[ -z $URI ]]; then
+  log "SKIP: no Debian archive in /etc/apt to bootstrap a minimal root from"
+  exit 77
+fi
+for tool in debootstrap dpkg-buildpackage lintian; do
+  command -v "$tool" >/dev/null || { fail "$tool is missing (scripts/setup.sh installs it)"; exit 1; }
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/b2ndfs-package.XXXXXX")
+R=$TMP/root
+cleanup() {
+  # Whatever is mounted below the root, deepest first; then the files.
+  if [[ -d $R ]]; then
+    chroot "$R" fusermount3 -uz /mnt/arrays 2>/dev/null
+    local m
+    for m in $(awk -v r="$R" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+      umount -l "$m" 2>/dev/null
+    done
+  fi
+  if awk -v r="$TMP" 'index($5, r) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+    echo "[package.deb] leaving $TMP: something is still mounted below it" >&2
+  else
+    rm -rf "$TMP"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "building the package"
+deb=$(bash "$SRC/scripts/build_deb.sh" "$BUILD/deb" 2>"$TMP/build_deb.log" | tail -n1)
+if [[ ! -f $deb ]]; then
+  cat "$TMP/build_deb.log" >&2
+  fail "scripts/build_deb.sh made no package"
+  exit 1
+fi
+log "built $(basename "$deb"); $(grep -o 'lintian: .*errors, [0-9]* warnings' "$TMP/build_deb.log")"
+
+. /etc/os-release
+log "debootstrap --variant=minbase $VERSION_CODENAME"
+if ! debootstrap --variant=minbase "$VERSION_CODENAME" "$R" "$URI" >"$TMP/debootstrap.log" 2>&1; then
+  if grep -qiE "Failed getting release file|Temporary failure resolving|Could not resolve|Connection refused" "$TMP/debootstrap.log"; then
+    log "SKIP: the archive is unreachable: $(grep -iE 'fail|resolv|refused' "$TMP/debootstrap.log" | head -n2)"
+    exit 77
+  fi
+  tail -n 20 "$TMP/debootstrap.log" >&2
+  fail "debootstrap failed"
+  exit 1
+fi
+mount -t proc proc "$R/proc" || { fail "cannot mount /proc in the root"; exit 1; }
+mount --bind /dev "$R/dev" || { fail "cannot bind /dev into the root"; exit 1; }
+mount --bind /sys "$R/sys" || { fail "cannot bind /sys into the root"; exit 1; }
+in_root() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+
+cp "$deb" "$R/tmp/"
+log "apt-get install ./$(basename "$deb") in the minimal root"
+if ! in_root sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/$(basename "$deb")" >"$TMP/apt.log" 2>&1; then
+  tail -n 20 "$TMP/apt.log" >&2
+  fail "the package does not install on a minimal root"
+  exit 1
+fi
+
+for f in /usr/bin/b2ndfs /usr/bin/b2ndfs-inspect /usr/share/man/man1/b2ndfs.1.gz \
+  /usr/share/man/man1/b2ndfs-inspect.1.gz /usr/lib/systemd/system/b2ndfs@.service \
+  /usr/share/doc/b2ndfs/examples/mnt-arrays.mount /usr/share/doc/b2ndfs/examples/fstab.example \
+  /usr/share/doc/b2ndfs/copyright; do
+  [[ -e $R$f ]] || fail "the package installs no $f"
+done
+grep -q '^ExecStart=/usr/bin/b2ndfs ' "$R/usr/lib/systemd/system/b2ndfs@.service" ||
+  fail "b2ndfs@.service does not run /usr/bin/b2ndfs: $(grep ExecStart "$R/usr/lib/systemd/system/b2ndfs@.service")"
+grep -q 'Blosc Development Team' "$R/usr/share/doc/b2ndfs/copyright" ||
+  fail "the copyright file does not carry c-blosc2's notice"
+version=$(in_root b2ndfs --version 2>&1) || fail "b2ndfs --version fails in the root: $version"
+grep -q '^c-blosc2 3\.' <<<"$version" || fail "b2ndfs --version names no c-blosc2 3.x: $version"
+log "installed: $(tr '\n' ' ' <<<"$version")"
+
+# A container written by c-blosc2, and c-blosc2's own bytes of it.
+mkdir -p "$R/srv/arrays" "$R/mnt/arrays"
+"$FIXTURE" write "$R/srv/arrays/cube.b2nd" --shape 40,30,20 --chunks 16,16,8 --blocks 8,4,4 --dtype '<f4' \
+  >/dev/null || { fail "b2nd_fixture write failed"; exit 1; }
+"$FIXTURE" slice "$R/srv/arrays/cube.b2nd" ":,:,:" "$TMP/want" || { fail "b2nd_fixture slice failed"; exit 1; }
+if in_root mount -t fuse.b2ndfs /srv/arrays /mnt/arrays -o cache_size=64M 2>"$TMP/mount.err"; then
+  cmp -s "$R/mnt/arrays/cube.b2nd/data" "$TMP/want" || fail "data read through the packaged b2ndfs differs from c-blosc2's"
+  in_root b2ndfs-inspect meta /srv/arrays/cube.b2nd | grep -q '"shape": *\[40, *30, *20\]' ||
+    fail "b2ndfs-inspect meta gives no shape [40, 30, 20]"
+  in_root fusermount3 -u /mnt/arrays || fail "fusermount3 -u failed in the root"
+else
+  fail "mount -t fuse.b2ndfs fails in the minimal root: $(cat "$TMP/mount.err")"
+fi
+
+if ((failures > 0)); then
+  log "$failures failure(s)"
+  exit 1
+fi
+log "passed"
