@@ -172,8 +172,8 @@ int main(int argc, char** argv) {
     if (view_files) {
       const bench::Index3 shape{arg(0), arg(1), arg(2)};
       const int64_t edge = arg(5);
-      const auto origins = bench::CubeOrigins(shape, edge, static_cast<int>(arg(4)),
-                                              static_cast<uint64_t>(arg(6)));
+      const auto origins =
+          bench::CubeOrigins(shape, edge, static_cast<int>(arg(4)), static_cast<uint64_t>(arg(6)));
       const int64_t cube_bytes = edge * edge * edge * arg(3);
       buffer.assign(1 << 20, 0);
       for (const auto& o : origins) {
