@@ -24,7 +24,9 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 PYTHON = '/usr/bin/python3'  # Debian's, which has numpy
 
-OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes']
+OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes', 'viewcubes']
+# Operations only b2ndfs has (a file per hyperslab): c-blosc2 does them as `cubes`.
+B2NDFS_ONLY = {'viewcubes'}
 CUBE_EDGE = 64
 RAND_LENGTH = 1 << 20
 SEED = 20240601
@@ -186,6 +188,7 @@ class Bench:
         self.errors = []
         self.notes = {}
         self.cache_size_mb = max(2048, 3 * args.size_mb)
+        self.ops = args.ops
         self.b2ndfs_opts = 'cache_size=%dM,threads=2' % self.cache_size_mb
 
     def tool(self, name):
@@ -256,8 +259,10 @@ class Bench:
             return cmd + ['seq', slice_paths[int(op[-1])]]
         if op == 'rand':
             return cmd + ['rand', data_path, str(self.args.rand_count), str(RAND_LENGTH), str(SEED)]
-        if op == 'cubes':
-            return cmd + ['cubes', data_path] + [str(s) for s in self.shape] + [
+        if op in ('cubes', 'viewcubes'):
+            # viewcubes: one view/ file per cube, in the container directory of `data`.
+            path = data_path if op == 'cubes' else os.path.dirname(data_path)
+            return cmd + [op, path] + [str(s) for s in self.shape] + [
                 str(self.itemsize), str(self.args.cube_count), str(CUBE_EDGE), str(SEED)]
         if op == 'first':
             return cmd + ['first', data_path]
@@ -272,7 +277,7 @@ class Bench:
             return cmd + ['slice', op[-1]]
         if op == 'rand':
             return cmd + ['rand', str(self.args.rand_count), str(RAND_LENGTH), str(SEED)]
-        if op == 'cubes':
+        if op in ('cubes', 'viewcubes'):
             return cmd + ['cubes', str(self.args.cube_count), str(CUBE_EDGE), str(SEED)]
         return cmd + [op]
 
@@ -430,8 +435,9 @@ class Bench:
             mountpoint = os.path.join(self.mnt, 'sq_warm')
             _, pid = self.mount_squash(mountpoint)
             self.warm_mounts['sq_warm'] = (mountpoint, pid)
-            for op in OPS[1:]:
-                run_json(self.squash_cmd(op, mountpoint))
+            for op in self.ops:
+                if op != 'first' and op not in B2NDFS_ONLY:
+                    run_json(self.squash_cmd(op, mountpoint))
         for name, body in (('b2ndfs warm', b2), ('memfs', mem), ('squashfuse warm', sq)):
             self.attempt('mounting ' + name, body)
 
@@ -455,10 +461,12 @@ class Bench:
                       ('sq_warm', self.warm)]
             for rep in range(self.args.reps):
                 log('run %d of %d: %s, each by every route' % (rep + 1, self.args.reps,
-                                                               ', '.join(OPS)))
-                for op in OPS:
+                                                               ', '.join(self.ops)))
+                for op in self.ops:
                     k = (rep * 3 + OPS.index(op)) % len(routes)
                     for scenario, fn in routes[k:] + routes[:k]:
+                        if op in B2NDFS_ONLY and scenario in ('memfs', 'sq_cold', 'sq_warm'):
+                            continue
                         if op == 'first' and scenario in ('b2_warm', 'sq_warm'):
                             continue  # "first byte after mount" needs a fresh mount
                         if op == 'first' and scenario == 'memfs':
@@ -608,7 +616,7 @@ class Bench:
         log('array %s float32, %d MiB, cratio %.2f' % (
             self.shape, self.nbytes >> 20, self.nbytes / self.data['cbytes']))
         self.notes['loadavg_start'] = os.getloadavg()
-        steps = [self.run_routes, self.run_listing]
+        steps = [self.run_routes] + ([self.run_listing] if self.args.listing else [])
         for step in steps:
             step()
         self.notes['loadavg_end'] = os.getloadavg()
@@ -638,6 +646,10 @@ def main():
     p.add_argument('--cube-count', type=int, default=None, help='random 64^3 sub-cubes per run')
     p.add_argument('--tiny-count', type=int, default=10000, help='containers for the ls -l test')
     p.add_argument('--regen', action='store_true', help='rewrite the data even if present')
+    p.add_argument('--ops', default=','.join(OPS),
+                   help='comma-separated operations to time (default all: %s)' % ','.join(OPS))
+    p.add_argument('--no-listing', dest='listing', action='store_false',
+                   help='skip the ls -l test of 10,000 tiny containers')
     p.add_argument('--build', default=os.path.join(ROOT, 'build-bench'))
     p.add_argument('--out', default=os.path.join(BENCH, 'out'))
     p.add_argument('--results', default=os.path.join(BENCH, 'RESULTS.md'))
@@ -648,6 +660,10 @@ def main():
         args.rand_count = 100 if args.quick else 200
     if args.cube_count is None:
         args.cube_count = 10 if args.quick else 20
+    unknown = set(args.ops.split(',')) - set(OPS)
+    if unknown:
+        p.error('--ops: unknown %s (known: %s)' % (','.join(sorted(unknown)), ','.join(OPS)))
+    args.ops = [op for op in OPS if op in args.ops.split(',')]
     args.build = os.path.abspath(args.build)
     args.out = os.path.abspath(args.out)
     sys.path.insert(0, BENCH)

@@ -8,6 +8,10 @@
 //     cubes FILE N0 N1 N2 ITEMSIZE COUNT EDGE SEED
 //                                 COUNT random EDGE^3 sub-cubes of an N0xN1xN2 array, each as
 //                                 EDGE*EDGE preads of EDGE*ITEMSIZE-byte rows (the naive route)
+//     viewcubes DIR N0 N1 N2 ITEMSIZE COUNT EDGE SEED
+//                                 the same sub-cubes, each as one b2ndfs hyperslab file
+//                                 DIR/view/z0:z1,y0:y1,x0:x1 (DIR: the container directory),
+//                                 opened, read whole with 1 MiB read()s and closed
 //     first FILE                  open + one 4 KiB pread at the start of the array
 //   bench_reader evict FILE...    drops FILEs' clean pages from the page cache
 //   bench_reader resident FILE    prints the fraction of FILE's pages in the page cache
@@ -154,7 +158,8 @@ int main(int argc, char** argv) {
     std::string checksum;
   };
   auto once = [&]() -> Run {
-    if (drop_cache) Evict(path);
+    const bool view_files = op == "viewcubes";  // FILE is a directory
+    if (drop_cache && !view_files) Evict(path);
     bench::Checksum checksum;
     Clock clock;
     int calls = 0;
@@ -162,9 +167,45 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> buffer;
     const double sys_before = SystemCpuSeconds();
     clock.Start();
-    const int fd = OpenOrDie(path);
+    const int fd = view_files ? -1 : OpenOrDie(path);
     clock.Stop();
-    if (op == "seq") {
+    if (view_files) {
+      const bench::Index3 shape{arg(0), arg(1), arg(2)};
+      const int64_t edge = arg(5);
+      const auto origins =
+          bench::CubeOrigins(shape, edge, static_cast<int>(arg(4)), static_cast<uint64_t>(arg(6)));
+      const int64_t cube_bytes = edge * edge * edge * arg(3);
+      buffer.assign(1 << 20, 0);
+      for (const auto& o : origins) {
+        std::string name = path + "/view/";
+        for (int a = 0; a < 3; ++a) {
+          name += (a ? "," : "") + std::to_string(o[a]) + ":" + std::to_string(o[a] + edge);
+        }
+        if (drop_cache) Evict(name);
+        clock.Start();
+        const int cube_fd = OpenOrDie(name);
+        clock.Stop();
+        int64_t got = 0;
+        for (;;) {
+          clock.Start();
+          const ssize_t n = ::read(cube_fd, buffer.data(), buffer.size());
+          clock.Stop();
+          ++calls;
+          if (n < 0) {
+            if (errno == EINTR) continue;
+            Die(name + ": read error: " + std::strerror(errno));
+          }
+          if (n == 0) break;
+          checksum.Update(buffer.data(), static_cast<size_t>(n));
+          got += n;
+        }
+        clock.Start();
+        ::close(cube_fd);
+        clock.Stop();
+        if (got != cube_bytes) Die(name + ": read " + std::to_string(got) + " bytes");
+        bytes += got;
+      }
+    } else if (op == "seq") {
       buffer.assign(1 << 20, 0);
       for (;;) {
         clock.Start();
@@ -227,7 +268,7 @@ int main(int argc, char** argv) {
       Die("unknown operation " + op);
     }
     clock.Start();
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
     clock.Stop();
     return Run{clock.total, SystemCpuSeconds() - sys_before, calls, bytes, checksum.Hex()};
   };

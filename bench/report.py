@@ -8,7 +8,7 @@ import json
 import statistics
 import sys
 
-OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes']
+OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes', 'viewcubes']
 BULK = ['whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes']
 COLUMNS = [
     ('inproc', 'c-blosc2 in-process, source cached'),
@@ -103,6 +103,8 @@ def op_label(res, op):
         'slice2': 'slice axis 2 `[:,:,%d]` (%s)' % (mid[2], fmt_bytes(res.data['nbytes'] // n2)),
         'rand': '%d random 1 MiB preads of `data`' % a['rand_count'],
         'cubes': '%d random 64³ sub-cubes (64·64 preads of 256 B)' % a['cube_count'],
+        'viewcubes': 'the same %d sub-cubes, each one `view/` file (c-blosc2: as above)' %
+                     a['cube_count'],
     }[op]
 
 
@@ -234,8 +236,14 @@ def render(results):
     for axis in (1, 2):
         speedup_row('4b. slice axis %d, warm: b2ndfs (block cache) vs squashfuse+numpy (page '
                     'cache)' % axis, 'b2_warm', 'sq_warm', 'slice%d' % axis, 10, primary=False)
+    time_row('5. 64³ sub-cube as one `view/` file, cold, source cached: b2ndfs vs c-blosc2 '
+             '`b2nd_get_slice_cbuffer`', 'b2_cold_cached', 'inproc', 'viewcubes', 1.5)
+    time_row('5b. same, source evicted', 'b2_cold', 'inproc_drop', 'viewcubes', 1.5,
+             primary=False)
+    time_row('5c. same, b2ndfs warm vs c-blosc2 (cached)', 'b2_warm', 'inproc', 'viewcubes', 1.5,
+             primary=False)
     w('\nRows marked (info) are context for the row above them, not targets. Ratios of '
-      'throughput for 1 and 3 (higher is better), of time for 2 (lower is better).\n')
+      'throughput for 1 and 3 (higher is better), of time for 2 and 5 (lower is better).\n')
 
     # --- all timings ---
     w('## All timings\n')

@@ -27,6 +27,7 @@ APT_PACKAGES=(
   # c-blosc2's codecs: its static library links against these.
   liblz4-dev libzstd-dev zlib1g-dev libzfp-dev
   python3-numpy python3-nibabel python3-vtk9 python3-gdal gdal-bin teem-apps python3-zarr
+  python3-tifffile python3-xarray libtiff-tools imagemagick netpbm
   squashfs-tools squashfuse
   systemd
   clang libclang-rt-14-dev

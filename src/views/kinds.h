@@ -21,6 +21,9 @@ std::unique_ptr<RootEntry> MakeEnviEntry();
 std::unique_ptr<RootEntry> MakeNiftiEntry();
 std::unique_ptr<RootEntry> MakeViewEntry();
 std::unique_ptr<RootEntry> MakeZarrEntry();
+std::unique_ptr<RootEntry> MakeDataTiffEntry();
+std::unique_ptr<RootEntry> MakeImagesEntry();
+std::unique_ptr<RootEntry> MakeZarrGroupEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

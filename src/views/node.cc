@@ -92,6 +92,9 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeNiftiEntry());
   registry->Add(MakeViewEntry());
   registry->Add(MakeZarrEntry());
+  registry->Add(MakeDataTiffEntry());
+  registry->Add(MakeImagesEntry());
+  registry->Add(MakeZarrGroupEntry());
   return registry;
 }
 

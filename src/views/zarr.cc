@@ -4,8 +4,13 @@
 // chunk to be whole, so edge chunks are padded with zero bytes (the fill
 // value), unlike chunks/ which trims them. Offered only for regular layouts
 // whose dtype Zarr v2 can describe; meta.json says why otherwise.
+// .zmetadata consolidates .zarray and .zattrs (zarr.open_consolidated), and
+// .zattrs carries xarray's "_ARRAY_DIMENSIONS".
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "kinds.h"
 #include "zarr_meta.h"
@@ -28,37 +33,83 @@ geometry::Box FullChunkBox(const geometry::ArrayLayout& layout, int64_t chunk) {
   return box;
 }
 
-// .zarray, or .zattrs as a range of the generation's meta.json (which can be
-// large, so it is not copied at lookup).
+// A JSON file made of literal pieces and ranges of the generation's meta.json
+// (whose "vlmeta" can be large, so it is not copied at lookup): .zarray,
+// .zattrs, .zmetadata, .zgroup.
+struct TextPiece {
+  std::string text;
+  bool from_meta = false;
+  size_t begin = 0, end = 0;  // of meta.json, when from_meta
+};
+using TextPieces = std::vector<TextPiece>;
+
 class ZarrTextFile : public Node {
  public:
-  ZarrTextFile(std::string name, uint64_t ordinal, std::string text)
-      : Node(std::move(name), ordinal), text_(std::move(text)), from_meta_(false) {}
-  ZarrTextFile(std::string name, uint64_t ordinal, size_t begin, size_t end)
-      : Node(std::move(name), ordinal), from_meta_(true), begin_(begin), end_(end) {}
+  ZarrTextFile(std::string name, uint64_t ordinal, TextPieces pieces)
+      : Node(std::move(name), ordinal), pieces_(std::move(pieces)) {}
   bool IsDirectory() const override { return false; }
   int64_t Size(const store::Container& c) const override {
-    return static_cast<int64_t>(Text(c).size());
+    size_t size = 0;
+    for (const TextPiece& piece : pieces_) size += Text(c, piece).size();
+    return static_cast<int64_t>(size);
   }
   Result<size_t> Read(const store::Container& c, int64_t offset, size_t length,
                       uint8_t* out) const override {
     if (offset < 0) return InvalidArgument("negative offset");
-    const std::string_view text = Text(c);
-    if (offset >= static_cast<int64_t>(text.size())) return size_t{0};
-    const size_t n = std::min(length, text.size() - static_cast<size_t>(offset));
-    std::memcpy(out, text.data() + offset, n);
-    return n;
+    size_t at = 0, done = 0;
+    for (const TextPiece& piece : pieces_) {
+      const std::string_view text = Text(c, piece);
+      const size_t begin = std::max(at, static_cast<size_t>(offset));
+      const size_t end = std::min(at + text.size(), static_cast<size_t>(offset) + length);
+      if (begin < end) {
+        std::memcpy(out + (begin - offset), text.data() + (begin - at), end - begin);
+        done += end - begin;
+      }
+      at += text.size();
+    }
+    return done;
   }
 
  private:
-  std::string_view Text(const store::Container& c) const {
-    if (!from_meta_) return text_;
-    return std::string_view(c.meta_json()).substr(begin_, end_ - begin_);
+  static std::string_view Text(const store::Container& c, const TextPiece& piece) {
+    if (!piece.from_meta) return piece.text;
+    return std::string_view(c.meta_json()).substr(piece.begin, piece.end - piece.begin);
   }
-  std::string text_;
-  bool from_meta_;
-  size_t begin_ = 0, end_ = 0;
+  TextPieces pieces_;
 };
+
+TextPiece Literal(std::string text) { return TextPiece{std::move(text)}; }
+
+// .zattrs: meta.json's "vlmeta" with xarray's dimension names.
+std::optional<TextPieces> ZattrsPieces(const store::Container& c) {
+  auto range = FindJsonMember(c.meta_json(), "vlmeta");
+  if (!range) return std::nullopt;
+  const ZattrsPlan plan = PlanZattrs(
+      c.meta_json().substr(range->first, range->second - range->first), c.layout().ndim());
+  return TextPieces{Literal(plan.prefix),
+                    TextPiece{{}, true, range->first + plan.skip, range->second}};
+}
+
+constexpr const char* kZgroup = "{\n  \"zarr_format\": 2\n}\n";
+
+// Consolidated metadata (zarr.open_consolidated): the array's .zarray and
+// .zattrs under `prefix` ("" in zarr/, "zarr/" in the container directory,
+// which is then also a group).
+std::optional<TextPieces> ZmetadataPieces(const store::Container& c, const ZarrDtype& dtype,
+                                          bool group) {
+  auto zattrs = ZattrsPieces(c);
+  if (!zattrs) return std::nullopt;
+  const std::string prefix = group ? "zarr/" : "";
+  std::string head = "{\n\"metadata\": {\n";
+  if (group) head += "\".zgroup\": " + std::string(kZgroup) + ",\n";
+  head += "\"" + prefix +
+          ".zarray\": " + MakeZarrArray(dtype, c.layout().shape(), c.layout().chunkshape()) +
+          ",\n\"" + prefix + ".zattrs\": ";
+  TextPieces pieces{Literal(std::move(head))};
+  for (TextPiece& piece : *zattrs) pieces.push_back(std::move(piece));
+  pieces.push_back(Literal("\n},\n\"zarr_consolidated_format\": 1\n}\n"));
+  return pieces;
+}
 
 // One chunk, padded to the chunk shape.
 class ZarrChunkFile : public Node {
@@ -116,8 +167,8 @@ class ZarrChunkFile : public Node {
   geometry::Box full_;    // the whole chunk, past the array's edges
 };
 
-// Ordinals: the directory at base, .zarray base + 1, .zattrs base + 2, chunk i
-// at base + 3 + i.
+// Ordinals: the directory at base, .zarray base + 1, .zattrs base + 2,
+// .zmetadata base + 3, chunk i at base + 4 + i.
 class ZarrDir : public Node {
  public:
   ZarrDir(uint64_t base, ZarrDtype dtype) : Node("zarr", base), dtype_(std::move(dtype)) {}
@@ -128,18 +179,20 @@ class ZarrDir : public Node {
     const auto& layout = c.layout();
     if (name == ".zarray") {
       return std::shared_ptr<const Node>(std::make_shared<ZarrTextFile>(
-          name, ordinal() + 1, MakeZarrArray(dtype_, layout.shape(), layout.chunkshape())));
+          name, ordinal() + 1,
+          TextPieces{Literal(MakeZarrArray(dtype_, layout.shape(), layout.chunkshape()))}));
     }
-    if (name == ".zattrs") {
-      auto range = FindJsonMember(c.meta_json(), "vlmeta");
-      if (!range) return NotFound(name);
-      return std::shared_ptr<const Node>(
-          std::make_shared<ZarrTextFile>(name, ordinal() + 2, range->first, range->second));
+    if (name == ".zattrs" || name == ".zmetadata") {
+      const bool zattrs = name == ".zattrs";
+      auto pieces = zattrs ? ZattrsPieces(c) : ZmetadataPieces(c, dtype_, false);
+      if (!pieces) return NotFound(name);
+      return std::shared_ptr<const Node>(std::make_shared<ZarrTextFile>(
+          name, ordinal() + (zattrs ? 2 : 3), std::move(pieces).value()));
     }
     const auto chunk = ChunkFromKey(layout, name);
     if (!chunk) return NotFound(name);
     return std::shared_ptr<const Node>(std::make_shared<ZarrChunkFile>(
-        ZarrChunkKey(layout.ChunkCoords(*chunk)), ordinal() + 3 + static_cast<uint64_t>(*chunk),
+        ZarrChunkKey(layout.ChunkCoords(*chunk)), ordinal() + 4 + static_cast<uint64_t>(*chunk),
         layout.ChunkBox(*chunk), FullChunkBox(layout, *chunk)));
   }
 
@@ -147,10 +200,11 @@ class ZarrDir : public Node {
     // The listing keeps the layout it names, not the container.
     auto layout = std::make_shared<const geometry::ArrayLayout>(c.layout());
     const uint64_t base = ordinal();
-    return MakeListing(static_cast<size_t>(2 + layout->NumChunks()), [layout, base](size_t i) {
+    return MakeListing(static_cast<size_t>(3 + layout->NumChunks()), [layout, base](size_t i) {
       if (i == 0) return ListEntry{".zarray", false, base + 1};
       if (i == 1) return ListEntry{".zattrs", false, base + 2};
-      const int64_t chunk = static_cast<int64_t>(i - 2);
+      if (i == 2) return ListEntry{".zmetadata", false, base + 3};
+      const int64_t chunk = static_cast<int64_t>(i - 3);
       return ListEntry{ZarrChunkKey(layout->ChunkCoords(chunk)), false, base + 1 + i};
     });
   }
@@ -166,7 +220,7 @@ class ZarrEntry : public RootEntry {
     return {ListEntry{"zarr", true, base}};
   }
   uint64_t OrdinalCount(const store::Container& c) const override {
-    return ZarrApplies(c).ok() ? 3 + static_cast<uint64_t>(c.layout().NumChunks()) : 0;
+    return ZarrApplies(c).ok() ? 4 + static_cast<uint64_t>(c.layout().NumChunks()) : 0;
   }
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t base) const override {
@@ -190,8 +244,33 @@ class ZarrEntry : public RootEntry {
   }
 };
 
+// .zgroup and .zmetadata in the container directory, looked up but not
+// listed: they make the directory a consolidated Zarr v2 group whose one
+// member is the array zarr/, which is what xarray.open_zarr needs (it opens
+// groups, never a bare array; zarr/ itself must stay an array store).
+class ZarrGroupEntry : public RootEntry {
+ public:
+  std::vector<ListEntry> Names(const store::Container&, uint64_t) const override { return {}; }
+  uint64_t OrdinalCount(const store::Container& c) const override {
+    return ZarrApplies(c).ok() ? 2 : 0;
+  }
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
+                                             uint64_t base) const override {
+    if (name != ".zgroup" && name != ".zmetadata") return std::shared_ptr<const Node>();
+    Result<ZarrDtype> dtype = ZarrApplies(c);
+    if (!dtype.ok()) return std::shared_ptr<const Node>();
+    std::optional<TextPieces> pieces =
+        name == ".zgroup" ? TextPieces{Literal(kZgroup)} : ZmetadataPieces(c, *dtype, true);
+    if (!pieces) return std::shared_ptr<const Node>();
+    return std::shared_ptr<const Node>(std::make_shared<ZarrTextFile>(
+        name, base + (name == ".zgroup" ? 0 : 1), std::move(pieces).value()));
+  }
+  void Describe(const store::Container&, std::vector<store::FileDescription>*) const override {}
+};
+
 }  // namespace
 
 std::unique_ptr<RootEntry> MakeZarrEntry() { return std::make_unique<ZarrEntry>(); }
+std::unique_ptr<RootEntry> MakeZarrGroupEntry() { return std::make_unique<ZarrGroupEntry>(); }
 
 }  // namespace b2ndfs::views

@@ -170,4 +170,16 @@ std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
   }
 }
 
+ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim) {
+  constexpr const char* kKey = "_ARRAY_DIMENSIONS";
+  if (vlmeta.empty() || vlmeta[0] != '{' || FindJsonMember(vlmeta, kKey)) return {};
+  std::string prefix = std::string("{\"") + kKey + "\": [";
+  for (int i = 0; i < ndim; ++i) prefix += (i ? ", \"dim_" : "\"dim_") + std::to_string(i) + "\"";
+  prefix += "]";
+  size_t pos = 1;
+  SkipSpace(vlmeta, &pos);
+  if (pos < vlmeta.size() && vlmeta[pos] != '}') prefix += ", ";
+  return {prefix, 1};
+}
+
 }  // namespace b2ndfs::views

@@ -1,6 +1,8 @@
 // zarr_meta: the pure parts of the Zarr v2 view (zarr/): which NumPy descrs
 // Zarr v2 can describe and with what fill value, the .zarray document, chunk
 // keys, and finding the "vlmeta" object in meta.json for .zattrs.
+// .zattrs adds xarray's "_ARRAY_DIMENSIONS" to the vlmetalayers, so that
+// xarray opens the store.
 // Ownership: plain values in and out. Thread-safety: pure functions.
 // Errors: ZarrDtypeOf returns EINVAL with a message for meta.json's "absent".
 #pragma once
@@ -36,5 +38,15 @@ std::string ZarrChunkKey(const std::vector<int64_t>& coords);
 // JSON object `json`; nullopt when absent or when `json` is not an object.
 std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
                                                         const std::string& key);
+
+// .zattrs is `prefix` followed by the vlmeta object's text from byte `skip`
+// on: the object with "_ARRAY_DIMENSIONS": ["dim_0", ...] (xarray's names
+// for unnamed axes) inserted first, unless a vlmetalayer of that name is
+// there already (then the vlmeta text unchanged).
+struct ZattrsPlan {
+  std::string prefix;
+  size_t skip = 0;
+};
+ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim);
 
 }  // namespace b2ndfs::views

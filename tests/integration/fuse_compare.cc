@@ -215,11 +215,11 @@ void ExpectMissing(const std::string& path, const std::string& container,
   }
 }
 
-// Format headers beside data and zarr/: which exist depends on dtype and
-// ndim, and fuse.headers and fuse.zarr check that against meta.json; here
-// they may appear.
-const std::set<std::string> kOptionalRootNames = {"data.nhdr", "data.mhd", "data.hdr",
-                                                  "data.nii", "zarr"};
+// Format headers beside data, zarr/ and the images: which exist depends on
+// dtype and ndim, and fuse.headers, fuse.zarr and fuse.images check that
+// against meta.json; here they may appear.
+const std::set<std::string> kOptionalRootNames = {"data.nhdr", "data.mhd", "data.hdr", "data.nii",
+                                                  "zarr",      "data.tiff", "images"};
 
 void ExpectListing(const std::string& path, std::vector<std::string> want,
                    const std::string& container, const std::string& dir,

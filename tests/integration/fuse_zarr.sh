@@ -8,21 +8,28 @@
 # meta.json says "absent", zarr/ is neither listed nor found. Containers: the
 # b2nd_fixture make set (vlmetalayers, structured, 0-D, empty axes ...) and
 # arrays written here by c-blosc2, 1-D to 4-D, with edge chunks, several
-# dtypes in both byte orders. Skips (77) when /dev/fuse is unusable or
-# /usr/bin/python3 lacks numpy or zarr (scripts/setup.sh installs them).
+# dtypes in both byte orders. zarr/.zmetadata consolidates .zarray and
+# .zattrs (zarr.open_consolidated gives the same array), .zattrs names the
+# axes for xarray (_ARRAY_DIMENSIONS), and the container directory is a
+# consolidated group (.zgroup, .zmetadata) whose member zarr is the array:
+# xarray.open_zarr(NAME.b2nd, consolidated=True and False) gives the values
+# c-blosc2 reads (b2nd_fixture slice). Skips (77) when /dev/fuse is unusable
+# or /usr/bin/python3 lacks numpy, zarr or xarray (scripts/setup.sh installs
+# them).
 # Usage: fuse_zarr.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init zarr "$1"
 PY=/usr/bin/python3
-if ! "$PY" -c 'import numpy, zarr' 2>/dev/null; then
-  log "SKIP: $PY lacks numpy or zarr (python3-zarr; scripts/setup.sh installs it)"
+if ! "$PY" -c 'import numpy, zarr, xarray' 2>/dev/null; then
+  log "SKIP: $PY lacks numpy, zarr or xarray (python3-zarr, python3-xarray; scripts/setup.sh)"
   exit 77
 fi
 require_fuse
 
 make_fixtures "$TMP"
 S=$TMP/src/zarr_written
-mkdir -p "$S"
+R=$TMP/zarr_ref
+mkdir -p "$S" "$R"
 # NAME DTYPE SHAPE CHUNKS BLOCKS: edge chunks on most axes.
 while read -r name dtype shape chunks blocks; do
   "$FIXTURE" write "$S/$name.b2nd" --dtype "$dtype" --shape "$shape" --chunks "$chunks" \
@@ -30,6 +37,7 @@ while read -r name dtype shape chunks blocks; do
     fail "b2nd_fixture write $name"
     exit 1
   }
+  ref_slice "$S/$name.b2nd" "$(sed -E 's/[0-9]+/:/g' <<<"$shape")" "$R/$name.raw"
 done <<'EOF2'
 i1_1d |i1 41 16 8
 f8be_1d >f8 1000 128 32
@@ -78,6 +86,10 @@ def check_store(c, meta):
         fail(c, f".zarray dtype {zarray['dtype']} vs data.npy {data.dtype}")
     with open(os.path.join(zdir, ".zattrs")) as f:
         zattrs = json.load(f)
+    dims = [f"dim_{i}" for i in range(len(shape))]
+    if "_ARRAY_DIMENSIONS" not in meta["vlmeta"]:
+        if zattrs.pop("_ARRAY_DIMENSIONS", None) != dims:
+            fail(c, f".zattrs lacks _ARRAY_DIMENSIONS {dims}")
     if zattrs != meta["vlmeta"]:
         fail(c, f".zattrs {zattrs} != meta.json vlmeta {meta['vlmeta']}")
     if zattrs:
@@ -89,7 +101,7 @@ def check_store(c, meta):
     got = z[...]
     if got.tobytes() != np.ascontiguousarray(data).tobytes():
         fail(c, "zarr's z[...] differs from data.npy")
-    if dict(z.attrs) != meta["vlmeta"]:
+    if {k: v for k, v in z.attrs.items() if k != "_ARRAY_DIMENSIONS"} != meta["vlmeta"]:
         fail(c, "z.attrs differs from meta.json vlmeta")
     # Every chunk file holds the full chunk; edge chunks padded with zeros.
     grid = [math.ceil(s / k) for s, k in zip(shape, chunks)]
@@ -158,6 +170,82 @@ for root, dirs, files in os.walk(mount):
 print(f"{stats}; {len(failures)} failures")
 if stats["stores"] < 15 or stats["absent"] < 1 or stats["edge"] < 8 or stats["vlmeta"] < 1:
     fail("coverage", f"too few cases: {stats}")
+sys.exit(1 if failures else 0)
+EOF2
+
+check "consolidated metadata and xarray" "$PY" - "$M/zarr_written" "$R" <<'EOF2'
+import json
+import os
+import sys
+
+import numpy as np
+import xarray as xr
+import zarr
+
+root, refdir = sys.argv[1], sys.argv[2]
+failures = []
+count = 0
+
+
+def fail(name, what):
+    failures.append(f"{name}: {what}")
+    print(f"MISMATCH {name}: {what}", file=sys.stderr)
+
+
+def same(got, want):
+    native = want.dtype.newbyteorder("=")
+    got = np.asarray(got)
+    return got.shape == want.shape and got.astype(native).tobytes() == want.astype(native).tobytes()
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+for name in sorted(os.listdir(root)):
+    c = os.path.join(root, name)
+    meta = load(os.path.join(c, "meta.json"))
+    if meta["files"]["zarr"].get("absent"):
+        continue
+    try:
+        ref = np.fromfile(os.path.join(refdir, name[: -len(".b2nd")] + ".raw"),
+                          dtype=np.dtype(meta["dtype"])).reshape(meta["shape"])
+        zdir = os.path.join(c, "zarr")
+        zarray, zattrs = load(os.path.join(zdir, ".zarray")), load(os.path.join(zdir, ".zattrs"))
+        zmeta = load(os.path.join(zdir, ".zmetadata"))
+        want = {"zarr_consolidated_format": 1, "metadata": {".zarray": zarray, ".zattrs": zattrs}}
+        if zmeta != want:
+            fail(c, f"zarr/.zmetadata {zmeta} != {want}")
+        z = zarr.open_consolidated(zdir, mode="r")
+        if not isinstance(z, zarr.Array) or not same(z[...], ref):
+            fail(c, "zarr.open_consolidated(zarr/) differs from c-blosc2's read")
+        gmeta = load(os.path.join(c, ".zmetadata"))
+        want = {"zarr_consolidated_format": 1,
+                "metadata": {".zgroup": {"zarr_format": 2}, "zarr/.zarray": zarray,
+                             "zarr/.zattrs": zattrs}}
+        if gmeta != want or load(os.path.join(c, ".zgroup")) != {"zarr_format": 2}:
+            fail(c, f"group .zmetadata {gmeta} != {want}")
+        for consolidated in (True, False):
+            # mask_and_scale=False: xarray would turn items equal to the
+            # fill value (0) into NaN.
+            ds = xr.open_zarr(c, consolidated=consolidated, mask_and_scale=False)
+            v = ds["zarr"]
+            if list(ds.data_vars) != ["zarr"] or list(v.dims) != zattrs["_ARRAY_DIMENSIONS"]:
+                fail(c, f"xarray sees {list(ds.data_vars)} dims {v.dims}")
+            if not same(v.values, ref):
+                fail(c, f"xarray (consolidated={consolidated}) differs from c-blosc2's read")
+            # Undecoded, xarray shows .zarray's fill value as _FillValue.
+            attrs = {k: x for k, x in v.attrs.items() if k != "_FillValue"}
+            if attrs != meta["vlmeta"]:
+                fail(c, f"xarray attrs {dict(v.attrs)} != vlmeta {meta['vlmeta']}")
+        count += 1
+    except Exception as e:  # a failure of this container, not of the test
+        fail(c, f"{type(e).__name__}: {e}")
+
+print(f"{count} containers through xarray; {len(failures)} failures")
+if count < 9:
+    fail("coverage", f"only {count} containers")
 sys.exit(1 if failures else 0)
 EOF2
 

@@ -88,5 +88,19 @@ TEST_CASE("FindJsonMember finds top-level values only", "[zarr]") {
   CHECK_FALSE(FindJsonMember("{\"x\": 1 \"vlmeta\": 2}", "vlmeta"));
 }
 
+TEST_CASE("zarr .zattrs adds xarray's dimension names to vlmeta", "[zarr]") {
+  auto zattrs = [](const std::string& vlmeta, int ndim) {
+    const ZattrsPlan plan = PlanZattrs(vlmeta, ndim);
+    return plan.prefix + vlmeta.substr(plan.skip);
+  };
+  CHECK(zattrs("{}", 2) == "{\"_ARRAY_DIMENSIONS\": [\"dim_0\", \"dim_1\"]}");
+  CHECK(zattrs("{ \n}", 0) == "{\"_ARRAY_DIMENSIONS\": [] \n}");
+  CHECK(zattrs("{\"a\": {\"_ARRAY_DIMENSIONS\": 1}}", 1) ==
+        "{\"_ARRAY_DIMENSIONS\": [\"dim_0\"], \"a\": {\"_ARRAY_DIMENSIONS\": 1}}");
+  // A vlmetalayer of that name (an array that came from xarray) wins.
+  const std::string own = "{\"b\": 2, \"_ARRAY_DIMENSIONS\": [\"y\", \"x\"]}";
+  CHECK(zattrs(own, 2) == own);
+}
+
 }  // namespace
 }  // namespace b2ndfs::views

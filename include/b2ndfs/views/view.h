@@ -106,7 +106,8 @@ class RootEntry {
 class Registry : public store::FileCatalog {
  public:
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
-  // data.hdr, data.nii, view/, zarr/.
+  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, and the
+  // unlisted .zgroup and .zmetadata that make the directory a Zarr group.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
