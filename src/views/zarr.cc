@@ -1,11 +1,10 @@
 // zarr/: the array as an uncompressed Zarr v2 store. .zarray describes it,
 // .zattrs holds the vlmetalayers (the "vlmeta" object of meta.json), and one
 // file per chunk holds the FULL chunk shape in C order: Zarr v2 requires every
-// chunk to be whole, so edge chunks are padded with zero bytes (the fill
-// value), unlike chunks/ which trims them. Offered only for regular layouts
-// whose dtype Zarr v2 can describe; meta.json says why otherwise.
-// .zmetadata consolidates .zarray and .zattrs (zarr.open_consolidated), and
-// .zattrs carries xarray's "_ARRAY_DIMENSIONS".
+// chunk to be whole, so edge chunks are padded with zero bytes (which no
+// reader returns; fill_value is null), unlike chunks/ which trims them. Offered only for regular
+// layouts whose dtype Zarr v2 can describe; meta.json says why otherwise. .zmetadata consolidates
+// .zarray and .zattrs (zarr.open_consolidated), and .zattrs carries xarray's "_ARRAY_DIMENSIONS".
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -132,7 +131,7 @@ class ZarrChunkFile : public Node {
     const int64_t itemsize = c.layout().itemsize();
     const int64_t item_begin = offset / itemsize;
     const int64_t item_end = (offset + static_cast<int64_t>(n) + itemsize - 1) / itemsize;
-    // Whole items of the range, zero (the fill value) where outside the array.
+    // Whole items of the range, zero bytes where outside the array.
     std::vector<uint8_t> items(static_cast<size_t>((item_end - item_begin) * itemsize), 0);
     std::vector<uint8_t> part;
     size_t at = 0;

@@ -97,20 +97,18 @@ Result<ZarrDtype> ZarrDtypeOf(const std::string& npy_descr) {
   if (timed ? !IsTimeUnit(rest) : !rest.empty()) return unsupported("is not a simple typestr");
   switch (kind) {
     case 'b':
-      return ZarrDtype{t, "false"};
+      return ZarrDtype{t};
     case 'i':
     case 'u':
     case 'f':
     case 'M':
     case 'm':
-      return ZarrDtype{t, "0"};
+      return ZarrDtype{t};
     case 'c':
-      // zarr-python decodes a complex fill value from a [real, imag] pair.
-      return ZarrDtype{t, "[0.0, 0.0]"};
+      return ZarrDtype{t};
     case 'S':
     case 'U':
-      // Padding is zero bytes, which is what an empty string reads as.
-      return ZarrDtype{t, "null"};
+      return ZarrDtype{t};
     case 'V':
       return unsupported("is opaque (void)");
     default:
@@ -125,7 +123,11 @@ std::string MakeZarrArray(const ZarrDtype& dtype, const std::vector<int64_t>& sh
   out += "  \"compressor\": null,\n";
   out += "  \"dimension_separator\": \".\",\n";
   out += "  \"dtype\": \"" + dtype.dtype + "\",\n";
-  out += "  \"fill_value\": " + dtype.fill_value + ",\n";
+  // null: every chunk file exists, so no item is ever uninitialised (what a
+  // fill value stands for), and readers such as xarray would otherwise mask
+  // every item equal to it (zeros turned into NaN). Edge chunks are padded
+  // with zero bytes, which no reader returns.
+  out += "  \"fill_value\": null,\n";
   out += "  \"filters\": null,\n";
   out += "  \"order\": \"C\",\n";
   out += "  \"shape\": " + JsonInts(shape) + ",\n";

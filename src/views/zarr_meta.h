@@ -18,8 +18,7 @@
 namespace b2ndfs::views {
 
 struct ZarrDtype {
-  std::string dtype;       // the typestr, e.g. "<f4", "|b1", ">S10"
-  std::string fill_value;  // JSON text: 0, false, [0.0, 0.0] or null
+  std::string dtype;  // the typestr, e.g. "<f4", "|b1", ">S10"
 };
 
 // `npy_descr` is Container::npy_descr() (a Python literal, e.g. "'<f4'").

@@ -227,16 +227,18 @@ for name in sorted(os.listdir(root)):
         if gmeta != want or load(os.path.join(c, ".zgroup")) != {"zarr_format": 2}:
             fail(c, f"group .zmetadata {gmeta} != {want}")
         for consolidated in (True, False):
-            # mask_and_scale=False: xarray would turn items equal to the
-            # fill value (0) into NaN.
-            ds = xr.open_zarr(c, consolidated=consolidated, mask_and_scale=False)
+            # xarray's defaults (mask_and_scale): .zarray's fill_value is
+            # null, so no item is masked and integers stay integers.
+            ds = xr.open_zarr(c, consolidated=consolidated)
             v = ds["zarr"]
             if list(ds.data_vars) != ["zarr"] or list(v.dims) != zattrs["_ARRAY_DIMENSIONS"]:
                 fail(c, f"xarray sees {list(ds.data_vars)} dims {v.dims}")
             if not same(v.values, ref):
                 fail(c, f"xarray (consolidated={consolidated}) differs from c-blosc2's read")
-            # Undecoded, xarray shows .zarray's fill value as _FillValue.
-            attrs = {k: x for k, x in v.attrs.items() if k != "_FillValue"}
+            # xarray hands out native byte order; kind and size must stay.
+            if v.dtype != ref.dtype.newbyteorder("="):
+                fail(c, f"xarray gives dtype {v.dtype}, c-blosc2's is {ref.dtype}")
+            attrs = dict(v.attrs)
             if attrs != meta["vlmeta"]:
                 fail(c, f"xarray attrs {dict(v.attrs)} != vlmeta {meta['vlmeta']}")
         count += 1
