@@ -1,7 +1,9 @@
 #include "b2ndfs/codec/decompressor.h"
 
 #include <blosc2.h>
+#include <blosc2/codecs-registry.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -60,7 +62,7 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
       info.blocksize = nbytes;
       info.needs_whole_chunk = true;
     }
-    // getitem never loads a chunk's zstd dictionary (it uses whichever the
+    // getitem never loads a chunk's dictionary (it uses whichever the
     // context holds), so dictionary blocks cannot be decoded alone.
     if ((header[31] & BLOSC2_USEDICT) && !info.special && !(flags & BLOSC_MEMCPYED)) {
       info.needs_whole_chunk = true;
@@ -68,6 +70,12 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
     for (int i = 16; i < 16 + BLOSC2_MAX_FILTERS; ++i) {
       if (header[i] == BLOSC_DELTA) info.needs_whole_chunk = true;
     }
+    // getitem of a fixed-rate ZFP chunk goes to ZFP's cell decoder (see
+    // ChunkInfo), whatever the chunk's flags say.
+    if ((flags >> 5) == BLOSC_UDCODEC_FORMAT && header[22] == BLOSC_CODEC_ZFP_FIXED_RATE) {
+      info.needs_whole_chunk = true;
+    }
+    info.needs = NeedsOfChunk(header);
   } else if (!extended && (flags & BLOSC_DODELTA)) {
     info.needs_whole_chunk = true;
   }
@@ -100,11 +108,9 @@ Status CheckDictionary(std::span<const uint8_t> chunk, const ChunkInfo& info) {
   int32_t dict_size;
   std::memcpy(&dict_size, chunk.data() + bstarts_end, 4);  // little endian
   if (dict_size <= 0 || dict_size > BLOSC2_MAXDICTSIZE) {
-    return InvalidData("chunk's zstd dictionary size " + std::to_string(dict_size) +
-                       " is out of range");
+    return InvalidData("chunk's dictionary size " + std::to_string(dict_size) + " is out of range");
   }
-  if (size - bstarts_end - 4 < dict_size)
-    return InvalidData("chunk's zstd dictionary is truncated");
+  if (size - bstarts_end - 4 < dict_size) return InvalidData("chunk's dictionary is truncated");
   return Status::Ok();
 }
 
@@ -178,6 +184,8 @@ Status Decompressor::DecompressRangeFromPart(std::span<const uint8_t> head, cons
                                              const ChunkSpan& span, std::span<const uint8_t> part,
                                              int64_t byte_offset, std::span<uint8_t> out) {
   B2NDFS_RETURN_IF_ERROR(CheckChunkPipeline(head));
+  // The assembled chunk holds only some blocks: never decoded whole.
+  if (info.needs_whole_chunk) return InvalidData("chunk must be decoded whole");
   const int64_t head_size = ChunkHeadSize(info);
   if (static_cast<int64_t>(part.size()) != span.end - span.begin ||
       static_cast<int64_t>(head.size()) < head_size) {
@@ -203,11 +211,31 @@ Status Decompressor::DecompressRangeFromPart(std::span<const uint8_t> head, cons
   return DecompressRange(assembled_, byte_offset, out);
 }
 
-Decompressor::Decompressor() {
+Decompressor::Decompressor(std::shared_ptr<const ArrayBinding> binding)
+    : binding_(std::move(binding)) {
   EnsureInitialized();
   blosc2_dparams params = BLOSC2_DPARAMS_DEFAULTS;
   params.nthreads = 1;
+  if (binding_ != nullptr) params.schunk = binding_->schunk();
   context_ = blosc2_create_dctx(params);
+}
+
+Status Decompressor::CheckContext(std::span<const uint8_t> chunk, const ChunkInfo& info) const {
+  if (binding_ != nullptr) {
+    return binding_->CheckChunk(chunk.first(std::min<size_t>(chunk.size(), kChunkHeaderSize)),
+                                info.nbytes, info.blocksize, info.typesize);
+  }
+  if (info.needs.geometry) {
+    return InvalidData(
+        "chunk's codec or filter (ZFP, NDCELL or NDMEAN) reads the array's shape from the "
+        "super-chunk, and this context is not bound to an array");
+  }
+  if (info.needs.typesize) {
+    return InvalidData(
+        "chunk's BYTEDELTA filter (meta 0) reads the item size from the super-chunk, and this "
+        "context is not bound to an array");
+  }
+  return Status::Ok();
 }
 
 Decompressor::~Decompressor() {
@@ -220,6 +248,7 @@ Status Decompressor::DecompressAll(std::span<const uint8_t> chunk, std::span<uin
   B2NDFS_RETURN_IF_ERROR(CheckChunkPipeline(chunk));
   if (context_ == nullptr) return Status(ENOMEM, "cannot create a Blosc2 context");
   B2NDFS_ASSIGN_OR_RETURN(ChunkInfo info, InspectChunk(chunk));
+  B2NDFS_RETURN_IF_ERROR(CheckContext(chunk, info));
   if (static_cast<size_t>(info.nbytes) != out.size()) {
     return InvalidData("chunk decompresses to " + std::to_string(info.nbytes) +
                        " bytes, expected " + std::to_string(out.size()));
@@ -243,10 +272,11 @@ Status Decompressor::DecompressRange(std::span<const uint8_t> chunk, int64_t byt
     return InvalidData("range [" + std::to_string(byte_offset) + ", " + std::to_string(end) +
                        ") lies outside the chunk's " + std::to_string(info.nbytes) + " bytes");
   }
+  B2NDFS_RETURN_IF_ERROR(CheckContext(chunk, info));
   if (out.empty()) return Status::Ok();
   if (byte_offset == 0 && end == info.nbytes) return DecompressAll(chunk, out);
-  if (info.vl_blocks) {
-    // getitem refuses variable-length blocks: decode all, keep the range.
+  if (info.needs_whole_chunk) {
+    // getitem is wrong or unsafe here (ChunkInfo): decode all, keep the range.
     scratch_.resize(static_cast<size_t>(info.nbytes));
     B2NDFS_RETURN_IF_ERROR(DecompressAll(chunk, scratch_));
     std::memcpy(out.data(), scratch_.data() + byte_offset, out.size());
@@ -292,7 +322,7 @@ DecompressorPool::Lease DecompressorPool::Acquire() {
       return Lease(this, std::move(d));
     }
   }
-  return Lease(this, std::make_unique<Decompressor>());
+  return Lease(this, std::make_unique<Decompressor>(binding_));
 }
 
 void DecompressorPool::Return(std::unique_ptr<Decompressor> d) {

@@ -2,6 +2,7 @@
 // cache), chunk heads, and one block at a time (or a whole chunk, once, where
 // blocks cannot be decoded alone).
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <limits>
 
@@ -167,13 +168,47 @@ Status FillSpecial(format::ChunkKind kind, int64_t itemsize, uint8_t* out, size_
 
 }  // namespace
 
-Result<cache::Value> Container::DecodeWholeChunk(int64_t chunk_index, int64_t expected) const {
+Result<codec::DecompressorPool*> Container::DecompressorsFor(const codec::ChunkInfo& info) const {
+  if (!info.needs.any()) return context_->decompressors;
+  Metadata& src = *meta_;
+  std::call_once(src.bound_once, [&] {
+    std::optional<codec::ArrayGeometry> geometry;
+    int64_t blocksize = layout_->itemsize();
+    if (src.ndmeta) {
+      const format::NdMeta& nd = *src.ndmeta;
+      geometry = codec::ArrayGeometry{nd.shape, nd.chunkshape, nd.blockshape};
+      for (int64_t b : nd.blockshape) {
+        auto next = CheckedMul(blocksize, b);
+        blocksize = next && *next <= INT32_MAX ? *next : int64_t{INT32_MAX} + 1;
+      }
+    }
+    if (layout_->itemsize() > INT32_MAX || blocksize > INT32_MAX) {
+      src.bound_status = InvalidData("blocks are too large to bind the array");
+      return;
+    }
+    auto binding =
+        codec::ArrayBinding::Create(static_cast<int32_t>(layout_->itemsize()),
+                                    static_cast<int32_t>(blocksize), std::move(geometry));
+    if (!binding.ok()) {
+      src.bound_status = binding.status();
+      return;
+    }
+    src.bound_pool =
+        std::make_unique<codec::DecompressorPool>(kBoundPoolIdle, std::move(binding).value());
+  });
+  if (src.bound_pool == nullptr) return src.bound_status;
+  return src.bound_pool.get();
+}
+
+Result<cache::Value> Container::DecodeWholeChunk(int64_t chunk_index, int64_t expected,
+                                                 const codec::ChunkInfo& info) const {
   const cache::Key key{cache_id_, chunk_index, kWholeChunkBlock, cache::EntryKind::kOther};
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
     B2NDFS_ASSIGN_OR_RETURN(cache::Value chunk, FetchCompressedChunk(chunk_index));
+    B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(info));
     auto whole = std::make_shared<cache::Bytes>(static_cast<size_t>(expected));
     {
-      auto lease = context_->decompressors->Acquire();
+      auto lease = pool->Acquire();
       B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(*chunk, *whole));
     }
     GlobalReadStats().whole_chunk_decodes++;
@@ -212,7 +247,7 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
   if (ci.needs_whole_chunk) {
     // Decoding any block costs the whole chunk: decode it once, shared by
     // every reader of its blocks, and copy blocks out of it.
-    B2NDFS_ASSIGN_OR_RETURN(cache::Value whole, DecodeWholeChunk(chunk_index, expected));
+    B2NDFS_ASSIGN_OR_RETURN(cache::Value whole, DecodeWholeChunk(chunk_index, expected, ci));
     std::memcpy(block->data(), whole->data() + first_byte, static_cast<size_t>(stored));
     return cache::Value(std::move(block));
   }
@@ -222,7 +257,8 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
   } else if (ci.special) {
     // A run of one value: the chunk is just its header (and the value).
     B2NDFS_ASSIGN_OR_RETURN(cache::Value chunk, FetchCompressedChunk(chunk_index));
-    auto lease = context_->decompressors->Acquire();
+    B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(ci));
+    auto lease = pool->Acquire();
     B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(*chunk, first_byte, out));
   } else if (ci.memcpyed) {
     // Stored as is after the header: read the bytes, nothing to decode.
@@ -235,7 +271,8 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
     cache::Bytes part(static_cast<size_t>(span.end - span.begin));
     B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, span.begin, span.end - span.begin, part.data()));
     GlobalReadStats().bytes_fetched += part.size();
-    auto lease = context_->decompressors->Acquire();
+    B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(ci));
+    auto lease = pool->Acquire();
     B2NDFS_RETURN_IF_ERROR(lease->DecompressRangeFromPart(*head, ci, span, part, first_byte, out));
   }
   GlobalReadStats().blocks_decompressed++;

@@ -3,6 +3,8 @@
 // decodes blocks, container_read.cc serves reads).
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -27,7 +29,18 @@ struct Container::Metadata {
   int64_t nchunks = 0;
   int64_t index_page_entries = 0;
   std::vector<format::NamedBytes> vlmeta;  // decompressed contents, until rendered
+  // Decompressors bound to this array (codec/binding.h), made on the first
+  // chunk whose pipeline reads the super-chunk (ZFP, NDCELL, NDMEAN,
+  // BYTEDELTA meta 0); other containers never pay for them. bound_status
+  // keeps the reason when the array cannot be bound.
+  std::once_flag bound_once;
+  std::unique_ptr<codec::DecompressorPool> bound_pool;
+  Status bound_status;
 };
+
+// Idle bound decompressors kept per container: a few, since such containers
+// are rare and each context holds the block buffers of its last chunk.
+constexpr size_t kBoundPoolIdle = 4;
 
 // Cache keys of a container's entries besides its blocks (EntryKind::kOther).
 constexpr int64_t kIndexPageBlock = -1;  // chunk = page number

@@ -2,7 +2,11 @@
 //
 // A Decompressor owns one blosc2 decompression context and is used by one
 // thread at a time (c-blosc2 contexts carry per-call state). A pool lends them
-// to worker threads so that no context is ever shared. Chunks are untrusted:
+// to worker threads so that no context is ever shared. A Decompressor made
+// for an ArrayBinding (binding.h) gives c-blosc2 the array's geometry for the
+// codecs and filters that read it from the super-chunk (ZFP, NDCELL, NDMEAN,
+// BYTEDELTA with meta 0); one made without refuses such chunks, and one made
+// with refuses chunks that do not fit the binding, before c-blosc2 sees them. Chunks are untrusted:
 // InspectChunk() checks the header against the bytes actually present before
 // any decompression is attempted, and InspectChunkHeader(), InspectChunk() and
 // every Decompressor method refuse a chunk that names a codec or filter c-blosc2
@@ -17,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "b2ndfs/codec/binding.h"
 #include "b2ndfs/util/status.h"
 
 struct blosc2_context_s;
@@ -39,9 +44,14 @@ struct ChunkInfo {
   bool special = false;  // a run of zeros / NaN / a value / uninitialised
   // Blocks cannot be decoded on their own: the delta filter codes every block
   // against block 0, and c-blosc2's partial decoders (2.17 and 3.3) skip it
-  // (wrong bytes); its getitem fails on zstd-dictionary chunks and on chunks
-  // with variable-length blocks. Such chunks are always decompressed whole.
+  // (wrong bytes); its getitem fails on dictionary chunks (zstd, lz4, lz4hc)
+  // and on chunks with variable-length blocks, and on ZFP fixed-rate chunks
+  // takes ZFP's cell decoder, which fails on 4-D blocks and dereferences the
+  // super-chunk unchecked. Such chunks are always decompressed whole.
   bool needs_whole_chunk = false;
+  // The pipeline reads the array's geometry or item size from the context's
+  // super-chunk: decode with a Decompressor bound to the array (binding.h).
+  ChunkNeeds needs;
   // Chunk format 6 (c-blosc2 3.3, flags2 BLOSC2_VL_BLOCKS): the header's
   // blocksize field holds nblocks, and each block has its own length.
   bool vl_blocks = false;
@@ -73,7 +83,8 @@ Result<ChunkInfo> InspectChunk(std::span<const uint8_t> chunk);
 
 class Decompressor {
  public:
-  Decompressor();
+  // Without a binding, chunks whose `needs` are not empty are refused (EIO).
+  explicit Decompressor(std::shared_ptr<const ArrayBinding> binding = nullptr);
   ~Decompressor();
   Decompressor(const Decompressor&) = delete;
   Decompressor& operator=(const Decompressor&) = delete;
@@ -92,6 +103,9 @@ class Decompressor {
                                  int64_t byte_offset, std::span<uint8_t> out);
 
  private:
+  // OK when this context may hand the chunk to c-blosc2 (see the class comment).
+  Status CheckContext(std::span<const uint8_t> chunk, const ChunkInfo& info) const;
+  std::shared_ptr<const ArrayBinding> binding_;
   blosc2_context_s* context_ = nullptr;
   std::vector<uint8_t> scratch_;    // for ranges not aligned to the typesize
   std::vector<uint8_t> assembled_;  // head + part, rebased: see DecompressRangeFromPart
@@ -113,13 +127,16 @@ class DecompressorPool {
     std::unique_ptr<Decompressor> decompressor_;
   };
 
-  // Keeps at most max_idle idle contexts; more are created on demand.
-  explicit DecompressorPool(size_t max_idle) : max_idle_(max_idle) {}
+  // Keeps at most max_idle idle contexts; more are created on demand, bound
+  // to `binding` when given.
+  explicit DecompressorPool(size_t max_idle, std::shared_ptr<const ArrayBinding> binding = nullptr)
+      : max_idle_(max_idle), binding_(std::move(binding)) {}
   Lease Acquire();
 
  private:
   void Return(std::unique_ptr<Decompressor> d);
   size_t max_idle_;
+  std::shared_ptr<const ArrayBinding> binding_;
   std::mutex mutex_;  // leaf lock
   std::vector<std::unique_ptr<Decompressor>> idle_;
 };

@@ -146,7 +146,10 @@ class Container : public std::enable_shared_from_this<Container> {
   Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
   Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
-  Result<cache::Value> DecodeWholeChunk(int64_t chunk_index, int64_t expected) const;
+  // The pool to decode a chunk with: the mount's, or this array's bound one.
+  Result<codec::DecompressorPool*> DecompressorsFor(const codec::ChunkInfo& info) const;
+  Result<cache::Value> DecodeWholeChunk(int64_t chunk_index, int64_t expected,
+                                        const codec::ChunkInfo& info) const;
   Result<cache::Value> DecodeBlock(int64_t chunk_index, int64_t block_index) const;
   Result<cache::Value> GetBlock(int64_t chunk_index, int64_t block_index) const;
   Status ReadBox(const geometry::Box& box, int64_t item_begin, int64_t item_end,
