@@ -31,6 +31,8 @@ APT_PACKAGES=(
   systemd
   clang libclang-rt-14-dev
   util-linux attr
+  # remote sources: libcurl (linked privately to src/remote), nginx for the HTTP tests.
+  libcurl4-openssl-dev nginx
 )
 
 missing=()
