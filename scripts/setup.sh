@@ -36,6 +36,8 @@ APT_PACKAGES=(
   man-db groff-base
   # scripts/build_deb.sh and the package test (package.deb).
   debhelper dpkg-dev lintian fakeroot debootstrap
+  # remote sources: libcurl (linked privately to src/remote), nginx for the HTTP tests.
+  libcurl4-openssl-dev libssl-dev nginx
 )
 
 missing=()

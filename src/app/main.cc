@@ -15,6 +15,7 @@
 #include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/fuse/session.h"
+#include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/store/worker_pool.h"
@@ -67,16 +68,27 @@ int main(int argc, char** argv) {
   } else if (cl.debug) {
     SetLogLevel(LogLevel::kDebug);
   }
-  for (Status s : {vfs::Filesystem::ValidateSource(cl.source), app::CheckSourceKind(cl.source)}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+  // The source is checked (a remote one answers) before the daemon detaches.
+  std::shared_ptr<source::Tree> tree;
+  if (app::IsRemoteSource(cl.source)) {
+    auto opened = app::OpenRemoteTree(cl);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "b2ndfs: %s\n", opened.status().message().c_str());
       return 1;
     }
-  }
-  char* real_source = ::realpath(cl.source.c_str(), nullptr);
-  if (real_source != nullptr) {
-    cl.source = real_source;
-    std::free(real_source);
+    tree = std::move(opened).value();
+  } else {
+    for (Status s : {vfs::Filesystem::ValidateSource(cl.source), app::CheckSourceKind(cl.source)}) {
+      if (!s.ok()) {
+        std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+        return 1;
+      }
+    }
+    char* real_source = ::realpath(cl.source.c_str(), nullptr);
+    if (real_source != nullptr) {
+      cl.source = real_source;
+      std::free(real_source);
+    }
   }
   {
     // Absolute, because the daemon changes to / and must unmount by path.
@@ -151,6 +163,7 @@ int main(int argc, char** argv) {
 
   vfs::Options fs_options;
   fs_options.source = cl.source;
+  fs_options.tree = tree;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;
   vfs::Filesystem filesystem(fs_options, &store);
@@ -163,7 +176,9 @@ int main(int argc, char** argv) {
       static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
   session.fuse_args.push_back(program);
   if (cl.debug) session.fuse_args.push_back("-d");
-  std::string options = "ro,fsname=" + EscapeOption(cl.source) + ",subtype=b2ndfs";
+  // A remote source's name without credentials (mount tables are public).
+  const std::string fsname = tree ? tree->root() : cl.source;
+  std::string options = "ro,fsname=" + EscapeOption(fsname) + ",subtype=b2ndfs";
   // allow_other must never expose what the source's permissions do not.
   if (cl.allow_other && !cl.has_default_permissions) options += ",default_permissions";
   for (const auto& o : cl.fuse_options) options += "," + EscapeOption(o);

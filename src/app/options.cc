@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "b2ndfs/vfs/filesystem.h"
 
@@ -88,6 +89,45 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     B2NDFS_ASSIGN_OR_RETURN(cl.max_open, ParseIntOption(option, 9, 0, kMaxOpen));
     return Status::Ok();
   }
+  if (StartsWith(option, "timeout=")) {
+    const std::string value = option.substr(8);
+    char* end = nullptr;
+    errno = 0;
+    const double seconds = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+    if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
+        errno == ERANGE || !(seconds >= 0.1 && seconds <= 3600)) {
+      return InvalidArgument("bad value in '" + option + "': expected seconds from 0.1 to 3600");
+    }
+    cl.timeout = seconds;
+    return Status::Ok();
+  }
+  if (StartsWith(option, "retries=")) {
+    B2NDFS_ASSIGN_OR_RETURN(cl.retries, ParseIntOption(option, 8, 0, 100));
+    return Status::Ok();
+  }
+  // S3 settings; where credentials are (never the keys themselves: the
+  // command line is visible in the process list).
+  for (auto [name, field] : {std::pair<const char*, std::string*>{"endpoint=", &cl.endpoint},
+                             {"region=", &cl.region},
+                             {"profile=", &cl.profile},
+                             {"credentials=", &cl.credentials}}) {
+    if (StartsWith(option, name)) {
+      *field = option.substr(std::strlen(name));
+      if (field->empty()) return InvalidArgument("'" + option + "' needs a value");
+      return Status::Ok();
+    }
+  }
+  if (option == "no_sign") {
+    cl.no_sign = true;
+    return Status::Ok();
+  }
+  if (StartsWith(option, "access_key") || StartsWith(option, "secret_key") ||
+      StartsWith(option, "aws_access_key_id") || StartsWith(option, "aws_secret_access_key")) {
+    return InvalidArgument(
+        "credentials are not taken on the command line (anyone can read it in the process "
+        "list): use the AWS environment variables, ~/.aws/credentials (profile=) or "
+        "credentials=FILE");
+  }
   if (StartsWith(option, "log_level=")) {
     cl.log_level = ParseLogLevel(option.substr(10));
     if (!cl.log_level) {
@@ -103,6 +143,13 @@ Status AddOption(CommandLine& cl, const std::string& option) {
 }
 
 }  // namespace
+
+bool IsRemoteSource(const std::string& source) {
+  std::string scheme = source.substr(0, source.find("://"));
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return source.find("://") != std::string::npos &&
+         (scheme == "http" || scheme == "https" || scheme == "s3");
+}
 
 int DefaultMaxThreads(int decompression_threads) {
   return std::clamp(2 * decompression_threads, 10, 64);
@@ -179,6 +226,21 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   }
   cl.source = positional[0];
   cl.mountpoint = positional[1];
+  if (!IsRemoteSource(cl.source) &&
+      (cl.timeout > 0 || cl.retries >= 0 || !cl.endpoint.empty() || !cl.region.empty() ||
+       !cl.profile.empty() || !cl.credentials.empty() || cl.no_sign)) {
+    return InvalidArgument(
+        "timeout=, retries=, endpoint=, region=, profile=, credentials= and no_sign are for "
+        "remote sources (http://, https://, s3://), not " +
+        cl.source);
+  }
+  if (!StartsWith(cl.source, "s3://") &&
+      (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
+       !cl.credentials.empty() || cl.no_sign)) {
+    return InvalidArgument(
+        "endpoint=, region=, profile=, credentials= and no_sign are for s3:// "
+        "sources");
+  }
   return cl;
 }
 
@@ -190,7 +252,9 @@ std::string Usage(const std::string& program) {
          " --help | --version\n"
          "\n"
          "Mounts the Blosc2 b2nd containers under SOURCE (a directory, or one container)\n"
-         "read-only at MOUNTPOINT, each as a directory of plain files.\n"
+         "read-only at MOUNTPOINT, each as a directory of plain files. SOURCE may be\n"
+         "remote: http(s)://HOST/PATH/ (a directory index) or http(s)://HOST/FILE.b2nd;\n"
+         "in fstab, add _netdev so that it is mounted once the network is up.\n"
          "\n"
          "options:\n"
          "  -f                     stay in the foreground (default: daemonize once mounted)\n"
@@ -210,6 +274,13 @@ std::string Usage(const std::string& program) {
          ")\n"
          "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
          "                         decompressed (default 8M; 0 turns it off)\n"
+         "  -o timeout=SECONDS     remote sources: the longest a request may take, retries\n"
+         "                         included; then the read fails with EIO (default 30)\n"
+         "  -o retries=N           remote sources: further attempts after a 5xx, 429 or a\n"
+         "                         connection error, with backoff (default 3)\n"
+         "  -o endpoint=URL,region=R,profile=P,credentials=FILE,no_sign\n"
+         "                         s3:// sources: the service, SigV4 region, a profile of\n"
+         "                         ~/.aws/credentials, a credentials file, anonymous access\n"
          "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
          "  -o allow_other         let other users in (default: only the mounting user);\n"
          "                         default_permissions is added, so permission bits apply\n"

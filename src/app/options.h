@@ -22,6 +22,14 @@ struct CommandLine {
   int max_threads = 0;                // FUSE request threads; 0: DefaultMaxThreads()
   int max_open = 0;                   // containers kept open at once; 0: the vfs default
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
+  // Remote sources (http://, https://, s3://).
+  double timeout = 0;       // seconds a remote request may take, retries included; 0: default
+  int retries = -1;         // further attempts after a transient failure; -1: default
+  std::string endpoint;     // s3: the service URL (path-style addressing)
+  std::string region;       // s3: the SigV4 region
+  std::string profile;      // s3: the ~/.aws/credentials profile
+  std::string credentials;  // s3: a credentials file (for systemd units)
+  bool no_sign = false;     // s3: anonymous requests
   bool foreground = false;
   bool debug = false;
   bool single_threaded = false;
@@ -38,6 +46,14 @@ struct CommandLine {
 // decompression workers, at least libfuse's 10, at most 64 (each thread keeps
 // a receive buffer of about 1 MiB).
 int DefaultMaxThreads(int decompression_threads);
+
+// Defaults of the remote options.
+constexpr double kDefaultTimeout = 30.0;
+constexpr int kDefaultRetries = 3;
+
+// True for SOURCE URLs with a scheme the remote options apply to (http://,
+// https://, s3://).
+bool IsRemoteSource(const std::string& source);
 
 // Parses a size with an optional K, M, G or T suffix (powers of 1024).
 std::optional<uint64_t> ParseSize(const std::string& text);

@@ -3,12 +3,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
+#include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/vfs/filesystem.h"
 
 namespace b2ndfs::app {
@@ -79,6 +81,22 @@ Status CheckMountpointFree(const std::string& mountpoint) {
                              mountpoint + ")");
   }
   return Status::Ok();
+}
+
+Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
+  std::string scheme = cl.source.substr(0, cl.source.find("://"));
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "s3") {
+    return Status(ENOTSUP, "source " + cl.source + ": s3:// sources are not supported yet");
+  }
+  remote::RemoteOptions options;
+  options.http.timeout = cl.timeout > 0 ? cl.timeout : kDefaultTimeout;
+  options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
+  auto tree = remote::OpenHttpTree(cl.source, options);
+  if (!tree.ok()) {
+    return Status(tree.status().error_number(), "source " + tree.status().message());
+  }
+  return tree;
 }
 
 Result<uint64_t> RaiseOpenFileLimit() {

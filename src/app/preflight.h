@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
+#include "options.h"
 
 namespace b2ndfs::app {
 
@@ -27,6 +30,10 @@ std::optional<std::string> MountedTypeAt(const std::string& mountinfo, const std
 // b2ndfs or any other) is mounted: mounting over it would hide it, and its
 // unmount would then take ours.
 Status CheckMountpointFree(const std::string& mountpoint);
+
+// The tree of a remote SOURCE (http://, https://), with the command line's
+// timeout and retries; its root has answered. s3:// is not supported yet.
+Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (as libfuse's
 // passthrough_hp does): every open container holds descriptors. Returns the

@@ -7,7 +7,8 @@
 #include <cstring>
 #include <ctime>
 
-#include "b2ndfs/source/descriptor_cache.h"
+#include "b2ndfs/source/tree.h"
+#include "b2ndfs/util/file.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
 #include "generation.h"
@@ -30,7 +31,7 @@ struct Filesystem::Node {
   Ino parent = 0;
   NodeType type = NodeType::kDir;
   std::string name;
-  std::string path;                         // source path: kDir, kFile, kContainer
+  std::string path;                         // tree path: kDir, kFile, kContainer
   std::shared_ptr<ContainerEntry> entry;    // kContainer, kInside
   std::shared_ptr<Generation> generation;   // kInside
   std::shared_ptr<const views::Node> view;  // kInside
@@ -74,9 +75,8 @@ class ViewListing : public DirListing {
 
 Filesystem::Filesystem(Options options, store::StoreContext* store)
     : options_(std::move(options)), store_(store), views_(views::Registry::Default()) {
-  descriptors_ = std::make_unique<source::DescriptorCache>(
-      options_.max_descriptors > 0 ? options_.max_descriptors
-                                   : source::DefaultDescriptorCapacity());
+  tree_ = options_.tree ? options_.tree
+                        : source::MakeLocalTree(options_.source, options_.max_descriptors);
   // Opened containers may hold up to a quarter of the cache in metadata.
   const int64_t cache_bytes =
       store_->cache != nullptr ? static_cast<int64_t>(store_->cache->capacity_bytes()) : 0;
@@ -86,12 +86,11 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   auto root = std::make_shared<Node>();
   root->ino = kRootIno;
   root->parent = kRootIno;
-  root->path = options_.source;
-  struct stat st;
-  if (StatPath(options_.source, &st) &&
-      (S_ISREG(st.st_mode) || HasContainerExtension(options_.source))) {
+  root->path = tree_->root();
+  auto st = tree_->Stat(root->path);
+  if (st.ok() && (S_ISREG(st->st_mode) || HasContainerExtension(root->path))) {
     root->type = NodeType::kContainer;
-    root->entry = std::make_shared<ContainerEntry>(options_.source);
+    root->entry = std::make_shared<ContainerEntry>(root->path, tree_.get());
   }
   root->nlookup = 1;  // the root is never forgotten
   nodes_[kRootIno] = root;
@@ -149,7 +148,7 @@ std::shared_ptr<ContainerEntry> Filesystem::EntryFor(const std::string& path) {
   auto& weak = entries_[path];
   auto entry = weak.lock();
   if (!entry) {
-    entry = std::make_shared<ContainerEntry>(path);
+    entry = std::make_shared<ContainerEntry>(path, tree_.get());
     weak = entry;
   }
   return entry;
@@ -221,13 +220,19 @@ Result<std::shared_ptr<Filesystem::Node>> Filesystem::Resolve(const std::shared_
 Result<std::shared_ptr<Filesystem::Node>> Filesystem::ResolveMirrored(
     const std::shared_ptr<Node>& parent, const std::string& name) {
   const std::string path = parent->path + "/" + name;
-  struct stat st;
-  if (!StatPath(path, &st)) return NotFound(path);
+  auto st = tree_->Stat(path);
+  if (!st.ok()) {
+    // Only a name that is not there is ENOENT: a source that cannot be
+    // reached (a remote one) must not make the kernel cache a negative entry.
+    const int e = st.status().error_number();
+    if (e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
+    return st.status();
+  }
   auto node = std::make_shared<Node>();
   node->parent = parent->ino;
   node->name = name;
   node->path = path;
-  const auto kind = MirroredKind(name, st);
+  const auto kind = MirroredKind(name, *st);
   if (!kind) return NotFound(path);  // devices, fifos, sockets are not mirrored
   node->type = *kind == MirroredType::kContainer ? NodeType::kContainer
                : *kind == MirroredType::kDir     ? NodeType::kDir
@@ -347,9 +352,9 @@ Result<Attr> Filesystem::Attributes(Node& node) {
   struct stat& st = attr.st;
   switch (node.type) {
     case NodeType::kControlDir:
-    case NodeType::kStatsFile:
+    case NodeType::kStatsFile: {
       // Owned like the mount's root; readable by whoever may read the root.
-      if (!StatPath(options_.source, &st)) return Errno(options_.source);
+      B2NDFS_ASSIGN_OR_RETURN(st, tree_->Stat(tree_->root()));
       st.st_ino = node.ino;
       st.st_nlink = node.type == NodeType::kControlDir ? 2 : 1;
       if (node.type == NodeType::kControlDir) {
@@ -361,14 +366,16 @@ Result<Attr> Filesystem::Attributes(Node& node) {
       }
       attr.timeout = 0;
       return attr;
+    }
     case NodeType::kDir:
-    case NodeType::kFile:
-      if (!StatPath(node.path, &st)) return Errno(node.path);
+    case NodeType::kFile: {
+      B2NDFS_ASSIGN_OR_RETURN(st, tree_->Stat(node.path));
       if ((node.type == NodeType::kDir) != S_ISDIR(st.st_mode)) return NotFound(node.path);
       st.st_ino = node.ino;
       st.st_mode &= ~static_cast<mode_t>(0222);  // read-only mount
       attr.timeout = 1.0;
       return attr;
+    }
     case NodeType::kContainer:
     case NodeType::kInside:
       return ContainerAttributes(node);
@@ -442,12 +449,14 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
       return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(
           std::vector<DirEntry>{DirEntry{"stats", S_IFREG, InoForPath(kStatsFileKey, S_IFREG)}}));
     case NodeType::kDir: {
-      B2NDFS_ASSIGN_OR_RETURN(std::vector<MirroredEntry> entries, ListDirectory(node->path));
+      B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree_->List(node->path));
       std::vector<DirEntry> out;
       out.reserve(entries.size());
       for (auto& e : entries) {
+        const auto kind = MirroredKind(e.name, e.st);
+        if (!kind) continue;
         const std::string path = node->path + "/" + e.name;
-        const mode_t type = e.type == MirroredType::kFile ? S_IFREG : S_IFDIR;
+        const mode_t type = *kind == MirroredType::kFile ? S_IFREG : S_IFDIR;
         out.push_back(DirEntry{std::move(e.name), type, InoForPath(path, type)});
       }
       return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(std::move(out)));
@@ -479,24 +488,14 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
   FileHandle handle;
   switch (node->type) {
     case NodeType::kFile: {
-      B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(node->path));
-      B2NDFS_ASSIGN_OR_RETURN(struct stat st, file.Stat());
-      if (!S_ISREG(st.st_mode)) return NotFound(node->path);
+      B2NDFS_ASSIGN_OR_RETURN(handle.passthrough, tree_->OpenFile(node->path));
       // The kernel keeps its cached pages only if the file is the version
-      // they came from (a rewrite in place keeps size and maybe mtime, never
-      // ctime).
-      source::Signature version;
-      version.device = st.st_dev;
-      version.inode = st.st_ino;
-      version.size = st.st_size;
-      version.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-      version.ctime_ns = st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+      // they came from.
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        handle.keep_cache = node->cached_version == version;
-        node->cached_version = version;
+        handle.keep_cache = node->cached_version == handle.passthrough->version();
+        node->cached_version = handle.passthrough->version();
       }
-      handle.passthrough = std::make_shared<File>(std::move(file));
       return handle;
     }
     case NodeType::kStatsFile:

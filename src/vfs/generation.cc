@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
 
@@ -77,19 +76,12 @@ Result<std::shared_ptr<const store::Container>> Generation::Container(Filesystem
   return container;
 }
 
-Result<struct stat> ContainerEntry::SourceStat() const {
-  struct stat st;
-  if (::stat(path_.c_str(), &st) != 0) {
-    const int e = errno;
-    return Status(e, path_ + ": " + std::strerror(e));
-  }
-  return st;
-}
+Result<struct stat> ContainerEntry::SourceStat() const { return tree_->Stat(path_); }
 
 Result<std::shared_ptr<Generation>> ContainerEntry::Current(Filesystem& fs) {
-  // The common case, unchanged, costs a stat and no wait for other users of
+  // The common case, unchanged, costs a probe and no wait for other users of
   // the container; only a change is handled under the lock.
-  auto probe = source::ProbeLocal(path_);
+  auto probe = tree_->Probe(path_);
   auto unchanged = [&] {
     return current_ && probe.ok() && *probe == current_->signature() && !current_->found_stale();
   };
@@ -101,14 +93,14 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current(Filesystem& fs) {
   Result<std::shared_ptr<Generation>> result = Status(EIO, "unset");
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    probe = source::ProbeLocal(path_);  // another thread may have moved on meanwhile
+    probe = tree_->Probe(path_);  // another thread may have moved on meanwhile
     if (unchanged()) return current_;
     if (!probe.ok()) {
       // Gone (or unreadable): the generation dies with it.
       old = std::move(current_);
       result = probe.status();
     } else {
-      auto source = source::OpenLocal(path_, fs.descriptors_.get());
+      auto source = tree_->OpenContainer(path_);
       if (!source.ok()) return source.status();  // transient or gone: not remembered
       const uint64_t cache_id = g_next_cache_id.fetch_add(1);
       auto container = store::Container::Open(*source, fs.store_, cache_id, fs.views_.get());

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/vfs/filesystem.h"
 
@@ -78,9 +79,12 @@ class Generation {
 // signature whenever something inside it is used.
 class ContainerEntry {
  public:
-  explicit ContainerEntry(std::string path) : path_(std::move(path)) {}
+  // `tree` outlives the entry (the filesystem holds both).
+  ContainerEntry(std::string path, const source::Tree* tree)
+      : path_(std::move(path)), tree_(tree) {}
   const std::string& path() const { return path_; }
-  // The source's stat (its directory for a sparse frame), without opening.
+  // The source's attributes (its directory's for a sparse frame), without
+  // opening it.
   Result<struct stat> SourceStat() const;
   // The current generation; a new one when the source changed (the old one
   // dies and the filesystem is told). Errors reading the source are
@@ -89,6 +93,7 @@ class ContainerEntry {
 
  private:
   const std::string path_;
+  const source::Tree* const tree_;
   std::mutex mutex_;  // held while opening; before Filesystem::mutex_
   std::shared_ptr<Generation> current_;
 };

@@ -1,6 +1,6 @@
 // Private to vfs: the mirrored part of the tree (SOURCE's own directories
 // and files) and what each entry is shown as, decided from its name and
-// stat() alone, without opening any container.
+// attributes alone (source::Tree), without opening any container.
 #pragma once
 
 #include <sys/stat.h>
@@ -20,15 +20,6 @@ enum class MirroredType { kDir, kFile, kContainer };
 // (a directory is a sparse frame; one without chunks.b2frame shows as a
 // broken container saying so); devices, fifos and sockets are not shown.
 std::optional<MirroredType> MirroredKind(const std::string& name, const struct stat& st);
-
-struct MirroredEntry {
-  std::string name;
-  MirroredType type;
-};
-
-// The shown entries of a source directory, sorted by name (stat() follows
-// symbolic links; dangling ones are left out).
-Result<std::vector<MirroredEntry>> ListDirectory(const std::string& path);
 
 class VectorListing : public DirListing {
  public:

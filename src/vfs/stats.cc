@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "b2ndfs/source/descriptor_cache.h"
+#include "b2ndfs/source/tree.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "generation.h"
 
@@ -22,7 +22,6 @@ std::string Filesystem::StatsJson() const {
     std::lock_guard<std::mutex> lock(mutex_);
     inodes = nodes_.size();
   }
-  const source::DescriptorStats d = descriptors_->stats();
   const uint64_t lookups = c.hits + c.misses;
   char hit_ratio[32];
   std::snprintf(hit_ratio, sizeof hit_ratio, "%.4f",
@@ -46,13 +45,7 @@ std::string Filesystem::StatsJson() const {
   out += kv("generations_replaced", generations_replaced_.load());
   out += kv("stale_replies", stale_replies_.load(), true);
   out += "  },\n";
-  out += "  \"descriptors\": {\n";
-  out += kv("open", d.open_now);
-  out += kv("capacity", d.capacity);
-  out += kv("opens", d.opens);
-  out += kv("hits", d.hits);
-  out += kv("evictions", d.evictions, true);
-  out += "  },\n";
+  out += tree_->StatsJson();
   out += "  \"cache\": {\n";
   out += kv("capacity_bytes", c.capacity_bytes);
   out += kv("bytes_cached", c.bytes_cached);

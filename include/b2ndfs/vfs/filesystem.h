@@ -15,9 +15,12 @@
 // file keeps reading the generation it opened as far as that version's bytes
 // can still be read (cached blocks, an old file still held open); where they
 // cannot, reads fail with EIO. It never returns bytes of another generation.
+// Sources. Everything about the source goes through a source::Tree (a local
+// directory, a web server, an object store): listing, stat, containers'
+// signatures and bytes, plain files' bytes. Paths below are tree paths.
 // Resources. Opened containers live in an LRU bounded by `max_open` and by a
 // share of the cache budget (their metadata is charged to the block cache);
-// descriptors live in a bounded source::DescriptorCache; a closed container
+// the tree bounds what it holds (descriptors, connections); a closed container
 // of a live generation is reopened on demand (after checking its signature).
 // Errors that come from reading the source (EMFILE, a vanished file, EIO from
 // the disk) are returned, never remembered as the container's state.
@@ -38,7 +41,6 @@
 #include <vector>
 
 #include "b2ndfs/store/container.h"
-#include "b2ndfs/util/file.h"
 #include "b2ndfs/util/latency.h"
 #include "b2ndfs/util/status.h"
 
@@ -47,7 +49,8 @@ class Node;
 class Registry;
 }  // namespace b2ndfs::views
 namespace b2ndfs::source {
-class DescriptorCache;
+class PlainFile;
+class Tree;
 }  // namespace b2ndfs::source
 
 namespace b2ndfs::vfs {
@@ -97,7 +100,7 @@ struct FileHandle {
   // Virtual files: the generation's container (held while open) and the view.
   std::shared_ptr<const store::Container> container;
   std::shared_ptr<const views::Node> view;
-  std::shared_ptr<File> passthrough;  // ordinary source files
+  std::shared_ptr<const source::PlainFile> passthrough;  // ordinary source files
   std::shared_ptr<ReadPattern> pattern;
   std::shared_ptr<const std::string> snapshot;  // generated files (stats)
   bool keep_cache = true;                       // false when a plain file changed since
@@ -112,7 +115,10 @@ struct Attr {
 };
 
 struct Options {
-  std::string source;               // directory, or a single container
+  std::string source;  // directory, or a single container (a local path)
+  // The source tree; null: a local tree of `source`, holding at most
+  // `max_descriptors` descriptors.
+  std::shared_ptr<source::Tree> tree;
   double attr_timeout = 60.0;       // seconds the kernel may cache attributes inside containers
   int64_t max_readahead = 8 << 20;  // bytes of blocks decompressed ahead of a reader
   int max_open = 0;                 // containers kept open at once (LRU); 0: default
@@ -134,7 +140,7 @@ class Filesystem {
   Filesystem(Options options, store::StoreContext* store);
   ~Filesystem();
 
-  // Checks that SOURCE exists and can be served.
+  // Checks that a local SOURCE exists and can be served.
   static Status ValidateSource(const std::string& source);
 
   // Looks a name up and counts one kernel reference to the result.
@@ -193,7 +199,7 @@ class Filesystem {
   Options options_;
   store::StoreContext* store_;
   std::shared_ptr<const views::Registry> views_;
-  std::unique_ptr<source::DescriptorCache> descriptors_;
+  std::shared_ptr<source::Tree> tree_;
   std::unique_ptr<OpenContainers> open_containers_;
   mutable std::mutex mutex_;  // guards nodes_, path_inos_, entries_, next_ino_
   std::unordered_map<Ino, std::shared_ptr<Node>> nodes_;

@@ -1,0 +1,114 @@
+// remote/http_client: HTTP(S) requests for remote sources: HEAD, GET of a
+// small document (a directory index), and Range GETs of an object's bytes.
+//
+// Ownership: an HttpClient owns a bounded pool of libcurl easy handles; each
+// handle keeps its connections alive between requests (curl_easy_reset keeps
+// them), so the pool is also the bound on open connections. libcurl is
+// private to this module.
+// Time: every request, retries included, ends within Options::timeout
+// seconds (waiting for a free handle counts too); transient failures
+// (connection refused or reset, timeouts of one attempt, 5xx, 429) are retried
+// at most Options::retries times with exponential backoff and full jitter.
+// Errors: Status with ENOENT (404, 410), EACCES (401, 403), ESTALE (412: the
+// object is no longer the version asked for, or a Range answer names another
+// total size), EIO for everything else (timeouts, a 200 answer to a Range
+// request, a short body or a wrong Content-Range). Messages name the URL
+// without credentials or query string (RedactUrl); failures other than
+// ENOENT are also logged (a few per second at most).
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::remote {
+
+// The URL for messages: no user:password@, no query string or fragment.
+std::string RedactUrl(const std::string& url);
+
+// A parsed "Content-Range: bytes FIRST-LAST/TOTAL" (TOTAL may be "*": -1).
+struct ContentRange {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t total = -1;
+};
+std::optional<ContentRange> ParseContentRange(const std::string& value);
+
+// Seconds since the epoch of an RFC 7231 HTTP date (IMF-fixdate, as servers
+// send in Last-Modified); nullopt if malformed.
+std::optional<int64_t> ParseHttpDate(const std::string& value);
+
+// What a server says about an object.
+struct ObjectInfo {
+  int64_t size = -1;  // -1: not known
+  std::string etag;
+  std::string last_modified;
+  int64_t mtime = 0;  // seconds since the epoch, from last_modified (0: not known)
+  std::string content_type;
+};
+
+struct HttpOptions {
+  double timeout = 30.0;            // seconds a request may take, retries included
+  int retries = 3;                  // further attempts after a transient failure
+  size_t connections = 8;           // easy handles (so kept-alive connections)
+  bool verify_tls = true;           // peer certificate and host name
+  size_t max_document = 64u << 20;  // largest body Get() accepts
+};
+
+struct HttpStats {
+  uint64_t requests = 0;  // attempts, retries included
+  uint64_t retries = 0;
+  uint64_t errors = 0;  // requests that failed in the end
+  uint64_t bytes_fetched = 0;
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(HttpOptions options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // HEAD: the object's size, ETag and Last-Modified.
+  Result<ObjectInfo> Head(const std::string& url);
+  // GET of a whole (small) document.
+  Result<std::string> Get(const std::string& url, ObjectInfo* info = nullptr);
+  // Reads exactly `length` bytes at `offset` with a Range request. With a
+  // non-empty `etag` the server must still hold that version (If-Match),
+  // else with `last_modified` (If-Unmodified-Since); a known `version.size`
+  // must be the total size the answer names.
+  Status GetRange(const std::string& url, int64_t offset, size_t length, uint8_t* out,
+                  const ObjectInfo& version);
+
+  HttpStats stats() const;
+  const HttpOptions& options() const { return options_; }
+
+  // Defined in http_client.cc (its libcurl callbacks see it).
+  struct Request;
+
+ private:
+  Status Perform(Request& request);
+  Status Attempt(void* curl, Request& request, double seconds_left, bool* transient);
+  void* Acquire(double deadline);
+  void Release(void* curl);
+  bool LogAllowed();
+
+  const HttpOptions options_;
+  std::mutex mutex_;  // leaf lock; guards idle_, created_ and the log rate
+  std::condition_variable available_;
+  std::vector<void*> idle_;  // CURL* easy handles
+  size_t created_ = 0;
+  double log_window_start_ = 0;  // guarded by mutex_, as logged_in_window_
+  int logged_in_window_ = 0;
+  std::atomic<uint64_t> requests_{0}, retries_{0}, errors_{0}, bytes_{0};
+};
+
+}  // namespace b2ndfs::remote

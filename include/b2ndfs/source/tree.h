@@ -1,0 +1,77 @@
+// source/tree: a whole source tree (SOURCE's directories, plain files and
+// containers) behind one interface, so that vfs knows nothing of where the
+// bytes live: a local directory (LocalTree), a web server, an object store.
+//
+// Paths. A tree names its root by root() (a local path, or a URL without
+// credentials); the path of an entry is its parent's path + "/" + its name.
+// Paths are used as given: a tree never resolves "." or "..", and vfs never
+// builds one with them.
+// Kinds. Stat() and List() report directories (S_IFDIR) and regular files
+// (S_IFREG) with the owner, group, permission bits and times the source gives
+// (a remote tree makes them up: the mounting user, read-only, Last-Modified).
+// Whether an entry is a container is decided by vfs from its name, never by
+// opening it.
+// Errors: Status with the errno of the failure (ENOENT, EACCES, ENOTDIR, EIO,
+// ESTALE, ETIMEDOUT for a remote that does not answer in time, ...).
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::source {
+
+struct TreeEntry {
+  std::string name;
+  struct stat st {};
+};
+
+// One open plain (non-container) file: the version it was opened at, and its
+// bytes. A remote file refuses to read bytes of another version (ESTALE).
+class PlainFile {
+ public:
+  virtual ~PlainFile() = default;
+  // The version the file was opened at (the kernel keeps cached pages of a
+  // plain file only while its version stays the same).
+  virtual const Signature& version() const = 0;
+  // Reads up to `length` bytes at `offset`, fewer only at the end of the file.
+  virtual Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const = 0;
+};
+
+class Tree {
+ public:
+  virtual ~Tree() = default;
+  // The root's path (see "Paths").
+  virtual const std::string& root() const = 0;
+  // The attributes of an entry (symbolic links followed).
+  virtual Result<struct stat> Stat(const std::string& path) const = 0;
+  // The entries of a directory that are directories or regular files (after
+  // following links; dangling links, devices, fifos and sockets are left
+  // out), sorted by name.
+  virtual Result<std::vector<TreeEntry>> List(const std::string& path) const = 0;
+  // The current signature of a container (a file, or a sparse-frame
+  // directory), without opening it: cheap enough to call on every use.
+  virtual Result<Signature> Probe(const std::string& path) const = 0;
+  // The current version of a container. The source refuses to read another
+  // version later (ESTALE).
+  virtual Result<std::shared_ptr<const ByteSource>> OpenContainer(
+      const std::string& path) const = 0;
+  // The current version of a plain file.
+  virtual Result<std::shared_ptr<const PlainFile>> OpenFile(const std::string& path) const = 0;
+  // The tree's own members of .b2ndfs/stats: JSON object members, each line
+  // indented by two spaces and ending with ",\n" (empty if none).
+  virtual std::string StatsJson() const = 0;
+};
+
+// Local directories and files. `max_descriptors` bounds the descriptors held
+// open (0: DefaultDescriptorCapacity()).
+std::shared_ptr<Tree> MakeLocalTree(std::string root, size_t max_descriptors = 0);
+
+}  // namespace b2ndfs::source

@@ -1,0 +1,295 @@
+#include "b2ndfs/remote/autoindex.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "b2ndfs/remote/http_client.h"
+
+namespace b2ndfs::remote {
+namespace {
+
+Status Malformed(const std::string& why) { return Status(EIO, "directory index: " + why); }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A name that stays inside its directory.
+bool AcceptableName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+}
+
+// The subset of JSON nginx writes: an array of flat objects whose values
+// are strings or non-negative integers.
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& text) : s_(text) {}
+
+  void SkipSpace() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool Consume(char c) {
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool AtEnd() {
+    SkipSpace();
+    return pos_ >= s_.size();
+  }
+  bool PeekString() {
+    SkipSpace();
+    return pos_ < s_.size() && s_[pos_] == '"';
+  }
+
+  Result<std::string> String() {
+    if (!Consume('"')) return Malformed("expected a string");
+    std::string out;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_++];
+      if (c == '"') return out;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= s_.size()) break;
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out += e;
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          if (pos_ + 4 > s_.size()) return Malformed("short \\u escape");
+          unsigned cp = 0;
+          for (int i = 0; i < 4; ++i) {
+            const int h = HexValue(s_[pos_++]);
+            if (h < 0) return Malformed("bad \\u escape");
+            cp = cp * 16 + static_cast<unsigned>(h);
+          }
+          // UTF-8 (surrogate pairs are not joined: such names are exotic
+          // enough to be shown as they come).
+          if (cp < 0x80) {
+            out += static_cast<char>(cp);
+          } else if (cp < 0x800) {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          } else {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          }
+          break;
+        }
+        default:
+          return Malformed("bad escape");
+      }
+    }
+    return Malformed("unterminated string");
+  }
+
+  Result<int64_t> Number() {
+    SkipSpace();
+    int64_t v = 0;
+    size_t digits = 0;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+      if (++digits > 18) return Malformed("number too large");
+      v = v * 10 + (s_[pos_++] - '0');
+    }
+    if (digits == 0) return Malformed("expected a number");
+    return v;
+  }
+
+ private:
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string EncodePathSegment(const std::string& segment) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : segment) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string DecodePercent(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      const int hi = HexValue(text[i + 1]), lo = HexValue(text[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+Result<std::vector<IndexEntry>> ParseAutoindexJson(const std::string& text) {
+  JsonReader in(text);
+  std::vector<IndexEntry> entries;
+  if (!in.Consume('[')) return Malformed("expected a JSON array");
+  if (in.Consume(']'))
+    return in.AtEnd() ? Result<std::vector<IndexEntry>>(entries)
+                      : Malformed("text after the array");
+  do {
+    if (!in.Consume('{')) return Malformed("expected an object");
+    IndexEntry e;
+    std::string type;
+    if (!in.Consume('}')) {
+      do {
+        B2NDFS_ASSIGN_OR_RETURN(const std::string key, in.String());
+        if (!in.Consume(':')) return Malformed("expected ':'");
+        if (in.PeekString()) {
+          B2NDFS_ASSIGN_OR_RETURN(std::string value, in.String());
+          if (key == "name") e.name = std::move(value);
+          if (key == "type") type = std::move(value);
+          if (key == "mtime") e.mtime = ParseHttpDate(value).value_or(0);
+        } else {
+          B2NDFS_ASSIGN_OR_RETURN(const int64_t value, in.Number());
+          if (key == "size") e.size = value;
+        }
+      } while (in.Consume(','));
+      if (!in.Consume('}')) return Malformed("expected '}'");
+    }
+    e.directory = type == "directory";
+    if (e.directory) e.size = -1;
+    // Symbolic links nginx could not follow ("other") are left out, as
+    // local ones are.
+    if (AcceptableName(e.name) && (type == "file" || type == "directory")) {
+      entries.push_back(std::move(e));
+    }
+  } while (in.Consume(','));
+  if (!in.Consume(']') || !in.AtEnd()) return Malformed("expected ']' at the end");
+  return entries;
+}
+
+Result<std::vector<IndexEntry>> ParseAutoindexHtml(const std::string& text) {
+  std::vector<IndexEntry> entries;
+  size_t pos = 0;
+  for (;;) {
+    // <a href="..."> (case-insensitive tag and attribute, either quote).
+    size_t a = std::string::npos;
+    for (size_t i = pos; i + 2 < text.size(); ++i) {
+      if (text[i] == '<' && (text[i + 1] == 'a' || text[i + 1] == 'A') &&
+          std::isspace(static_cast<unsigned char>(text[i + 2]))) {
+        a = i;
+        break;
+      }
+    }
+    if (a == std::string::npos) break;
+    const size_t close = text.find('>', a);
+    if (close == std::string::npos) break;
+    pos = close + 1;
+    std::string tag = text.substr(a, close - a);
+    for (auto& c : tag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const size_t h = tag.find("href=");
+    if (h == std::string::npos || h + 5 >= tag.size()) continue;
+    const char quote = tag[h + 5];
+    if (quote != '"' && quote != '\'') continue;
+    const size_t end = text.find(quote, a + h + 6);
+    if (end == std::string::npos || end > close) continue;
+    std::string href = text.substr(a + h + 6, end - (a + h + 6));
+    // HTML entities first (&amp; in a link), then %XX.
+    for (const auto& [entity, c] : {std::pair<const char*, char>{"&amp;", '&'},
+                                    {"&lt;", '<'},
+                                    {"&gt;", '>'},
+                                    {"&quot;", '"'},
+                                    {"&#39;", '\''}}) {
+      for (size_t p; (p = href.find(entity)) != std::string::npos;) {
+        href.replace(p, std::strlen(entity), 1, c);
+      }
+    }
+    if (href.empty() || href[0] == '/' || href[0] == '?' || href[0] == '#' ||
+        href.find("://") != std::string::npos || href.find_first_of("?#") != std::string::npos) {
+      continue;
+    }
+    IndexEntry e;
+    e.directory = href.back() == '/';
+    if (e.directory) href.pop_back();
+    if (href.rfind("./", 0) == 0) href.erase(0, 2);
+    e.name = DecodePercent(href);
+    if (!AcceptableName(e.name)) continue;
+    // nginx's page: "</a>   10-Jun-2025 05:00    1234" up to the line's end.
+    const size_t line_end = text.find('\n', pos);
+    const size_t a_end = text.find("</a>", pos);
+    if (a_end != std::string::npos && (line_end == std::string::npos || a_end < line_end)) {
+      const std::string rest = text.substr(
+          a_end + 4, (line_end == std::string::npos ? text.size() : line_end) - (a_end + 4));
+      char month[4] = {0};
+      int day = 0, year = 0, hour = 0, minute = 0;
+      long long size = -1;
+      char size_text[32] = {0};
+      if (std::sscanf(rest.c_str(), " %2d-%3s-%4d %2d:%2d %31s", &day, month, &year, &hour, &minute,
+                      size_text) == 6) {
+        static const char* const kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+        for (int m = 0; m < 12; ++m) {
+          if (std::string(month) == kMonths[m]) {
+            struct tm tm {};
+            tm.tm_mday = day;
+            tm.tm_mon = m;
+            tm.tm_year = year - 1900;
+            tm.tm_hour = hour;
+            tm.tm_min = minute;
+            e.mtime = static_cast<int64_t>(::timegm(&tm));
+          }
+        }
+        char* num_end = nullptr;
+        size = std::strtoll(size_text, &num_end, 10);
+        if (!e.directory && num_end != size_text && *num_end == '\0' && size >= 0) e.size = size;
+      }
+    }
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+Result<std::vector<IndexEntry>> ParseAutoindex(const std::string& text) {
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    return c == '[' ? ParseAutoindexJson(text) : ParseAutoindexHtml(text);
+  }
+  return Malformed("empty document");
+}
+
+}  // namespace b2ndfs::remote

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# fuse.http: the fixture set served by a real nginx and mounted as
+# http://127.0.0.1:PORT/fx/ reads exactly as the local mount does (fuse_compare
+# tree and bytes against c-blosc2), through JSON and HTML indexes and as a
+# single container URL; then faults: 404, 403, 503 answered with retries and
+# then EIO within the timeout, nginx stopped mid-read (EIO within the
+# timeout, the mount stays alive) and restarted (reads work again), and an
+# object replaced on the server (its new version is served).
+# Usage: fuse_http.sh BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
+itest_init http "$1"
+require_fuse
+
+make_fixtures "$TMP"
+S=$TMP/src
+R=$TMP/ref
+F=$TMP/faults
+X=$TMP/x
+mkdir -p "$F" "$X"
+cp "$S/ndim/2d_i4.b2nd" "$F/good.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/denied.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/gone.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/replaced.b2nd"
+cp "$S/medium/image_u2.b2nd" "$F/large.b2nd"
+printf 'notes\n' >"$F/notes.txt"
+NGINX_DENY="/faults/denied.b2nd /slow/faults/denied.b2nd"
+nginx_start fx="$S" faults="$F" || exit 1
+log "nginx on $NGINX_URL"
+
+# full_box REF: ":,:,:" for a 3-D reference ("-" for 0-D).
+full_box() {
+  local n
+  n=$(info_field "$1" ndim)
+  if ((n == 0)); then echo "-"; else printf ':%.0s,' $(seq "$n") | sed 's/,$//'; fi
+}
+# want_data CONTAINER OUT: the reference bytes of a fixture container's data.
+want_data() {
+  local ref
+  ref=$(ref_of "$R" "$1") || return 1
+  ref_slice "$ref" "$(full_box "$ref")" "$2"
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# within SECONDS T0: less than SECONDS passed since T0.
+within() { awk -v a="$2" -v b="$(now)" -v s="$1" 'BEGIN { exit !(b - a < s) }'; }
+
+# --- conformance: the whole fixture set, byte-exact ---------------------------
+M=$TMP/mnt
+mount_fs "$NGINX_URL/fx/" "$M" -o cache_size=32M,threads=2 || exit 1
+check "fuse_compare tree over http" "$FUSE_COMPARE" tree "$M" "$S" "$R"
+check "fuse_compare bytes over http" "$FUSE_COMPARE" bytes "$M" "$R"
+grep -q "fsname=$NGINX_URL/fx\|$NGINX_URL/fx " /proc/self/mounts ||
+  fail "the mount table does not name the URL: $(grep "$M" /proc/self/mounts)"
+requests=$(stats_field "$M" remote.requests) || fail ".b2ndfs/stats has no remote.requests"
+((${requests:-0} > 0)) || fail ".b2ndfs/stats counts no remote requests"
+
+# HTML indexes (nginx's own page) give the same tree.
+MH=$TMP/mnt_html
+mount_fs "$NGINX_URL/html/fx/" "$MH" -o cache_size=16M || exit 1
+check "fuse_compare tree over an HTML index" "$FUSE_COMPARE" tree "$MH" "$S" "$R"
+
+# A single container URL is the mount's root.
+M1=$TMP/mnt_one
+mount_fs "$NGINX_URL/fx/ndim/3d_f4.b2nd" "$M1" || exit 1
+want_data ndim/3d_f4.b2nd "$X/want_3d"
+check "single container URL: data" cmp "$M1/data" "$X/want_3d"
+# And a sparse frame (a directory) as one.
+M2=$TMP/mnt_sparse
+mount_fs "$NGINX_URL/fx/frames/sparse_f4.b2nd/" "$M2" || exit 1
+want_data frames/sparse_f4.b2nd "$X/want_sparse"
+check "single sparse-frame URL: data" cmp "$M2/data" "$X/want_sparse"
+
+# A URL that does not answer is refused before the daemon detaches.
+if "$B2NDFS" "$NGINX_URL/fx/nope/" "$TMP/never" 2>"$X/refused.log"; then
+  fail "b2ndfs mounted a URL that answers 404"
+fi
+grep -q "$NGINX_URL/fx/nope" "$X/refused.log" || fail "the refusal does not name the URL: $(cat "$X/refused.log")"
+
+# --- faults -----------------------------------------------------------------
+MF=$TMP/mnt_faults
+mount_fs "$NGINX_URL/faults/" "$MF" -o timeout=4,retries=2,cache_size=16M || exit 1
+want_data ndim/2d_i4.b2nd "$X/want_2d"
+check "faults/good.b2nd reads" cmp "$MF/good.b2nd/data" "$X/want_2d"
+check "faults/notes.txt reads" cmp "$MF/notes.txt" "$F/notes.txt"
+
+# 404: a name that is not there, and an object deleted on the server.
+out=$(cat "$MF/nope.b2nd/meta.json" 2>&1) && fail "nope.b2nd/meta.json read"
+[[ $out == *"No such file"* ]] || fail "nope.b2nd: '$out', expected ENOENT"
+ls "$MF" | grep -qx gone.b2nd || fail "gone.b2nd is not listed"
+rm "$F/gone.b2nd"
+sleep 1.5  # the listing is revalidated after 1 s
+out=$(cat "$MF/gone.b2nd/meta.json" 2>&1) && fail "gone.b2nd/meta.json read after its deletion"
+[[ $out == *"No such file"* ]] || fail "deleted gone.b2nd: '$out', expected ENOENT"
+
+# 403.
+out=$(cat "$MF/denied.b2nd/meta.json" 2>&1) && fail "denied.b2nd/meta.json read despite 403"
+[[ $out == *"Permission denied"* ]] || fail "denied.b2nd: '$out', expected EACCES"
+
+# An object replaced on the server: the new version is served.
+check "replaced.b2nd before" cmp "$MF/replaced.b2nd/data" "$X/want_2d"
+cp "$S/ndim/3d_f4.b2nd" "$F/.replaced.tmp" && mv "$F/.replaced.tmp" "$F/replaced.b2nd"
+sleep 1.5
+check "replaced.b2nd after the server's copy changed" cmp "$MF/replaced.b2nd/data" "$X/want_3d"
+[[ $(stats_field "$MF" containers.generations_replaced) -ge 1 ]] ||
+  fail "the replacement did not make a new generation"
+
+# 503 on every Range request: retried (retries=2), then EIO within the timeout.
+MB=$TMP/mnt_flaky
+mount_fs "$NGINX_URL/flaky/faults/" "$MB" -o timeout=3,retries=2 || exit 1
+t0=$(now)
+out=$(cat "$MB/good.b2nd/data" 2>&1 >/dev/null) && fail "a read through 503 answers succeeded"
+[[ $out == *"Input/output error"* ]] || fail "503: '$out', expected EIO"
+within 6 "$t0" || fail "503: the read took $(elapsed "$t0") s with timeout=3"
+log "503: EIO after $(elapsed "$t0") s"
+retries=$(stats_field "$MB" remote.retries)
+((${retries:-0} >= 2)) || fail "503 answers were not retried (remote.retries=$retries)"
+grep -q "HTTP 503" "$MB.log" || fail "the 503 failure is not logged: $(tail -3 "$MB.log")"
+
+# nginx stopped in the middle of a slow read: EIO within the timeout, the
+# mount stays alive; restarted: reads work again.
+MS=$TMP/mnt_slow
+mount_fs "$NGINX_URL/slow/faults/" "$MS" -o timeout=4,retries=1,cache_size=16M || exit 1
+want_data medium/image_u2.b2nd "$X/want_large"
+cat "$MS/large.b2nd/data" >"$X/large_got" 2>"$X/large_err" &
+reader=$!
+sleep 1.5
+t0=$(now)
+nginx_stop
+if wait_until 12 eval "! kill -0 $reader 2>/dev/null"; then
+  wait "$reader" && fail "the read survived nginx's stop (got $(stat -c %s "$X/large_got") bytes)"
+  within 10 "$t0" || fail "nginx stopped: the reader took $(elapsed "$t0") s with timeout=4"
+  log "nginx stopped: the reader failed after $(elapsed "$t0") s: $(head -c 200 "$X/large_err")"
+else
+  fail "nginx stopped: the reader still hangs after 12 s"
+  kill "$reader" 2>/dev/null
+fi
+check "the mount answers with nginx down" stat "$MS/." >/dev/null
+check ".b2ndfs/stats answers with nginx down" cat "$MS/.b2ndfs/stats" >/dev/null
+out=$(cat "$MS/good.b2nd/data" 2>&1 >/dev/null) && fail "good.b2nd read with nginx down"
+nginx_restart || exit 1
+check "reads work after nginx restarts" cmp "$MS/good.b2nd/data" "$X/want_2d"
+check "the first mount still reads" cmp "$MF/large.b2nd/data" "$X/want_large"
+
+for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS"; do
+  check "fusermount3 -u $mnt" fusermount3 -u "$mnt"
+done
+finish
