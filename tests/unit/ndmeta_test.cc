@@ -656,7 +656,7 @@ TEST_CASE("dict-form and nested structured dtypes as NumPy prints them") {
   const std::string nested_dict =
       "[('a', 'u1'), ('n', {'names': ['x'], 'formats': ['<i2'], 'offsets': [2], 'itemsize': 6})]";
   CHECK(NpyDescr(nested_dict, 7) ==
-        "[('a', '|u1'), ('n', [('', '|V2'), ('x', '<i2'), ('', '|V2')])]");
+        "[('a', 'u1'), ('n', [('', '|V2'), ('x', '<i2'), ('', '|V2')])]");
   CHECK(NpyDescr(std::string("[('n', [('x', '<i2'), ('y', '>f8')]), ('s', 'S3')]"), 13) ==
         "[('n', [('x', '<i2'), ('y', '>f8')]), ('s', 'S3')]");
   CHECK(NpyDescr(std::string("[('a', [('b', '<i2', (2,))], (3,))]"), 12) ==
