@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <new>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -49,6 +51,16 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
     if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
   }
   return n;
+}
+
+bool IsValidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t n = Utf8SequenceLength(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
 }
 
 void AppendQuoted(std::string_view text, std::string* out) {
@@ -124,13 +136,14 @@ void AppendBase64(std::span<const uint8_t> bytes, std::string* out) {
   }
 }
 
+// JSON has no NaN or infinities: they become {"$float": "NaN"} etc.
 void AppendDouble(double value, bool single_precision, std::string* out) {
   if (std::isnan(value)) {
-    *out += "\"NaN\"";
+    *out += "{\"$float\": \"NaN\"}";
     return;
   }
   if (std::isinf(value)) {
-    *out += value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    *out += value > 0 ? "{\"$float\": \"Infinity\"}" : "{\"$float\": \"-Infinity\"}";
     return;
   }
   char buf[64];
@@ -154,6 +167,70 @@ void NewLine(int indent, std::string* out) {
 bool IsScalar(const msgpack::object& o) {
   return o.type != msgpack::type::ARRAY && o.type != msgpack::type::MAP &&
          o.type != msgpack::type::EXT;
+}
+
+// The msgpack timestamp extension (type -1: 4, 8 or 12 bytes) as RFC 3339
+// UTC text with nanoseconds, or nullopt when the payload is not one.
+std::optional<std::string> TimestampText(std::span<const uint8_t> d) {
+  const auto be = [&d](size_t at, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v = v << 8 | d[at + i];
+    return v;
+  };
+  int64_t seconds = 0;
+  uint32_t nanos = 0;
+  if (d.size() == 4) {
+    seconds = static_cast<int64_t>(be(0, 4));
+  } else if (d.size() == 8) {
+    const uint64_t v = be(0, 8);
+    nanos = static_cast<uint32_t>(v >> 34);
+    seconds = static_cast<int64_t>(v & ((uint64_t{1} << 34) - 1));
+  } else if (d.size() == 12) {
+    nanos = static_cast<uint32_t>(be(0, 4));
+    seconds = static_cast<int64_t>(be(4, 8));
+  } else {
+    return std::nullopt;
+  }
+  if (nanos > 999999999) return std::nullopt;
+  // Years 0..9999 only (RFC 3339's four digits).
+  constexpr int64_t kMin = -62167219200, kMax = 253402300799;
+  if (seconds < kMin || seconds > kMax) return std::nullopt;
+  int64_t days = seconds / 86400;
+  int64_t rem = seconds % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    --days;
+  }
+  // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+  days += 719468;
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const int64_t doe = days - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%09uZ",
+                static_cast<long long>(year), static_cast<long long>(month),
+                static_cast<long long>(day), static_cast<long long>(rem / 3600),
+                static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60), nanos);
+  return std::string(buf);
+}
+
+// A map is a JSON object only when that loses nothing: every key a unique,
+// well-formed UTF-8 string not starting with '$' (the escape keys below).
+bool MapIsPlainObject(const msgpack::object_map& m) {
+  std::set<std::string_view> seen;
+  for (uint32_t i = 0; i < m.size; ++i) {
+    const msgpack::object& key = m.ptr[i].key;
+    if (key.type != msgpack::type::STR) return false;
+    const std::string_view text(key.via.str.ptr, key.via.str.size);
+    if ((!text.empty() && text[0] == '$') || !IsValidUtf8(text)) return false;
+    if (!seen.insert(text).second) return false;
+  }
+  return true;
 }
 
 class MsgpackWriter {
@@ -183,20 +260,39 @@ class MsgpackWriter {
       case msgpack::type::FLOAT64:
         AppendDouble(o.via.f64, false, out);
         return true;
-      case msgpack::type::STR:
-        AppendQuoted(std::string_view(o.via.str.ptr, o.via.str.size), out);
+      case msgpack::type::STR: {
+        const std::string_view text(o.via.str.ptr, o.via.str.size);
+        if (IsValidUtf8(text)) {
+          AppendQuoted(text, out);
+        } else {
+          *out += Key("$str");
+          AppendBase64({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, out);
+          *out += "\"}";
+        }
         return out->size() <= limit_;
+      }
       case msgpack::type::BIN:
-        out->push_back('"');
+        *out += Key("$bin");
         AppendBase64({reinterpret_cast<const uint8_t*>(o.via.bin.ptr), o.via.bin.size}, out);
-        out->push_back('"');
+        *out += "\"}";
         return out->size() <= limit_;
       case msgpack::type::EXT: {
-        *out += layout_ == Layout::kPretty ? "{\"type\": " : "{\"type\":";
+        const std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(o.via.ext.data()),
+                                            o.via.ext.size);
+        const bool pretty = layout_ == Layout::kPretty;
+        *out += pretty ? "{\"$ext\": " : "{\"$ext\":";
         *out += std::to_string(static_cast<int>(o.via.ext.type()));
-        *out += layout_ == Layout::kPretty ? ", \"base64\": \"" : ",\"base64\":\"";
-        AppendBase64({reinterpret_cast<const uint8_t*>(o.via.ext.data()), o.via.ext.size}, out);
-        *out += "\"}";
+        *out += pretty ? ", \"data\": \"" : ",\"data\":\"";
+        AppendBase64(data, out);
+        out->push_back('"');
+        if (o.via.ext.type() == -1) {
+          if (std::optional<std::string> ts = TimestampText(data)) {
+            *out += pretty ? ", \"timestamp\": \"" : ",\"timestamp\":\"";
+            *out += *ts;
+            out->push_back('"');
+          }
+        }
+        out->push_back('}');
         return out->size() <= limit_;
       }
       case msgpack::type::ARRAY:
@@ -208,6 +304,11 @@ class MsgpackWriter {
   }
 
  private:
+  // The opening of a one-key escape object whose value is a string.
+  std::string Key(std::string_view key) const {
+    return "{\"" + std::string(key) + (layout_ == Layout::kPretty ? "\": \"" : "\":\"");
+  }
+
   bool WriteArray(const msgpack::object_array& a, int indent, size_t depth, std::string* out) {
     if (depth >= kMaxMsgpackDepth) return false;
     if (a.size == 0) {
@@ -235,30 +336,36 @@ class MsgpackWriter {
       return true;
     }
     const bool pretty = layout_ == Layout::kPretty;
+    if (!MapIsPlainObject(m)) return WritePairs(m, indent, depth, out);
     out->push_back('{');
     for (uint32_t i = 0; i < m.size; ++i) {
       if (i > 0) out->push_back(',');
       if (pretty) NewLine(indent + 2, out);
       const msgpack::object& key = m.ptr[i].key;
-      if (key.type == msgpack::type::STR) {
-        AppendQuoted(std::string_view(key.via.str.ptr, key.via.str.size), out);
-      } else {
-        // JSON keys are strings: use the key's own compact JSON text, cut
-        // short, since keys nested in keys would otherwise be escaped again
-        // at every level and double in size each time.
-        constexpr size_t kMaxKeyText = 256;
-        std::string text;
-        MsgpackWriter compact(Layout::kCompact, kMaxKeyText);
-        if (!compact.Write(key, 0, depth + 1, &text) || text.size() > kMaxKeyText) {
-          text = text.substr(0, kMaxKeyText) + "...";
-        }
-        AppendQuoted(text, out);
-      }
+      AppendQuoted(std::string_view(key.via.str.ptr, key.via.str.size), out);
       *out += pretty ? ": " : ":";
       if (!Write(m.ptr[i].val, indent + 2, depth + 1, out)) return false;
     }
     if (pretty) NewLine(indent, out);
     out->push_back('}');
+    return true;
+  }
+
+  // {"$map": [[key, value], ...]}: keys of any type, in order, duplicates kept.
+  bool WritePairs(const msgpack::object_map& m, int indent, size_t depth, std::string* out) {
+    const bool pretty = layout_ == Layout::kPretty;
+    *out += pretty ? "{\"$map\": [" : "{\"$map\":[";
+    for (uint32_t i = 0; i < m.size; ++i) {
+      if (i > 0) out->push_back(',');
+      if (pretty) NewLine(indent + 2, out);
+      out->push_back('[');
+      if (!Write(m.ptr[i].key, indent + 2, depth + 1, out)) return false;
+      *out += pretty ? ", " : ",";
+      if (!Write(m.ptr[i].val, indent + 2, depth + 1, out)) return false;
+      out->push_back(']');
+    }
+    if (pretty) NewLine(indent, out);
+    *out += "]}";
     return true;
   }
 
@@ -485,6 +592,16 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
   }
   root.Add("filters", std::move(filters));
   if (input.unsupported) root.Add("unsupported", Json::String(*input.unsupported));
+  std::vector<std::string> notes;
+  if (input.ndmeta) notes = input.ndmeta->notes;
+  if (std::optional<std::string> note = CheckDtype(input.dtype, input.itemsize).note) {
+    notes.push_back(std::move(*note));
+  }
+  if (!notes.empty()) {
+    Json list = Json::Array();
+    for (std::string& n : notes) list.items.push_back(Json::String(std::move(n)));
+    root.Add("notes", std::move(list));
+  }
 
   Json metalayers = Json::Object();
   Json names = Json::Array();
@@ -536,87 +653,6 @@ std::string JsonQuote(const std::string& text) {
   std::string out;
   AppendQuoted(text, &out);
   return out;
-}
-
-namespace {
-
-// Ids from which c-blosc2 leaves codecs and filters to users' own
-// registration (BLOSC2_USER_REGISTERED_CODECS_START / _FILTERS_START).
-constexpr int kUserRangeStart = 160;
-constexpr uint8_t kUdcodecFormat = 6;  // BLOSC_UDCODEC_FORMAT
-
-std::string UnnamedId(int id) {
-  if (id >= kUserRangeStart && id <= 255) return "user:" + std::to_string(id);
-  return "id:" + std::to_string(id);
-}
-
-}  // namespace
-
-// The names c-blosc2 gives them (blosc2.h, codecs-registry.h,
-// filters-registry.h of 2.17 and 3.3; snappy from Blosc1's blosc.h).
-std::string CodecName(int codec, uint8_t udcodec) {
-  const int id = codec == kUdcodecFormat ? udcodec : codec;
-  switch (id) {
-    case 0:
-      return "blosclz";
-    case 1:
-      return "lz4";
-    case 2:
-      return "lz4hc";
-    case 3:
-      return "snappy";
-    case 4:
-      return "zlib";
-    case 5:
-      return "zstd";
-    case 32:
-      return "ndlz";
-    case 33:
-      return "zfp_acc";
-    case 34:
-      return "zfp_prec";
-    case 35:
-      return "zfp_rate";
-    case 36:
-      return "openhtj2k";
-    case 37:
-      return "grok";
-    case 38:
-      return "openzl";
-    case 39:
-      return "j2k";
-    case 40:
-      return "htj2k";
-    default:
-      return UnnamedId(id);
-  }
-}
-
-std::string FilterName(uint8_t id) {
-  switch (id) {
-    case 0:
-      return "none";
-    case 1:
-      return "shuffle";
-    case 2:
-      return "bitshuffle";
-    case 3:
-      return "delta";
-    case 4:
-      return "trunc_prec";
-    case 32:
-      return "ndcell";
-    case 33:
-      return "ndmean";
-    case 34:
-      return "bytedelta_buggy";
-    case 35:
-      return "bytedelta";
-    case 36:
-      return "int_trunc";
-    default:
-      return UnnamedId(id);
-  }
 }
 
 }  // namespace b2ndfs::format

@@ -1,6 +1,8 @@
 #include "b2ndfs/format/ndmeta.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -79,9 +81,11 @@ bool IsPrintableAscii(std::string_view text) {
   return true;
 }
 
-// Shared by both layers: `entries` is the msgpack array.
-Result<NdMeta> DecodeEntries(const MetaDecoder& d, const msgpack::object_array& entries,
-                             bool b2nd) {
+// Shared by both layers: `entries` is the msgpack array; the dtype entries
+// (b2nd only) are passed apart, since early layouts put them elsewhere.
+Result<NdMeta> DecodeEntries(const MetaDecoder& d, const msgpack::object_array& entries, bool b2nd,
+                             const msgpack::object* dtype_format_entry,
+                             const msgpack::object* dtype_entry) {
   NdMeta meta;
   meta.format = b2nd ? "b2nd" : "caterva";
   B2NDFS_ASSIGN_OR_RETURN(int64_t version, d.Int(entries.ptr[0], "version", 0, 127));
@@ -125,10 +129,13 @@ Result<NdMeta> DecodeEntries(const MetaDecoder& d, const msgpack::object_array& 
   if (!chunk_items) {
     return d.Error("chunkshape " + JoinShape(meta.chunkshape) + " has more than 2^63 items");
   }
-  if (b2nd && entries.size >= 7) {
-    B2NDFS_ASSIGN_OR_RETURN(int64_t dtype_format, d.Int(entries.ptr[5], "dtype_format", 0, 127));
+  if (b2nd && dtype_format_entry != nullptr) {
+    B2NDFS_ASSIGN_OR_RETURN(int64_t dtype_format,
+                            d.Int(*dtype_format_entry, "dtype_format", 0, 127));
     meta.dtype_format = static_cast<int>(dtype_format);
-    const msgpack::object& dtype = entries.ptr[6];
+  }
+  if (b2nd && dtype_entry != nullptr) {
+    const msgpack::object& dtype = *dtype_entry;
     if (dtype.type != msgpack::type::STR) {
       return d.Error("dtype should be a string but is " + TypeName(dtype));
     }
@@ -153,10 +160,38 @@ Result<NdMeta> DecodeEntries(const MetaDecoder& d, const msgpack::object_array& 
   return meta;
 }
 
+// c-blosc2 writes each shape array's header as 0x90 + ndim, a msgpack
+// fixarray only up to 15 entries: at 16 (B2ND_MAX_DIM) the byte is 0xa0, a
+// zero-length str, and c-blosc2 reads it back by position. When the bytes
+// have exactly that layout (shape int64s, chunk and block int32s), returns a
+// copy with the three headers rewritten as array16, so that the msgpack
+// decoder and its checks apply; nullopt otherwise.
+std::optional<std::vector<uint8_t>> RepairWideFixarrays(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 4 || bytes[2] < 16 || bytes[2] > kMaxNdim) return std::nullopt;
+  const size_t nd = bytes[2];
+  const auto header = static_cast<uint8_t>(0x90 + nd);
+  std::vector<uint8_t> out(bytes.begin(), bytes.begin() + 3);
+  size_t pos = 3;
+  for (const auto& [marker, width] : {std::pair<uint8_t, size_t>{0xd3, 8}, {0xd2, 4}, {0xd2, 4}}) {
+    if (pos >= bytes.size() || bytes[pos] != header) return std::nullopt;
+    out.insert(out.end(), {0xdc, 0x00, static_cast<uint8_t>(nd)});
+    ++pos;
+    for (size_t i = 0; i < nd; ++i, pos += 1 + width) {
+      if (pos + 1 + width > bytes.size() || bytes[pos] != marker) return std::nullopt;
+    }
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(pos - nd * (1 + width)),
+               bytes.begin() + static_cast<std::ptrdiff_t>(pos));
+  }
+  out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(pos), bytes.end());
+  return out;
+}
+
 Result<NdMeta> Decode(std::span<const uint8_t> bytes, bool b2nd) {
   const std::string layer = b2nd ? "b2nd" : "caterva";
   MetaDecoder d(layer);
   if (bytes.empty()) return d.Error("is empty");
+  std::optional<std::vector<uint8_t>> repaired = RepairWideFixarrays(bytes);
+  if (repaired) bytes = *repaired;
   // Depth 2 would do (the entry array and the shape arrays inside it); 3 lets
   // a misplaced array inside a shape be reported by name.
   auto unpacked = internal::UnpackBounded(bytes, 0, 3, layer + " metalayer");
@@ -168,13 +203,54 @@ Result<NdMeta> Decode(std::span<const uint8_t> bytes, bool b2nd) {
     return d.Error("should be a msgpack array but is " + TypeName(top));
   }
   const uint32_t n = top.via.array.size;
-  const bool size_ok = b2nd ? (n == 7 || n == 5) : (n == 5 || n == 4);
+  const bool size_ok = b2nd ? (n >= 5 && n <= 7) : (n == 5 || n == 4);
   if (!size_ok) {
     return d.Error("has " + std::to_string(n) + " entries, expected " +
                    (b2nd ? "7 (version, ndim, shape, chunkshape, blockshape, dtype_format, dtype)"
                          : "5 (version, ndim, shape, chunkshape, blockshape) or 4"));
   }
-  return DecodeEntries(d, top.via.array, b2nd);
+  const msgpack::object* entries = top.via.array.ptr;
+  const msgpack::object* dtype_format = nullptr;
+  const msgpack::object* dtype = nullptr;
+  std::optional<internal::Unpacked> trailing;  // keeps `dtype` alive
+  std::string note;
+  if (b2nd && n == 7) {
+    dtype_format = &entries[5];
+    dtype = &entries[6];
+  } else if (b2nd && n == 6) {
+    // c-blosc2 reads the dtype by position, whatever the count says: after
+    // blockshape, if bytes remain, a dtype_format byte and a str32 dtype.
+    if (entries[5].type == msgpack::type::STR) {
+      dtype = &entries[5];
+      note =
+          "the b2nd metalayer has 6 entries, the 6th being the dtype (no dtype_format), the "
+          "layout of c-blosc2's first b2nd dtype support (February 2023); read by position. "
+          "c-blosc2 3.3.5 cannot open this layout itself";
+    } else {
+      dtype_format = &entries[5];
+      if (unpacked->end < bytes.size()) {
+        auto next = internal::UnpackBounded(bytes, unpacked->end, 1, "b2nd metalayer's dtype");
+        if (next.ok() && next->get().type == msgpack::type::STR) {
+          trailing = std::move(next).value();
+          dtype = &trailing->get();
+        }
+      }
+      note = dtype != nullptr
+                 ? "the b2nd metalayer's array header says 6 entries but a 7th (the dtype) "
+                   "follows it; read by position, as c-blosc2 does"
+                 : "the b2nd metalayer has 6 entries ending with dtype_format and no dtype; "
+                   "c-blosc2 3.3.5 cannot open it, b2ndfs shows it without a dtype";
+    }
+  }
+  auto meta = DecodeEntries(d, top.via.array, b2nd, dtype_format, dtype);
+  if (meta.ok() && repaired) {
+    meta->notes.push_back("ndim " + std::to_string(meta->ndim) +
+                          ": the metalayer's shape arrays carry the header c-blosc2 writes "
+                          "(0x90 + ndim, not a msgpack array past 15 entries); read by position "
+                          "as c-blosc2 does");
+  }
+  if (meta.ok() && !note.empty()) meta->notes.push_back(std::move(note));
+  return meta;
 }
 
 // ---- NumPy dtype strings -------------------------------------------------
@@ -265,14 +341,15 @@ std::optional<int64_t> SimpleItemSize(std::string_view dtype) {
   }
 }
 
-// A tiny parser for the Python literals NumPy prints for structured dtypes:
-// lists, tuples, quoted strings and integers, e.g.
-// "[('a', '<i4'), (('title', 'b'), [('x', '<f8')], (2, 3))]".
+// A tiny parser for the Python literals NumPy prints for structured dtypes
+// (str(dtype)): lists, tuples, dicts, quoted strings, integers, None, True
+// and False, e.g. "[('a', '<i4'), (('title', 'b'), [('x', '<f8')], (2, 3))]"
+// or "{'names': ['a'], 'formats': ['<i4'], 'offsets': [4], 'itemsize': 8}".
 struct PyValue {
-  enum class Kind { kString, kInt, kList, kTuple } kind = Kind::kInt;
+  enum class Kind { kString, kInt, kList, kTuple, kDict, kNone, kBool } kind = Kind::kInt;
   std::string text;
   int64_t number = 0;
-  std::vector<PyValue> items;
+  std::vector<PyValue> items;  // list/tuple items; dict: key, value, key, ...
 };
 
 class PyLiteralParser {
@@ -293,6 +370,12 @@ class PyLiteralParser {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
   }
 
+  bool Word(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+
   std::optional<PyValue> Parse(int depth) {
     if (depth > kMaxDepth) return std::nullopt;
     SkipSpace();
@@ -301,7 +384,19 @@ class PyLiteralParser {
     if (c == '\'' || c == '"') return ParseString(c);
     if (c == '[') return ParseSequence(']', PyValue::Kind::kList, depth);
     if (c == '(') return ParseSequence(')', PyValue::Kind::kTuple, depth);
+    if (c == '{') return ParseSequence('}', PyValue::Kind::kDict, depth);
     if (c == '-' || (c >= '0' && c <= '9')) return ParseInt();
+    PyValue value;
+    if (Word("None")) {
+      value.kind = PyValue::Kind::kNone;
+      return value;
+    }
+    value.kind = PyValue::Kind::kBool;
+    if (Word("True")) {
+      value.number = 1;
+      return value;
+    }
+    if (Word("False")) return value;
     return std::nullopt;
   }
 
@@ -333,6 +428,7 @@ class PyLiteralParser {
     return value;
   }
 
+  // Lists, tuples and dicts; a dict's items alternate key, value.
   std::optional<PyValue> ParseSequence(char close, PyValue::Kind kind, int depth) {
     PyValue value;
     value.kind = kind;
@@ -348,6 +444,14 @@ class PyLiteralParser {
       if (!item) return std::nullopt;
       value.items.push_back(std::move(*item));
       SkipSpace();
+      if (kind == PyValue::Kind::kDict) {
+        if (pos_ >= text_.size() || text_[pos_] != ':') return std::nullopt;
+        ++pos_;
+        std::optional<PyValue> val = Parse(depth + 1);
+        if (!val) return std::nullopt;
+        value.items.push_back(std::move(*val));
+        SkipSpace();
+      }
       if (pos_ >= text_.size()) return std::nullopt;
       if (text_[pos_] == ',') {
         ++pos_;
@@ -361,58 +465,6 @@ class PyLiteralParser {
   size_t pos_ = 0;
 };
 
-std::optional<int64_t> StructuredItemSize(const PyValue& descr, int depth);
-
-// The size of one field's type: a type string or a nested descr list.
-std::optional<int64_t> FieldTypeSize(const PyValue& type, int depth) {
-  if (type.kind == PyValue::Kind::kString) return SimpleItemSize(type.text);
-  if (type.kind == PyValue::Kind::kList) return StructuredItemSize(type, depth + 1);
-  return std::nullopt;
-}
-
-std::optional<int64_t> StructuredItemSize(const PyValue& descr, int depth) {
-  if (depth > 16 || descr.kind != PyValue::Kind::kList || descr.items.empty()) {
-    return std::nullopt;
-  }
-  int64_t total = 0;
-  for (const PyValue& field : descr.items) {
-    if (field.kind != PyValue::Kind::kTuple || field.items.size() < 2 || field.items.size() > 3) {
-      return std::nullopt;
-    }
-    const PyValue& name = field.items[0];
-    const bool name_ok = name.kind == PyValue::Kind::kString ||
-                         (name.kind == PyValue::Kind::kTuple && name.items.size() == 2 &&
-                          name.items[1].kind == PyValue::Kind::kString);
-    if (!name_ok) return std::nullopt;
-    std::optional<int64_t> size = FieldTypeSize(field.items[1], depth);
-    if (!size) return std::nullopt;
-    if (field.items.size() == 3) {
-      const PyValue& shape = field.items[2];
-      std::vector<int64_t> extents;
-      if (shape.kind == PyValue::Kind::kInt) {
-        extents.push_back(shape.number);
-      } else if (shape.kind == PyValue::Kind::kTuple) {
-        for (const PyValue& e : shape.items) {
-          if (e.kind != PyValue::Kind::kInt) return std::nullopt;
-          extents.push_back(e.number);
-        }
-      } else {
-        return std::nullopt;
-      }
-      for (int64_t e : extents) {
-        if (e < 0) return std::nullopt;
-        size = CheckedMul(*size, e);
-        if (!size) return std::nullopt;
-      }
-    }
-    std::optional<int64_t> sum = CheckedAdd(total, *size);
-    if (!sum) return std::nullopt;
-    total = *sum;
-  }
-  if (total <= 0) return std::nullopt;
-  return total;
-}
-
 std::string PythonQuote(std::string_view text) {
   std::string out = "'";
   for (char c : text) {
@@ -420,6 +472,229 @@ std::string PythonQuote(std::string_view text) {
     out += c;
   }
   return out + "'";
+}
+
+// A simple type string as .npy wants it: NumPy names ("float32") become
+// their type string; nullopt for object dtypes (their bytes are pointers).
+std::optional<std::string> NpyTypestr(std::string_view typestr) {
+  if (std::optional<std::string_view> named = NamedTypestr(typestr)) typestr = *named;
+  const size_t kind = typestr.find_first_not_of("<>|=");
+  if (kind == std::string_view::npos || typestr[kind] == 'O') return std::nullopt;
+  return std::string(typestr);
+}
+
+// A dtype resolved to its item size and the `descr` literal of an .npy
+// header (numpy.lib.format.descr_to_dtype's input: a type string, or a list
+// of (name, type[, shape]) tuples with ('', '|Vn') padding entries).
+struct Descr {
+  int64_t itemsize = 0;
+  std::string literal;
+  std::string shape;    // a field's sub-array shape literal, "" if none
+  bool object = false;  // holds Python objects (pointers): no file meaning
+};
+
+constexpr int kMaxStructDepth = 16;
+
+std::optional<Descr> ResolveType(const PyValue& type, int depth);
+
+std::string Padding(int64_t bytes) { return "('', '|V" + std::to_string(bytes) + "')"; }
+
+std::optional<std::string> NameLiteral(const PyValue& name, const PyValue* title) {
+  if (name.kind != PyValue::Kind::kString) return std::nullopt;
+  if (title == nullptr || title->kind == PyValue::Kind::kNone) return PythonQuote(name.text);
+  if (title->kind != PyValue::Kind::kString) return std::nullopt;
+  return "(" + PythonQuote(title->text) + ", " + PythonQuote(name.text) + ")";
+}
+
+std::string FieldLiteral(const std::string& name, const Descr& type) {
+  std::string out = "(" + name + ", " + type.literal;
+  if (!type.shape.empty()) out += ", " + type.shape;
+  return out + ")";
+}
+
+// A sub-array shape (an int or a tuple of ints >= 0): its item count and
+// literal.
+std::optional<std::pair<int64_t, std::string>> SubShape(const PyValue& shape) {
+  std::vector<int64_t> extents;
+  if (shape.kind == PyValue::Kind::kInt) {
+    extents.push_back(shape.number);
+  } else if (shape.kind == PyValue::Kind::kTuple) {
+    for (const PyValue& e : shape.items) {
+      if (e.kind != PyValue::Kind::kInt) return std::nullopt;
+      extents.push_back(e.number);
+    }
+  } else {
+    return std::nullopt;
+  }
+  int64_t count = 1;
+  std::string literal = "(";
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (extents[i] < 0) return std::nullopt;
+    std::optional<int64_t> c = CheckedMul(count, extents[i]);
+    if (!c) return std::nullopt;
+    count = *c;
+    literal += (i > 0 ? ", " : "") + std::to_string(extents[i]);
+  }
+  literal += extents.size() == 1 ? ",)" : ")";
+  return std::make_pair(count, literal);
+}
+
+std::optional<Descr> WithShape(Descr base, const PyValue& shape) {
+  auto sub = SubShape(shape);
+  if (!sub) return std::nullopt;
+  std::optional<int64_t> size = CheckedMul(base.itemsize, sub->first);
+  if (!size || !base.shape.empty()) return std::nullopt;
+  base.itemsize = *size;
+  base.shape = sub->second;
+  return base;
+}
+
+// [(name, type[, shape]), ...]: fields packed in order.
+std::optional<Descr> ResolveList(const PyValue& list, int depth) {
+  if (list.items.empty()) return std::nullopt;
+  Descr out;
+  out.literal = "[";
+  for (const PyValue& field : list.items) {
+    if (field.kind != PyValue::Kind::kTuple || field.items.size() < 2 || field.items.size() > 3) {
+      return std::nullopt;
+    }
+    const PyValue& name = field.items[0];
+    std::optional<std::string> name_literal;
+    if (name.kind == PyValue::Kind::kTuple && name.items.size() == 2) {
+      name_literal = NameLiteral(name.items[1], &name.items[0]);
+    } else {
+      name_literal = NameLiteral(name, nullptr);
+    }
+    if (!name_literal) return std::nullopt;
+    std::optional<Descr> type = ResolveType(field.items[1], depth + 1);
+    if (!type) return std::nullopt;
+    if (field.items.size() == 3) type = WithShape(std::move(*type), field.items[2]);
+    if (!type) return std::nullopt;
+    std::optional<int64_t> sum = CheckedAdd(out.itemsize, type->itemsize);
+    if (!sum) return std::nullopt;
+    out.itemsize = *sum;
+    out.object = out.object || type->object;
+    if (out.literal.size() > 1) out.literal += ", ";
+    out.literal += FieldLiteral(*name_literal, *type);
+  }
+  out.literal += "]";
+  return out;
+}
+
+const PyValue* DictGet(const PyValue& dict, std::string_view key) {
+  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
+    if (dict.items[i].kind == PyValue::Kind::kString && dict.items[i].text == key) {
+      return &dict.items[i + 1];
+    }
+  }
+  return nullptr;
+}
+
+// {'names', 'formats', 'offsets', 'titles', 'itemsize', 'aligned'}: fields
+// at explicit offsets. .npy can only describe fields in increasing offset
+// order without overlaps (NumPy's dtype.descr refuses the others).
+std::optional<Descr> ResolveDict(const PyValue& dict, int depth) {
+  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
+    const PyValue& key = dict.items[i];
+    static constexpr std::string_view kKeys[] = {"names",  "formats",  "offsets",
+                                                 "titles", "itemsize", "aligned"};
+    if (key.kind != PyValue::Kind::kString ||
+        std::find(std::begin(kKeys), std::end(kKeys), key.text) == std::end(kKeys)) {
+      return std::nullopt;
+    }
+  }
+  const PyValue* names = DictGet(dict, "names");
+  const PyValue* formats = DictGet(dict, "formats");
+  const PyValue* offsets = DictGet(dict, "offsets");
+  const PyValue* titles = DictGet(dict, "titles");
+  const PyValue* itemsize = DictGet(dict, "itemsize");
+  if (names == nullptr || formats == nullptr || names->kind != PyValue::Kind::kList ||
+      formats->kind != PyValue::Kind::kList || names->items.size() != formats->items.size() ||
+      names->items.empty()) {
+    return std::nullopt;
+  }
+  const size_t n = names->items.size();
+  if (offsets != nullptr && (offsets->kind != PyValue::Kind::kList || offsets->items.size() != n)) {
+    return std::nullopt;
+  }
+  if (titles != nullptr && (titles->kind != PyValue::Kind::kList || titles->items.size() != n)) {
+    return std::nullopt;
+  }
+  Descr out;
+  out.literal = "[";
+  int64_t cursor = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<std::string> name =
+        NameLiteral(names->items[i], titles != nullptr ? &titles->items[i] : nullptr);
+    if (!name) return std::nullopt;
+    const PyValue& format = formats->items[i];
+    std::optional<Descr> type;
+    if (format.kind == PyValue::Kind::kTuple && format.items.size() == 2) {
+      type = ResolveType(format.items[0], depth + 1);
+      if (type) type = WithShape(std::move(*type), format.items[1]);
+    } else {
+      type = ResolveType(format, depth + 1);
+    }
+    if (!type) return std::nullopt;
+    int64_t offset = cursor;
+    if (offsets != nullptr) {
+      if (offsets->items[i].kind != PyValue::Kind::kInt) return std::nullopt;
+      offset = offsets->items[i].number;
+    }
+    if (offset < cursor) return std::nullopt;  // overlapping or out of order
+    out.object = out.object || type->object;
+    if (out.literal.size() > 1) out.literal += ", ";
+    if (offset > cursor) out.literal += Padding(offset - cursor) + ", ";
+    out.literal += FieldLiteral(*name, *type);
+    std::optional<int64_t> end = CheckedAdd(offset, type->itemsize);
+    if (!end) return std::nullopt;
+    cursor = *end;
+  }
+  out.itemsize = cursor;
+  if (itemsize != nullptr) {
+    if (itemsize->kind != PyValue::Kind::kInt || itemsize->number < cursor) return std::nullopt;
+    if (itemsize->number > cursor) out.literal += ", " + Padding(itemsize->number - cursor);
+    out.itemsize = itemsize->number;
+  }
+  out.literal += "]";
+  return out;
+}
+
+std::optional<Descr> ResolveType(const PyValue& type, int depth) {
+  if (depth > kMaxStructDepth) return std::nullopt;
+  switch (type.kind) {
+    case PyValue::Kind::kString: {
+      std::optional<int64_t> size = SimpleItemSize(type.text);
+      if (!size) return std::nullopt;
+      std::optional<std::string> typestr = NpyTypestr(type.text);
+      if (!typestr) return Descr{*size, "'|V" + std::to_string(*size) + "'", "", true};
+      return Descr{*size, PythonQuote(*typestr), "", false};
+    }
+    case PyValue::Kind::kList:
+      return ResolveList(type, depth);
+    case PyValue::Kind::kDict:
+      return ResolveDict(type, depth);
+    default:
+      return std::nullopt;
+  }
+}
+
+// Any dtype string: a simple type string or NumPy name, or a structured
+// dtype as str(dtype) prints it.
+std::optional<Descr> ResolveDtype(const std::string& dtype) {
+  if (dtype.empty() || dtype.size() > kMaxDtypeLength) return std::nullopt;
+  if (dtype[0] == '[' || dtype[0] == '{') {
+    std::optional<PyValue> value = PyLiteralParser(dtype).ParseAll();
+    if (!value) return std::nullopt;
+    std::optional<Descr> descr = ResolveType(*value, 0);
+    if (!descr || descr->itemsize <= 0) return std::nullopt;
+    return descr;
+  }
+  std::optional<int64_t> size = SimpleItemSize(dtype);
+  if (!size) return std::nullopt;
+  std::optional<std::string> typestr = NpyTypestr(dtype);
+  if (!typestr) return Descr{*size, "'|V" + std::to_string(*size) + "'", "", true};
+  return Descr{*size, PythonQuote(*typestr), "", false};
 }
 
 }  // namespace
@@ -431,28 +706,42 @@ Result<NdMeta> DecodeCatervaMetalayer(std::span<const uint8_t> bytes) {
 }
 
 std::optional<int64_t> DtypeItemSize(const std::string& dtype) {
-  if (dtype.empty() || dtype.size() > kMaxDtypeLength) return std::nullopt;
-  if (dtype[0] == '[') {
-    std::optional<PyValue> descr = PyLiteralParser(dtype).ParseAll();
-    if (!descr) return std::nullopt;
-    return StructuredItemSize(*descr, 0);
-  }
-  return SimpleItemSize(dtype);
+  std::optional<Descr> descr = ResolveDtype(dtype);
+  if (!descr) return std::nullopt;
+  return descr->itemsize;
 }
 
 std::string NpyDescr(const std::optional<std::string>& dtype, int64_t itemsize) {
   const std::string fallback = "'|V" + std::to_string(itemsize) + "'";
-  if (!dtype || dtype->empty() || dtype->size() > kMaxDtypeLength || !IsPrintableAscii(*dtype)) {
-    return fallback;
+  if (!dtype || !IsPrintableAscii(*dtype)) return fallback;
+  std::optional<Descr> descr = ResolveDtype(*dtype);
+  if (!descr || descr->itemsize != itemsize || descr->object) return fallback;
+  return descr->literal;
+}
+
+DtypeCheck CheckDtype(const std::optional<std::string>& dtype, int64_t itemsize) {
+  DtypeCheck check;
+  check.npy_descr = NpyDescr(dtype, itemsize);
+  if (!dtype) return check;
+  const std::string served = "data, chunks/ and slices/ serve the chunks' " +
+                             std::to_string(itemsize) + "-byte items; data.npy uses " +
+                             check.npy_descr;
+  std::optional<Descr> descr = IsPrintableAscii(*dtype) ? ResolveDtype(*dtype) : std::nullopt;
+  std::optional<int64_t> size;
+  if (descr) size = descr->itemsize;
+  if (!size) {
+    check.note = "dtype '" + *dtype + "' is not understood by b2ndfs: " + served +
+                 "; files that need a real dtype are absent";
+  } else if (*size != itemsize) {
+    check.note = "dtype '" + *dtype + "' has " + std::to_string(*size) +
+                 "-byte items but the chunks hold " + std::to_string(itemsize) +
+                 "-byte items (c-blosc2 reads by the chunks' typesize): " + served +
+                 "; files that need a real dtype are absent";
+  } else if (descr->object) {
+    check.note =
+        "dtype '" + *dtype + "' holds Python objects (pointers, meaningless in a file): " + served;
   }
-  if (DtypeItemSize(*dtype) != itemsize) return fallback;
-  if ((*dtype)[0] == '[') return *dtype;  // already a Python literal, checked above
-  std::string_view typestr = *dtype;
-  if (std::optional<std::string_view> named = NamedTypestr(typestr)) typestr = *named;
-  // Object arrays hold pointers: their bytes mean nothing in a file.
-  const size_t kind = typestr.find_first_not_of("<>|=");
-  if (kind == std::string_view::npos || typestr[kind] == 'O') return fallback;
-  return PythonQuote(typestr);
+  return check;
 }
 
 }  // namespace b2ndfs::format

@@ -205,14 +205,8 @@ Status Container::LoadLayout() {
                          std::to_string(*ext_items) + " items");
     }
     if (itemsize <= 0) return InvalidData("item size is 0");
-    if (nd.dtype) {
-      auto dtype_size = format::DtypeItemSize(*nd.dtype);
-      if (dtype_size && *dtype_size != itemsize) {
-        return InvalidData("dtype '" + *nd.dtype + "' has " + std::to_string(*dtype_size) +
-                           "-byte items but the chunks hold " + std::to_string(itemsize) +
-                           "-byte items");
-      }
-    }
+    // A dtype of another item size is served by the chunks' item size, as
+    // c-blosc2 reads it; format::CheckDtype says so in meta.json.
     B2NDFS_ASSIGN_OR_RETURN(ArrayLayout layout,
                             ArrayLayout::Regular(nd.shape, nd.chunkshape, nd.blockshape, itemsize));
     if (layout.NumChunks() != nchunks) {

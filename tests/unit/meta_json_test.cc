@@ -311,28 +311,50 @@ TEST_CASE("MsgpackToJson goldens") {
   CHECK(Json({0xcb, 0xc0, 0, 0, 0, 0, 0, 0, 0}) == "-2");
   CHECK(Json({0xca, 0x3f, 0xc0, 0, 0}) == "1.5");  // float32
   CHECK(Json(Pack([](auto& p) { p.pack_double(1e300); })) == "1e+300");
-  CHECK(Json(Pack([](auto& p) { p.pack_double(std::nan("")); })) == "\"NaN\"");
+  // What JSON cannot hold is a one-key '$' object (documented in meta_json.h).
+  CHECK(Json(Pack([](auto& p) { p.pack_double(std::nan("")); })) == "{\"$float\": \"NaN\"}");
   CHECK(Json(Pack([](auto& p) { p.pack_double(std::numeric_limits<double>::infinity()); })) ==
-        "\"Infinity\"");
+        "{\"$float\": \"Infinity\"}");
   CHECK(Json(Pack([](auto& p) { p.pack_float(-std::numeric_limits<float>::infinity()); })) ==
-        "\"-Infinity\"");
+        "{\"$float\": \"-Infinity\"}");
+  CHECK(Json({0xa3, 'N', 'a', 'N'}) == "\"NaN\"");  // the string stays a string
   CHECK(Json({0xa0}) == "\"\"");
   CHECK(Json({0xa3, 'a', '"', 'b'}) == "\"a\\\"b\"");
-  CHECK(Json({0xa2, 0xc3, 0x28}) == "\"\\ufffd(\"");       // invalid UTF-8 in a str
-  CHECK(Json({0xc4, 0x03, 'f', 'o', 'o'}) == "\"Zm9v\"");  // bin -> base64
-  CHECK(Json({0xc4, 0x00}) == "\"\"");
+  CHECK(Json({0xa2, 0xc3, 0x28}) == "{\"$str\":\"wyg=\"}");        // not UTF-8: its bytes
+  CHECK(Json({0xa2, 0xc3, 0xa9}) == std::string("\"\xc3\xa9\""));  // UTF-8 kept as is
+  CHECK(Json({0xc4, 0x03, 'f', 'o', 'o'}) == "{\"$bin\":\"Zm9v\"}");
+  CHECK(Json({0xa3, 'Z', 'm', '9'}) == "\"Zm9\"");  // a str is never taken for bin
+  CHECK(Json({0xc4, 0x00}) == "{\"$bin\":\"\"}");
   CHECK(Json({0x90}) == "[]");
   CHECK(Json({0x80}) == "{}");
   CHECK(Json({0x93, 0x01, 0xa1, 'x', 0xc0}) == "[1,\"x\",null]");
   CHECK(Json({0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0x92, 0xc3, 0xc2}) ==
         "{\"a\":1,\"b\":[true,false]}");
-  // Non-string keys are stringified.
+  // Keys that are not strings: the pairs, in order, keys as values.
   CHECK(Json({0x84, 0x01, 0xa1, 'i', 0xc3, 0xa1, 'b', 0xc0, 0xa1, 'n', 0x92, 0x01, 0x02, 0xa1,
-              'a'}) == "{\"1\":\"i\",\"true\":\"b\",\"null\":\"n\",\"[1,2]\":\"a\"}");
+              'a'}) == "{\"$map\":[[1,\"i\"],[true,\"b\"],[null,\"n\"],[[1,2],\"a\"]]}");
+  // "1" and 1 stay apart; repeated keys and keys starting with '$' are kept.
+  CHECK(Json({0x82, 0xa1, '1', 0x02, 0x01, 0x03}) == "{\"$map\":[[\"1\",2],[1,3]]}");
+  CHECK(Json({0x82, 0xa1, 'k', 0x02, 0xa1, 'k', 0x03}) == "{\"$map\":[[\"k\",2],[\"k\",3]]}");
+  CHECK(Json({0x81, 0xa4, '$', 'b', 'i', 'n', 0x01}) == "{\"$map\":[[\"$bin\",1]]}");
+  CHECK(Json({0x81, 0xa2, 'a', '$', 0x01}) == "{\"a$\":1}");
   CHECK(Json({0x81, 0xa1, 'q', 0x81, 0xa2, '"', 'k', 0x90}) == "{\"q\":{\"\\\"k\":[]}}");
   // ext: fixext1 type 5 and ext8 of 3 bytes type -1.
-  CHECK(Json({0xd4, 0x05, 0x41}) == "{\"type\":5,\"base64\":\"QQ==\"}");
-  CHECK(Json({0xc7, 0x03, 0xff, 'f', 'o', 'o'}) == "{\"type\":-1,\"base64\":\"Zm9v\"}");
+  CHECK(Json({0xd4, 0x05, 0x41}) == "{\"$ext\":5,\"data\":\"QQ==\"}");
+  // Type -1 of a size no timestamp has: no "timestamp".
+  CHECK(Json({0xc7, 0x03, 0xff, 'f', 'o', 'o'}) == "{\"$ext\":-1,\"data\":\"Zm9v\"}");
+  // msgpack timestamps: 32-bit seconds, 64-bit (ns << 34 | s), 96-bit.
+  CHECK(Json({0xd6, 0xff, 0x65, 0x93, 0x7d, 0x25}) ==
+        "{\"$ext\":-1,\"data\":\"ZZN9JQ==\",\"timestamp\":\"2024-01-02T03:04:05.000000000Z\"}");
+  CHECK(Json({0xd7, 0xff, 0x00, 0x00, 0x00, 0x18, 0x65, 0x93, 0x7d, 0x25}) ==
+        "{\"$ext\":-1,\"data\":\"AAAAGGWTfSU=\",\"timestamp\":\"2024-01-02T03:04:05.000000006Z\"}");
+  CHECK(Json({0xc7, 0x0c, 0xff, 0x00, 0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+              0xff}) ==
+        "{\"$ext\":-1,\"data\":\"AAAAAf//////////"
+        "\",\"timestamp\":\"1969-12-31T23:59:59.000000001Z\"}");
+  // Nanoseconds over 999999999: not a timestamp, the bytes still shown.
+  CHECK(Json({0xd7, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00}) ==
+        "{\"$ext\":-1,\"data\":\"/////wAAAAA=\"}");
 }
 
 TEST_CASE("MsgpackToJson rejects what is not exactly one object") {
@@ -569,13 +591,15 @@ TEST_CASE("meta.json stays valid with hostile names and values") {
   std::optional<Value> doc = ParseJson(text);
   REQUIRE(doc);
   const Value& d = *doc;
-  CHECK(d["codec"].text == "user:244");
-  CHECK(d["filters"].items[0]["name"].text == "user:200");
+  CHECK(d["codec"].text == "user-registered:244");
+  CHECK(d["filters"].items[0]["name"].text == "user-registered:200");
   CHECK(d["metalayers"]["names"].items[0].text == std::string("a\"\n\xef\xbf\xbd\0z", 8));
   CHECK_FALSE(d["metalayers"]["caterva"].Has("blockshape"));
   CHECK(d["dtype"].text == "\x01\"\\");
   CHECK(d["vlmeta"]["\t"].items.size() == 3000);
-  CHECK(d["vlmeta"]["\t"].items[2999]["2999"].items.size() == 1);
+  // Integer keys: {"$map": [[2999, [null]]]}.
+  CHECK(d["vlmeta"]["\t"].items[2999]["$map"].items[0].items[0].number == "2999");
+  CHECK(d["vlmeta"]["\t"].items[2999]["$map"].items[0].items[1].items.size() == 1);
   CHECK(d["vlmeta"]["deep"]["base64"].text == Base64Encode(deep));
   CHECK(d["vlmeta"]["empty"]["base64"].text.empty());
   CHECK(d["files"]["slices/\"0\""]["size"].Int() == 0);
@@ -611,8 +635,8 @@ TEST_CASE("codec and filter names are c-blosc2's") {
   CHECK(CodecName(6, 40) == "htj2k");
   CHECK(CodecName(6, 41) == "id:41");
   CHECK(CodecName(6, 159) == "id:159");
-  CHECK(CodecName(6, 160) == "user:160");
-  CHECK(CodecName(6, 255) == "user:255");
+  CHECK(CodecName(6, 160) == "user-registered:160");
+  CHECK(CodecName(6, 255) == "user-registered:255");
   CHECK(CodecName(6, 6) == "id:6");
   // Only codec 6 looks at udcodec (c-blosc2 writes the compcode there).
   CHECK(CodecName(5, 37) == "zstd");
@@ -630,8 +654,8 @@ TEST_CASE("codec and filter names are c-blosc2's") {
   CHECK(FilterName(5) == "id:5");
   CHECK(FilterName(37) == "id:37");
   CHECK(FilterName(159) == "id:159");
-  CHECK(FilterName(160) == "user:160");
-  CHECK(FilterName(255) == "user:255");
+  CHECK(FilterName(160) == "user-registered:160");
+  CHECK(FilterName(255) == "user-registered:255");
 }
 
 TEST_CASE("meta.json names what the container needs and b2ndfs never loads") {

@@ -561,3 +561,132 @@ TEST_CASE("NpyDescr") {
 }
 
 }  // namespace
+
+namespace {
+
+using b2ndfs::format::CheckDtype;
+
+Bytes WithHeader(Bytes bytes, uint8_t header) {
+  bytes[0] = header;
+  return bytes;
+}
+
+TEST_CASE("6-entry b2nd metalayers are read by position, as c-blosc2 does") {
+  // Header says 6, yet dtype_format and dtype follow (c-blosc2 reads them).
+  const Bytes seven = B2ndBytes({10, 4}, {5, 4}, {5, 2}, "<i4");
+  auto a = DecodeB2ndMetalayer(WithHeader(seven, 0x96));
+  REQUIRE(a.ok());
+  CHECK(a->dtype == std::optional<std::string>("<i4"));
+  CHECK(a->dtype_format == std::optional<int>(0));
+  REQUIRE(a->notes.size() == 1);
+  CHECK(a->notes[0].find("says 6 entries") != std::string::npos);
+  CHECK(DecodeB2ndMetalayer(seven)->notes.empty());
+  // [version, ndim, shape, chunkshape, blockshape, dtype] (no dtype_format).
+  Bytes six = Pack([](auto& p) {
+    p.pack_array(6);
+    p.pack(0);
+    p.pack(1);
+    p.pack(std::vector<int64_t>{10});
+    p.pack(std::vector<int64_t>{5});
+    p.pack(std::vector<int64_t>{5});
+    p.pack(std::string("<f8"));
+  });
+  auto b = DecodeB2ndMetalayer(six);
+  REQUIRE(b.ok());
+  CHECK(b->dtype == std::optional<std::string>("<f8"));
+  CHECK_FALSE(b->dtype_format);
+  REQUIRE(b->notes.size() == 1);
+  CHECK(b->notes[0].find("6th being the dtype") != std::string::npos);
+  // Six entries ending with dtype_format and nothing after: no dtype.
+  Bytes bare(seven.begin(), seven.end() - 4 - 1 - 3);
+  bare[0] = 0x96;
+  auto c = DecodeB2ndMetalayer(bare);
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->dtype);
+  CHECK(c->dtype_format == std::optional<int>(0));
+  // 8 entries stay an error; so does a 6th entry of another type.
+  CHECK_FALSE(DecodeB2ndMetalayer(WithHeader(seven, 0x98)).ok());
+  Bytes nil6 = Pack([](auto& p) {
+    p.pack_array(6);
+    p.pack(0);
+    p.pack(1);
+    p.pack(std::vector<int64_t>{10});
+    p.pack(std::vector<int64_t>{5});
+    p.pack(std::vector<int64_t>{5});
+    p.pack_nil();
+  });
+  CHECK_FALSE(DecodeB2ndMetalayer(nil6).ok());
+}
+
+TEST_CASE("16-D metalayers with c-blosc2's 0x90 + ndim headers") {
+  const std::vector<int64_t> shape(16, 2);
+  const std::vector<int32_t> chunks(16, 1), blocks(16, 1);
+  const Bytes bytes = B2ndBytes(shape, chunks, blocks, "|u1");
+  REQUIRE(bytes[3] == 0xa0);  // what c-blosc2 writes: a msgpack fixstr
+  auto meta = DecodeB2ndMetalayer(bytes);
+  REQUIRE(meta.ok());
+  CHECK(meta->ndim == 16);
+  CHECK(meta->shape == shape);
+  CHECK(meta->dtype == std::optional<std::string>("|u1"));
+  REQUIRE(meta->notes.size() == 1);
+  CHECK(meta->notes[0].find("ndim 16") != std::string::npos);
+  // 15 axes are a real fixarray: nothing to repair.
+  auto fifteen =
+      DecodeB2ndMetalayer(B2ndBytes(std::vector<int64_t>(15, 2), std::vector<int32_t>(15, 1),
+                                    std::vector<int32_t>(15, 1), "|u1"));
+  REQUIRE(fifteen.ok());
+  CHECK(fifteen->notes.empty());
+  // Every truncation of the 16-D form is an error, never a crash.
+  for (size_t n = 0; n + 1 < bytes.size() - 4 - 3; ++n) {
+    CHECK_FALSE(DecodeB2ndMetalayer(Bytes(bytes.begin(), bytes.begin() + n)).ok());
+  }
+}
+
+TEST_CASE("dict-form and nested structured dtypes as NumPy prints them") {
+  // Strings from NumPy 1.24's str(dtype); descrs from its dtype.descr.
+  const std::string titled =
+      "{'names': ['b', 'a'], 'formats': [('<f4', (2,)), '<i4'], 'offsets': [0, 8], "
+      "'titles': [None, 'TA'], 'itemsize': 16}";
+  CHECK(DtypeItemSize(titled) == 16);
+  CHECK(NpyDescr(titled, 16) == "[('b', '<f4', (2,)), (('TA', 'a'), '<i4'), ('', '|V4')]");
+  const std::string aligned =
+      "{'names': ['a', 'b'], 'formats': ['<i4', '<f8'], 'offsets': [0, 8], 'itemsize': 16, "
+      "'aligned': True}";
+  CHECK(NpyDescr(aligned, 16) == "[('a', '<i4'), ('', '|V4'), ('b', '<f8')]");
+  const std::string nested_dict =
+      "[('a', 'u1'), ('n', {'names': ['x'], 'formats': ['<i2'], 'offsets': [2], 'itemsize': 6})]";
+  CHECK(NpyDescr(nested_dict, 7) ==
+        "[('a', 'u1'), ('n', [('', '|V2'), ('x', '<i2'), ('', '|V2')])]");
+  CHECK(NpyDescr(std::string("[('n', [('x', '<i2'), ('y', '>f8')]), ('s', 'S3')]"), 13) ==
+        "[('n', [('x', '<i2'), ('y', '>f8')]), ('s', 'S3')]");
+  CHECK(NpyDescr(std::string("[('a', [('b', '<i2', (2,))], (3,))]"), 12) ==
+        "[('a', [('b', '<i2', (2,))], (3,))]");
+  CHECK(NpyDescr(std::string("[(('title A', 'a'), '<i4'), ('b', '>U2')]"), 12) ==
+        "[(('title A', 'a'), '<i4'), ('b', '>U2')]");
+  CHECK(NpyDescr(std::string(">U5"), 20) == "'>U5'");
+  // Out-of-order or overlapping offsets: .npy cannot describe them.
+  const std::string unordered =
+      "{'names': ['a', 'b'], 'formats': ['<i4', ('<f4', (2,))], 'offsets': [8, 0], "
+      "'titles': ['TA', None], 'itemsize': 16}";
+  CHECK(DtypeItemSize(unordered) == std::nullopt);
+  CHECK(NpyDescr(unordered, 16) == "'|V16'");
+  // itemsize smaller than the fields, unknown keys, object fields.
+  CHECK(NpyDescr(std::string("{'names': ['a'], 'formats': ['<i8'], 'itemsize': 4}"), 4) == "'|V4'");
+  CHECK(NpyDescr(std::string("{'names': ['a'], 'formats': ['<i4'], 'bogus': 1}"), 4) == "'|V4'");
+  CHECK(NpyDescr(std::string("[('a', 'O'), ('b', '<i4')]"), 12) == "'|V12'");
+}
+
+TEST_CASE("CheckDtype says what is inconsistent") {
+  CHECK_FALSE(CheckDtype(std::string("<f4"), 4).note);
+  CHECK_FALSE(CheckDtype(std::nullopt, 4).note);
+  auto mismatch = CheckDtype(std::string("|u1"), 4);
+  CHECK(mismatch.npy_descr == "'|V4'");
+  REQUIRE(mismatch.note);
+  CHECK(mismatch.note->find("dtype '|u1' has 1-byte items but the chunks hold 4-byte") == 0);
+  auto unknown = CheckDtype(std::string("my_custom<4>"), 4);
+  REQUIRE(unknown.note);
+  CHECK(unknown.note->find("not understood") != std::string::npos);
+  CHECK(CheckDtype(std::string("|O"), 8).note->find("Python objects") != std::string::npos);
+}
+
+}  // namespace

@@ -12,12 +12,25 @@
 // "unsupported" is present only when the store found codecs or filters that
 // c-blosc2 would load as plugins (codec::UnsupportedPipeline): its words.
 //
-// msgpack -> JSON mapping: nil, bool, integers as is; floats in shortest
-// round-trip form (float32 as float32), NaN and infinities as the strings
-// "NaN", "Infinity", "-Infinity" (JSON has no such numbers); str as a JSON
-// string (control characters escaped, invalid UTF-8 bytes replaced by U+FFFD);
-// bin as a base64 string; ext as {"type": n, "base64": "..."}; map keys that
-// are not strings are written as their compact JSON text (1 -> "1").
+// "notes" is present only when something is inconsistent but served
+// anyway, in words: an early 6-entry b2nd metalayer (NdMeta::notes), a dtype
+// b2ndfs cannot parse or whose item size disagrees with the chunks' (then
+// data/chunks/slices serve the chunks' items and data.npy says '|V<n>';
+// format::CheckDtype).
+//
+// msgpack -> JSON mapping (vlmeta, lossless): nil, bool, integers (any
+// width, exact decimal text), str (well-formed UTF-8) and arrays as is;
+// floats in shortest round-trip form (float32 as float32). What JSON cannot
+// hold becomes a one-key object whose key starts with '$':
+//   NaN, Infinity, -Infinity  {"$float": "NaN"} (or "Infinity", "-Infinity")
+//   bin                       {"$bin": "<base64>"}
+//   ext                       {"$ext": <type>, "data": "<base64>"}, plus
+//                             "timestamp": "<RFC 3339 UTC>" for the msgpack
+//                             timestamp (type -1)
+//   str that is not UTF-8     {"$str": "<base64 of its bytes>"}
+//   map with a key that is not a string, not UTF-8, repeated, or starts
+//   with '$'                  {"$map": [[key, value], ...]} (in order)
+// Any other map is a JSON object. base64 is RFC 4648 with padding.
 // Nesting is limited to 64 levels and the JSON text to 16 MiB; beyond that the
 // value is not converted (nullopt, the caller falls back to base64).
 // Thread-safety: pure functions.
@@ -29,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/format/codec_names.h"  // CodecName, FilterName (meta.json's names)
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/ndmeta.h"
 
@@ -74,17 +88,5 @@ std::string RenderErrorJson(const std::string& message);  // {"error": "..."}
 std::optional<std::string> MsgpackToJson(std::span<const uint8_t> bytes);
 std::string Base64Encode(std::span<const uint8_t> bytes);  // RFC 4648, padded
 std::string JsonQuote(const std::string& text);            // a JSON string literal, escaped
-
-// c-blosc2's own codec names. `codec` is FrameInfo::codec (compcode
-// numbering); 6 means the id is `udcodec`, named the same way: "blosclz",
-// "lz4", "lz4hc", "snappy" (3, Blosc1 only), "zlib", "zstd", the globally
-// registered "ndlz", "zfp_acc", "zfp_prec", "zfp_rate" (built in) and
-// "openhtj2k", "grok", "openzl", "j2k", "htj2k" (plugins, 36..40),
-// "user:<id>" for the user-registered range 160..255, else "id:<id>".
-std::string CodecName(int codec, uint8_t udcodec);
-// "none", "shuffle", "bitshuffle", "delta", "trunc_prec", the globally
-// registered "ndcell", "ndmean", "bytedelta_buggy", "bytedelta", "int_trunc",
-// "user:<id>" (160..255), else "id:<id>".
-std::string FilterName(uint8_t id);
 
 }  // namespace b2ndfs::format

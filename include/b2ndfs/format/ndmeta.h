@@ -4,6 +4,13 @@
 //
 // b2nd:    [version, ndim, shape[ndim], chunkshape[ndim], blockshape[ndim],
 //           dtype_format, dtype]          (7 entries)
+// early b2nd, 6 entries (read by position, as c-blosc2's
+//           b2nd_deserialize_meta does: it ignores the array's count):
+//           a header saying 6 followed by dtype_format and a dtype str, or
+//           [version, ndim, shape, chunkshape, blockshape, dtype] (the
+//           layout of c-blosc2 PR #445, before PR #447 added dtype_format;
+//           c-blosc2 3.3.5 itself fails on that one). Both are served, and
+//           NdMeta::notes says which was read.
 // caterva: [version, ndim, shape, chunkshape, blockshape]  (5 entries)
 // oldest caterva: [version, ndim, shape, partshape]        (4 entries; no
 //           blocks: the whole chunk is one block)
@@ -35,6 +42,9 @@ struct NdMeta {
   bool has_blockshape = true;
   std::optional<int> dtype_format;   // b2nd only
   std::optional<std::string> dtype;  // b2nd only
+  // What the decoder tolerated that a reader should know (an early 6-entry
+  // metalayer, ...), in words; meta.json lists them under "notes".
+  std::vector<std::string> notes;
 };
 
 // Decodes and validates: array lengths, integer types (any msgpack integer
@@ -66,5 +76,17 @@ std::optional<int64_t> DtypeItemSize(const std::string& dtype);
 // structured ones; "'|V<itemsize>'" when there is no usable dtype: none,
 // unparsable, object ("O"), or one whose item size differs from `itemsize`.
 std::string NpyDescr(const std::optional<std::string>& dtype, int64_t itemsize);
+
+// The dtype next to the item size the chunks really hold. The chunks rule:
+// data, chunks/ and slices/ are served as `itemsize`-byte items whatever the
+// dtype says. `note` is set (words for meta.json) when the dtype is none the
+// files can use as is: unparsable, or of another item size (c-blosc2's own
+// default "|u1" on 4-byte items, say); npy_descr then is "|V<itemsize>", so
+// that every view keyed on it (headers, zarr/, images) is absent.
+struct DtypeCheck {
+  std::string npy_descr;            // NpyDescr(dtype, itemsize)
+  std::optional<std::string> note;  // nullopt: dtype and item size agree
+};
+DtypeCheck CheckDtype(const std::optional<std::string>& dtype, int64_t itemsize);
 
 }  // namespace b2ndfs::format
