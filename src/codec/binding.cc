@@ -9,6 +9,7 @@
 
 #include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/util/blosc_names.h"
 
 namespace b2ndfs::codec {
 namespace {

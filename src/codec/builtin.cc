@@ -7,6 +7,8 @@
 #include <array>
 #include <vector>
 
+#include "b2ndfs/util/blosc_names.h"
+
 namespace b2ndfs::codec {
 namespace {
 
@@ -36,8 +38,6 @@ static_assert(BLOSC2_USER_REGISTERED_CODECS_START == 160 &&
               BLOSC2_USER_REGISTERED_FILTERS_START == 160);
 static_assert(BLOSC_EXTENDED_HEADER_LENGTH == 32 && BLOSC_MIN_HEADER_LENGTH == 16 &&
               BLOSC2_MAX_FILTERS == 6);
-
-constexpr int kUserRangeStart = 160;
 
 // Chunk header bytes (README_CHUNK_FORMAT.rst; blosc_header in blosc2.c).
 constexpr size_t kVersionByte = 0;
@@ -76,7 +76,9 @@ bool IsPluginCodec(int compcode) { return compcode >= 36 && compcode <= 40; }
 
 // "grok (id 37)", or "id 41" for ids without a name.
 std::string Label(const std::string& name, int id) {
-  if (name.rfind("id:", 0) == 0 || name.rfind("user:", 0) == 0) return "id " + std::to_string(id);
+  if (name.rfind("id:", 0) == 0 || name.rfind("user-registered:", 0) == 0) {
+    return "id " + std::to_string(id);
+  }
   return name + " (id " + std::to_string(id) + ")";
 }
 
@@ -86,7 +88,7 @@ std::string CodecWords(int compcode) {
   if (IsPluginCodec(compcode)) {
     return label + " needs the external plugin blosc2_" + name + ", which b2ndfs never loads";
   }
-  if (compcode >= kUserRangeStart) {
+  if (IsUserRegisteredId(compcode)) {
     return label +
            " is a user-registered codec; it needs an external plugin, which b2ndfs never loads";
   }
@@ -96,7 +98,7 @@ std::string CodecWords(int compcode) {
 
 std::string FilterWords(uint8_t id) {
   const std::string label = "filter " + Label(FilterIdName(id), id);
-  if (id >= kUserRangeStart) {
+  if (IsUserRegisteredId(id)) {
     return label +
            " is a user-registered filter; it needs an external plugin, which b2ndfs never loads";
   }
@@ -134,72 +136,6 @@ void CheckFilters(std::span<const uint8_t> filters, Findings* findings) {
 }
 
 }  // namespace
-
-std::string CodecIdName(int id) {
-  switch (id) {
-    case BLOSC_BLOSCLZ:
-      return "blosclz";
-    case BLOSC_LZ4:
-      return "lz4";
-    case BLOSC_LZ4HC:
-      return "lz4hc";
-    case 3:  // BLOSC_SNAPPY of Blosc1; c-blosc2 dropped it
-      return "snappy";
-    case BLOSC_ZLIB:
-      return "zlib";
-    case BLOSC_ZSTD:
-      return "zstd";
-    case 32:
-      return "ndlz";
-    case 33:
-      return "zfp_acc";
-    case 34:
-      return "zfp_prec";
-    case 35:
-      return "zfp_rate";
-    case 36:
-      return "openhtj2k";
-    case 37:
-      return "grok";
-    case 38:
-      return "openzl";
-    case 39:
-      return "j2k";
-    case 40:
-      return "htj2k";
-    default:
-      if (id >= kUserRangeStart && id <= 255) return "user:" + std::to_string(id);
-      return "id:" + std::to_string(id);
-  }
-}
-
-std::string FilterIdName(uint8_t id) {
-  switch (id) {
-    case 0:
-      return "none";
-    case 1:
-      return "shuffle";
-    case 2:
-      return "bitshuffle";
-    case 3:
-      return "delta";
-    case 4:
-      return "trunc_prec";
-    case 32:
-      return "ndcell";
-    case 33:
-      return "ndmean";
-    case 34:
-      return "bytedelta_buggy";
-    case 35:
-      return "bytedelta";
-    case 36:
-      return "int_trunc";
-    default:
-      if (id >= kUserRangeStart) return "user:" + std::to_string(id);
-      return "id:" + std::to_string(id);
-  }
-}
 
 std::string LibraryVersion() {
   const char* version = blosc2_get_version_string();

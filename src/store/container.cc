@@ -288,7 +288,7 @@ Status Container::LoadLayout() {
 }
 
 std::string Container::CodecName() const {
-  return format::CodecName(meta_->frame_info.codec, meta_->frame_info.udcodec);
+  return b2ndfs::CodecName(meta_->frame_info.codec, meta_->frame_info.udcodec);
 }
 
 std::string Container::RenderMeta(const FileCatalog* catalog) const {

@@ -614,8 +614,8 @@ TEST_CASE("RenderErrorJson") {
 }
 
 TEST_CASE("codec and filter names are c-blosc2's") {
-  using b2ndfs::format::CodecName;
-  using b2ndfs::format::FilterName;
+  using b2ndfs::CodecName;
+  using b2ndfs::FilterName;
   CHECK(CodecName(0, 0) == "blosclz");
   CHECK(CodecName(1, 1) == "lz4");
   CHECK(CodecName(2, 2) == "lz4hc");

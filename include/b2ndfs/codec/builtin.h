@@ -48,16 +48,6 @@ std::optional<std::string> UnsupportedPipeline(int compcode, uint8_t udcodec,
 // chunk's first 16 bytes, or 32 when flags announce the extended header.
 Status CheckChunkPipeline(std::span<const uint8_t> header);
 
-// c-blosc2's name for a codec id in compcode numbering, as meta.json shows it:
-// "blosclz", "lz4", "lz4hc", "snappy" (3, Blosc1 only), "zlib", "zstd", "ndlz",
-// "zfp_acc", "zfp_prec", "zfp_rate", "openhtj2k", "grok", "openzl", "j2k",
-// "htj2k", "user:<id>" for the user-registered range 160..255, else "id:<id>".
-std::string CodecIdName(int id);
-// The same for filters: "none", "shuffle", "bitshuffle", "delta", "trunc_prec",
-// "ndcell", "ndmean", "bytedelta_buggy", "bytedelta", "int_trunc", "user:<id>"
-// (160..255), else "id:<id>".
-std::string FilterIdName(uint8_t id);
-
 // The version of the c-blosc2 library actually linked (for --version).
 std::string LibraryVersion();
 

@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "b2ndfs/format/codec_names.h"  // CodecName, FilterName (meta.json's names)
+#include "b2ndfs/util/blosc_names.h"  // CodecName, FilterName (meta.json's names)
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/ndmeta.h"
 

@@ -1,6 +1,6 @@
-#include "b2ndfs/format/codec_names.h"
+#include "b2ndfs/util/blosc_names.h"
 
-namespace b2ndfs::format {
+namespace b2ndfs {
 namespace {
 
 constexpr uint8_t kUdcodecFormat = 6;  // BLOSC_UDCODEC_FORMAT
@@ -80,4 +80,4 @@ std::string FilterIdName(uint8_t id) {
   }
 }
 
-}  // namespace b2ndfs::format
+}  // namespace b2ndfs

@@ -1,4 +1,4 @@
-// format/codec_names: the one table of c-blosc2 codec and filter names, by
+// util/blosc_names: the one table of c-blosc2 codec and filter names, by
 // the ids a frame header or chunk header stores.
 //
 // Names are c-blosc2 3.3's own (blosc2.h, blosc2/codecs-registry.h,
@@ -6,13 +6,14 @@
 // 0..5, the globally registered plugins 32..40 and filters 32..36. Ids in
 // c-blosc2's user range (BLOSC2_USER_REGISTERED_*_START = 160 .. 255) are
 // "user-registered:<id>"; any other id is "id:<id>" (unassigned).
-// Pure functions, thread-safe, never fail.
+// Pure functions, thread-safe, never fail. Shared by format (meta.json) and
+// codec (its messages), which must agree.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace b2ndfs::format {
+namespace b2ndfs {
 
 // A codec by its id (compcode, or the udcodec byte): "blosclz", "lz4",
 // "lz4hc", "snappy", "zlib", "zstd", "ndlz", "zfp_acc", "zfp_prec",
@@ -31,4 +32,4 @@ inline std::string FilterName(uint8_t id) { return FilterIdName(id); }
 // True for ids c-blosc2 leaves to users' own registration (160..255).
 constexpr bool IsUserRegisteredId(int id) { return id >= 160 && id <= 255; }
 
-}  // namespace b2ndfs::format
+}  // namespace b2ndfs
