@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # Installs dependencies (scripts/setup.sh) and builds b2ndfs into build/ (or $B2NDFS_BUILD_DIR).
+# Arguments go to cmake's first configuration of the build tree.
+# B2NDFS_BUILD_TARGETS="t1 t2": build only these targets, after installing only
+# what building needs (scripts/setup.sh --build); the demo does this.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
-bash "$ROOT/scripts/setup.sh"
+TARGETS=()
+if [ -n "${B2NDFS_BUILD_TARGETS:-}" ]; then
+  read -r -a TARGETS <<<"$B2NDFS_BUILD_TARGETS"
+  bash "$ROOT/scripts/setup.sh" --build
+else
+  bash "$ROOT/scripts/setup.sh"
+fi
 GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DB2NDFS_WERROR=ON "$@" >/dev/null
 fi
-cmake --build "$BUILD" -j"$(nproc)"
+if [ "${#TARGETS[@]}" -gt 0 ]; then
+  cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"
+else
+  cmake --build "$BUILD" -j"$(nproc)"
+fi

@@ -20,7 +20,8 @@ case "${1:-}" in
     ;;
 esac
 
-bash "$ROOT/scripts/build.sh"
+# Only what the demo runs is built (the tests build the rest).
+B2NDFS_BUILD_TARGETS="b2ndfs b2ndfs-make-samples b2ndfs-inspect" bash "$ROOT/scripts/build.sh"
 WORK="${B2NDFS_DEMO_DIR:-$ROOT/build/demo}"
 SRC="$WORK/arrays"
 MNT="$WORK/mnt"
@@ -66,7 +67,9 @@ cat <<EOF
 
 What next:
   binaries      $BUILD/src/app/b2ndfs, $BUILD/src/tools/b2ndfs-inspect
-  install       cmake --install $BUILD   (then: mount -t fuse.b2ndfs SOURCE MOUNTPOINT, fstab, systemd)
+  install       bash scripts/build_deb.sh && apt install ./build-deb/b2ndfs_*.deb
+                (or cmake --install $BUILD; then: mount -t fuse.b2ndfs SOURCE MOUNTPOINT, fstab, systemd)
+  docs          man b2ndfs (once installed), README.md
   explore       bash scripts/demo.sh --keep   (leaves the sample mount in place)
   help          $BUILD/src/app/b2ndfs --help
 EOF

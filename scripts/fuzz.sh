@@ -69,6 +69,20 @@ build() {
   fi
 }
 
+# Sanitizer reports name functions and lines only through llvm-symbolizer
+# (Debian's llvm-14 installs it with a version suffix; setup.sh installs it).
+if [[ -z ${ASAN_SYMBOLIZER_PATH:-} ]]; then
+  for s in llvm-symbolizer llvm-symbolizer-14 /usr/lib/llvm-14/bin/llvm-symbolizer; do
+    if command -v "$s" >/dev/null; then
+      export ASAN_SYMBOLIZER_PATH
+      ASAN_SYMBOLIZER_PATH=$(command -v "$s")
+      break
+    fi
+  done
+  [[ -n ${ASAN_SYMBOLIZER_PATH:-} ]] ||
+    echo "fuzz.sh: no llvm-symbolizer found: findings will show addresses, not lines" >&2
+fi
+
 # run TARGET SECONDS [libFuzzer args...]
 run() {
   local t=$1 seconds=$2

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything b2ndfs needs to build and test on Debian 12 (bookworm) or newer.
+#   bash scripts/setup.sh           what building and every test need
+#   bash scripts/setup.sh --build   only what building b2ndfs and the demo need
 # Idempotent: a second run only checks. c-blosc2 (>= 3.3) comes from the system when
 # one is installed (pkg-config / CMake config, as on Debian forky/sid), else from
 # Debian forky's libblosc2-dev, unpacked into a project-local prefix
@@ -18,27 +20,51 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # True if version $1 is at least $BLOSC2_MIN.
 version_ok() { [ -n "$1" ] && [ "$(printf '%s\n' "$BLOSC2_MIN" "$1" | sort -V | head -n1)" = "$BLOSC2_MIN" ]; }
 
-APT_PACKAGES=(
-  build-essential cmake pkg-config ninja-build
+MODE=all
+case "${1:-}" in
+  "") ;;
+  --build) MODE=build ;;
+  -h | --help)
+    sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    log "unknown argument '$1' (try --help)"
+    exit 2
+    ;;
+esac
+
+# What building b2ndfs (and running the demo) needs.
+BUILD_PACKAGES=(
+  build-essential cmake pkg-config ninja-build python3
   libfuse3-dev fuse3
   libmsgpack-cxx-dev
   libboost-filesystem-dev
   catch2
   # c-blosc2's codecs: its static library links against these.
   liblz4-dev libzstd-dev zlib1g-dev libzfp-dev
-  python3-numpy python3-nibabel python3-vtk9 python3-gdal gdal-bin teem-apps python3-zarr
+  # remote sources: libcurl and libcrypto (SigV4), linked privately to src/remote.
+  libcurl4-openssl-dev libssl-dev
+  # the demo reads arrays with numpy
+  python3-numpy
+)
+# What the tests add: real clients and servers, sanitizers, packaging.
+TEST_PACKAGES=(
+  python3-nibabel python3-vtk9 python3-gdal gdal-bin teem-apps python3-zarr
   python3-tifffile python3-xarray libtiff-tools imagemagick netpbm
   squashfs-tools squashfuse
   systemd
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev llvm-14
   util-linux attr
   # docs.check renders the man pages as man(1) does.
   man-db groff-base
   # scripts/build_deb.sh and the package test (package.deb).
   debhelper dpkg-dev lintian fakeroot debootstrap
-  # remote sources: libcurl (linked privately to src/remote), nginx for the HTTP tests.
-  libcurl4-openssl-dev libssl-dev nginx
+  # remote sources: nginx serves the HTTP tests.
+  nginx
 )
+APT_PACKAGES=("${BUILD_PACKAGES[@]}")
+if [ "$MODE" = all ]; then APT_PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

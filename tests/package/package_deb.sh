@@ -8,7 +8,9 @@
 # pages, systemd unit pointing at /usr/bin/b2ndfs, examples, copyright with
 # c-blosc2's licence), runs `b2ndfs --version`, mounts with
 # `mount -t fuse.b2ndfs` (mount.fuse3 from the fuse3 dependency), reads a
-# container's data and compares it with c-blosc2's own bytes, and unmounts.
+# container's data and compares it with c-blosc2's own bytes, checks that the
+# daemon logs a broken container once to syslog with the tag b2ndfs (the
+# root's /dev/log is a socket this test listens on), and unmounts.
 # Skips (77) with a message when not root or when the archive is unreachable.
 # Usage: package_deb.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
@@ -40,7 +42,9 @@ done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/b2ndfs-package.XXXXXX")
 R=$TMP/root
+LISTENER_PID=
 cleanup() {
+  [[ -n $LISTENER_PID ]] && kill "$LISTENER_PID" 2>/dev/null
   # Whatever is mounted below the root, deepest first; then the files.
   if [[ -d $R ]]; then
     chroot "$R" fusermount3 -uz /mnt/arrays 2>/dev/null
@@ -79,7 +83,18 @@ if ! debootstrap --variant=minbase "$VERSION_CODENAME" "$R" "$URI" >"$TMP/deboot
   exit 1
 fi
 mount -t proc proc "$R/proc" || { fail "cannot mount /proc in the root"; exit 1; }
-mount --bind /dev "$R/dev" || { fail "cannot bind /dev into the root"; exit 1; }
+# The root keeps debootstrap's own /dev; it gets /dev/fuse, and a /dev/log
+# that this test reads (the daemon's syslog).
+[[ -c $R/dev/fuse ]] || mknod -m 666 "$R/dev/fuse" c 10 229 || { fail "cannot make /dev/fuse in the root"; exit 1; }
+/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "ab", buffering=0) as f:
+    while True:
+        f.write(s.recv(65536) + b"\n")
+' "$R/dev/log" "$TMP/syslog" &
+LISTENER_PID=$!
 mount --bind /sys "$R/sys" || { fail "cannot bind /sys into the root"; exit 1; }
 in_root() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 
@@ -110,10 +125,22 @@ mkdir -p "$R/srv/arrays" "$R/mnt/arrays"
 "$FIXTURE" write "$R/srv/arrays/cube.b2nd" --shape 40,30,20 --chunks 16,16,8 --blocks 8,4,4 --dtype '<f4' \
   >/dev/null || { fail "b2nd_fixture write failed"; exit 1; }
 "$FIXTURE" slice "$R/srv/arrays/cube.b2nd" ":,:,:" "$TMP/want" || { fail "b2nd_fixture slice failed"; exit 1; }
+head -c 4096 /dev/urandom >"$R/srv/arrays/broken.b2nd"
 if in_root mount -t fuse.b2ndfs /srv/arrays /mnt/arrays -o cache_size=64M 2>"$TMP/mount.err"; then
   cmp -s "$R/mnt/arrays/cube.b2nd/data" "$TMP/want" || fail "data read through the packaged b2ndfs differs from c-blosc2's"
   in_root b2ndfs-inspect meta /srv/arrays/cube.b2nd | grep -q '"shape": *\[40, *30, *20\]' ||
     fail "b2ndfs-inspect meta gives no shape [40, 30, 20]"
+  for _ in 1 2 3; do cat "$R/mnt/arrays/broken.b2nd/meta.json" >/dev/null; done
+  grep -q '"error"' "$R/mnt/arrays/broken.b2nd/meta.json" || fail "broken.b2nd's meta.json holds no error"
+  for _ in $(seq 50); do grep -q 'broken.b2nd' "$TMP/syslog" 2>/dev/null && break; sleep 0.1; done
+  lines=$(grep -c 'broken.b2nd' "$TMP/syslog" 2>/dev/null)
+  if ! grep 'broken.b2nd' "$TMP/syslog" 2>/dev/null | grep -q 'b2ndfs\[[0-9]*\]: '; then
+    fail "the daemon did not log broken.b2nd to syslog as b2ndfs[PID]: $(head -c 600 "$TMP/syslog" 2>/dev/null)"
+  elif [[ $lines != 1 ]]; then
+    fail "broken.b2nd was logged $lines times, not once: $(grep broken.b2nd "$TMP/syslog")"
+  else
+    log "syslog: $(grep -m1 broken.b2nd "$TMP/syslog" | cut -c1-160)"
+  fi
   in_root fusermount3 -u /mnt/arrays || fail "fusermount3 -u failed in the root"
 else
   fail "mount -t fuse.b2ndfs fails in the minimal root: $(cat "$TMP/mount.err")"
