@@ -333,7 +333,8 @@ def render(results):
     w('## What the daemons saw (first run of each)\n')
     w('FUSE read requests that reached the daemon per operation, their mean size, and for '
       'b2ndfs the bytes it decompressed (amplification = decompressed / returned) and the '
-      'compressed bytes it read from the source.\n')
+      'compressed bytes of blocks it read from the source (and, where the daemon counts them, '
+      'in how many source reads, and all bytes read: chunk heads and metadata too).\n')
     w('| operation | b2ndfs cold: requests · mean size | decompressed (amplif.) | compressed read '
       '| b2ndfs warm: requests · mean size | memfs: requests · mean size · most requests in flight on the mount so far |')
     w('| --- | --- | --- | --- | --- | --- |')
@@ -358,6 +359,12 @@ def render(results):
             cells += ['%.0f · %s' % (n, fmt_bytes(served / n) if n else '—'),
                       '%s (%.1fx)' % (fmt_bytes(dec), dec / c['bytes'] if c['bytes'] else 0),
                       fmt_bytes(diff(c, 'reads', 'compressed_bytes_fetched'))]
+            # Every read of the source (block bytes, chunk heads, metadata):
+            # for remote sources, requests and bytes transferred.
+            src_reads = diff(c, 'reads', 'source_reads')
+            if src_reads:
+                cells[-1] += ' in %.0f source reads (%s in all)' % (
+                    src_reads, fmt_bytes(diff(c, 'reads', 'source_bytes_read')))
         else:
             cells += ['—', '—', '—']
         if warm and warm[0].get('stats'):

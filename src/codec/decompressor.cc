@@ -180,6 +180,31 @@ Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& i
   return span;
 }
 
+Status RebaseChunkHead(std::span<const uint8_t> head, const ChunkInfo& info, const ChunkSpan& span,
+                       int64_t distance, int64_t cbytes, std::span<uint8_t> dest) {
+  const int64_t head_size = ChunkHeadSize(info);
+  if (info.memcpyed || info.special || info.vl_blocks ||
+      static_cast<int64_t>(head.size()) < head_size ||
+      static_cast<int64_t>(dest.size()) != head_size) {
+    return InvalidData("chunk head cannot be rebased");
+  }
+  if (span.begin < head_size || span.end < span.begin || distance < head_size ||
+      distance + (span.end - span.begin) > cbytes || cbytes > INT32_MAX) {
+    return InvalidData("chunk part does not fit its buffer");
+  }
+  std::memcpy(dest.data(), head.data(), static_cast<size_t>(head_size));
+  const int32_t new_cbytes = static_cast<int32_t>(cbytes);
+  std::memcpy(dest.data() + 12, &new_cbytes, 4);
+  for (int64_t k = 0; k < info.nblocks; ++k) {
+    uint8_t* slot = dest.data() + info.header_size + 4 * k;
+    int64_t start = LoadLe32(slot);
+    if (start < span.begin || start >= span.end) start = span.begin;
+    const int32_t rebased = static_cast<int32_t>(distance + (start - span.begin));
+    std::memcpy(slot, &rebased, 4);
+  }
+  return Status::Ok();
+}
+
 Status Decompressor::DecompressRangeFromPart(std::span<const uint8_t> head, const ChunkInfo& info,
                                              const ChunkSpan& span, std::span<const uint8_t> part,
                                              int64_t byte_offset, std::span<uint8_t> out) {
@@ -192,22 +217,13 @@ Status Decompressor::DecompressRangeFromPart(std::span<const uint8_t> head, cons
     return InvalidData("chunk part does not match its span");
   }
   // A smaller chunk that c-blosc2 decodes like the original for these
-  // blocks: the head, then the part; block offsets rebased onto the part
-  // (blocks outside the range point at its start and are never read), and
-  // cbytes set to the new size.
+  // blocks: the head, then the part (RebaseChunkHead).
   const int64_t size = head_size + static_cast<int64_t>(part.size());
   assembled_.resize(static_cast<size_t>(size));
-  std::memcpy(assembled_.data(), head.data(), static_cast<size_t>(head_size));
+  B2NDFS_RETURN_IF_ERROR(
+      RebaseChunkHead(head, info, span, head_size, size,
+                      std::span<uint8_t>(assembled_.data(), static_cast<size_t>(head_size))));
   std::memcpy(assembled_.data() + head_size, part.data(), part.size());
-  const int32_t cbytes = static_cast<int32_t>(size);
-  std::memcpy(assembled_.data() + 12, &cbytes, 4);
-  for (int64_t k = 0; k < info.nblocks; ++k) {
-    uint8_t* slot = assembled_.data() + info.header_size + 4 * k;
-    int64_t start = LoadLe32(slot);
-    if (start < span.begin || start >= span.end) start = span.begin;
-    const int32_t rebased = static_cast<int32_t>(head_size + (start - span.begin));
-    std::memcpy(slot, &rebased, 4);
-  }
   return DecompressRange(assembled_, byte_offset, out);
 }
 

@@ -61,6 +61,10 @@ class LocalSource final : public ByteSource {
   bool sparse() const override { return sparse_; }
   const Signature& signature() const override { return signature_; }
   bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
+  // Measured on a page-cached frame (2 shared cores): a pread + fstat pair
+  // costs ~10 us, copying ~0.45 us per KiB more: reading a gap pays below
+  // ~20 KiB.
+  int64_t coalesce_gap() const override { return 20 << 10; }
 
   Result<int64_t> PartSize(int64_t part) const override {
     if (part == kFramePart) {

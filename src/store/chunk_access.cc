@@ -103,17 +103,25 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
   const cache::Key key{cache_id_, chunk_index, kChunkHeadBlock, cache::EntryKind::kOther};
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
     B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
-    uint8_t header[codec::kChunkHeaderSize];
-    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, sizeof header, header));
-    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
-    // The header's cbytes sizes every later read of this chunk: it must fit
-    // in what is stored.
     int64_t available = 0;
     if (source_->sparse()) {
       B2NDFS_ASSIGN_OR_RETURN(available, source_->PartSize(ref.offset));
     } else {
       available = meta_->chunks_end - ref.offset;
     }
+    // One read usually brings the header and the block offsets (a remote
+    // request costs the same for a few more bytes); a second one only for
+    // chunks with very many blocks.
+    const int64_t probe_size = std::clamp<int64_t>(available, 0, kChunkHeadProbeBytes);
+    if (probe_size < codec::kChunkHeaderSize) {
+      return InvalidData("chunk is " + std::to_string(probe_size) +
+                         " bytes, shorter than a Blosc2 header");
+    }
+    cache::Bytes probe(static_cast<size_t>(probe_size));
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, probe_size, probe.data()));
+    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(probe));
+    // The header's cbytes sizes every later read of this chunk: it must fit
+    // in what is stored.
     if (ci.cbytes > available) {
       return InvalidData("chunk claims " + std::to_string(ci.cbytes) + " bytes but only " +
                          std::to_string(available) + " are stored");
@@ -121,7 +129,11 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
     const int64_t head_size = codec::ChunkHeadSize(ci);
     if (head_size > ci.cbytes) return InvalidData("chunk is shorter than its block offsets");
     auto head = std::make_shared<cache::Bytes>(static_cast<size_t>(head_size));
-    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, head_size, head->data()));
+    if (head_size <= probe_size) {
+      std::memcpy(head->data(), probe.data(), static_cast<size_t>(head_size));
+    } else {
+      B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, head_size, head->data()));
+    }
     return cache::Value(std::move(head));
   });
 }

@@ -94,7 +94,12 @@ void Container::Charge() {
 
 Status Container::ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const {
   Status status = source_->Read(part, offset, static_cast<size_t>(length), out);
-  if (!status.ok()) source_failed_ = true;
+  GlobalReadStats().source_reads++;
+  if (!status.ok()) {
+    source_failed_ = true;
+  } else {
+    GlobalReadStats().source_bytes_read += static_cast<uint64_t>(length);
+  }
   return status;
 }
 

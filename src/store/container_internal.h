@@ -3,6 +3,7 @@
 // decodes blocks, container_read.cc serves reads).
 #pragma once
 
+#include <climits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,69 @@ struct Container::Metadata {
   std::unique_ptr<codec::DecompressorPool> bound_pool;
   Status bound_status;
 };
+
+// Blocks loaded together (block_loads.cc). PlanLoads fills everything but
+// the blocks' results; RunPlan allocates the reads' buffers (buffer_bytes in
+// all), fills value or status of every block, and frees the buffers.
+struct Container::BlockLoads {
+  struct Block {
+    int64_t chunk = 0;
+    int64_t block = 0;
+    // Where its compressed bytes come from: views[view], or -1 when the
+    // block is loaded alone (DecodeBlock: special chunks, chunks decoded
+    // whole, memcpyed chunks, errors, which it reports).
+    int64_t view = -1;
+    int64_t first_byte = 0;  // decompressed bytes [first_byte, +stored) of the chunk
+    int64_t stored = 0;
+    codec::ChunkSpan span;  // its compressed bytes in the chunk
+    cache::Value value;
+    Status status;
+  };
+  struct Chunk {
+    int64_t index = 0;
+    ChunkRef ref;
+    cache::Value head;
+    codec::ChunkInfo info;
+    bool planned = false;
+  };
+  // The blocks of one chunk inside one read: the chunk's head (rebased) sits
+  // at head_pos of the read's buffer, its bytes `span` later in the buffer.
+  struct View {
+    size_t chunk = 0;
+    size_t read = 0;
+    int64_t head_pos = 0;
+    codec::ChunkSpan span{INT64_MAX, 0};
+    Status status;
+  };
+  // One source read; its buffer holds the heads of its views, then the
+  // bytes [begin, end) of the part.
+  struct Read {
+    int64_t part = 0;
+    int64_t begin = 0;
+    int64_t end = 0;
+    int64_t heads_bytes = 0;
+    size_t nblocks = 0;
+    std::vector<size_t> views;
+    std::unique_ptr<cache::Bytes> buffer;
+    Status status;
+  };
+  std::vector<Block> blocks;
+  std::vector<Chunk> chunks;
+  std::vector<View> views;
+  std::vector<Read> reads;
+  int64_t buffer_bytes = 0;
+};
+
+// The longest read a plan joins blocks into (a single longer block span is
+// read alone): bounds a read's buffer, and leaves reads to run in parallel.
+constexpr int64_t kMaxCoalescedReadBytes = int64_t{8} << 20;
+
+// The first read of a chunk's head: its header and the offsets of up to
+// ~500 blocks.
+constexpr int64_t kChunkHeadProbeBytes = 2048;
+
+// Blocks one read-ahead task loads together.
+constexpr size_t kPrefetchBlocksPerTask = 16;
 
 // Idle bound decompressors kept per container: a few, since such containers
 // are rare and each context holds the block buffers of its last chunk.

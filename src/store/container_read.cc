@@ -55,7 +55,9 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
   }
 
   // Fetch in batches that fit the pinning budget, copy, release, repeat: a
-  // read never holds more than max_pinned_bytes of blocks at once.
+  // read never holds more than max_pinned_bytes of blocks at once, plus the
+  // compressed bytes it reads for them (pinned with them).
+  WorkerPool* workers = context_->workers;
   size_t begin = 0;
   while (begin < blocks.size()) {
     size_t end = begin;
@@ -65,6 +67,21 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
       pinned += static_cast<size_t>(layout.BlockItems(r.chunk_index, r.block_index) * itemsize);
       ++end;
     }
+    // Plan the blocks missing now (reading only chunk heads, which the cache
+    // keeps), then pin blocks and read buffers together: no reader waits for
+    // pins while it holds some.
+    BlockLoads loads;
+    std::vector<int64_t> planned(end - begin, -1);  // batch slot -> loads.blocks
+    for (size_t i = begin; i < end; ++i) {
+      const BlockRef& r = blocks[i].ref;
+      if (!context_->cache->Contains(
+              cache::Key{cache_id_, r.chunk_index, r.block_index, cache::EntryKind::kBlock})) {
+        planned[i - begin] = static_cast<int64_t>(loads.blocks.size());
+        loads.blocks.push_back(BlockLoads::Block{r.chunk_index, r.block_index});
+      }
+    }
+    if (!loads.blocks.empty()) PlanLoads(loads, workers);
+    pinned += static_cast<size_t>(loads.buffer_bytes);
     if (context_->pins != nullptr) context_->pins->Acquire(pinned);
     GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
     struct Unpin {
@@ -75,8 +92,24 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
         if (pins != nullptr) pins->Release(bytes);
       }
     } unpin{context_->pins, pinned};
-    auto fetch = [&](size_t i) {
-      BlockWork& w = blocks[begin + i];
+    if (!loads.blocks.empty()) RunPlan(loads, workers);
+    // Blocks cached at planning time, unless evicted since then.
+    std::vector<size_t> misses;
+    for (size_t i = begin; i < end; ++i) {
+      BlockWork& w = blocks[i];
+      const int64_t p = planned[i - begin];
+      if (p >= 0) {
+        BlockLoads::Block& b = loads.blocks[static_cast<size_t>(p)];
+        w.value = std::move(b.value);
+        w.status = std::move(b.status);
+        continue;
+      }
+      w.value = context_->cache->TryGet(
+          cache::Key{cache_id_, w.ref.chunk_index, w.ref.block_index, cache::EntryKind::kBlock});
+      if (!w.value) misses.push_back(i);
+    }
+    auto fetch_miss = [&](size_t k) {
+      BlockWork& w = blocks[misses[k]];
       auto value = GetBlock(w.ref.chunk_index, w.ref.block_index);
       if (value.ok()) {
         w.value = std::move(value).value();
@@ -84,17 +117,8 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
         w.status = value.status();
       }
     };
-    // Cached blocks are taken on this thread; only misses go to the workers.
-    std::vector<size_t> misses;
-    for (size_t i = begin; i < end; ++i) {
-      BlockWork& w = blocks[i];
-      w.value = context_->cache->TryGet(
-          cache::Key{cache_id_, w.ref.chunk_index, w.ref.block_index, cache::EntryKind::kBlock});
-      if (!w.value) misses.push_back(i - begin);
-    }
-    auto fetch_miss = [&](size_t k) { fetch(misses[k]); };
-    if (context_->workers != nullptr) {
-      context_->workers->ParallelFor(misses.size(), fetch_miss);
+    if (workers != nullptr && misses.size() > 1) {
+      workers->ParallelFor(misses.size(), fetch_miss);
     } else {
       for (size_t k = 0; k < misses.size(); ++k) fetch_miss(k);
     }
@@ -191,18 +215,33 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   GlobalReadStats().prefetch_requests++;
   auto self = shared_from_this();
   const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;
-  for (const auto& [chunk, block] : wanted) {
+  // A few neighbouring blocks per task, loaded as one plan: their bytes come
+  // in shared reads. What a task holds is bounded by its blocks' compressed
+  // bytes (plus the plan's waste), and at most size() tasks run at once.
+  for (size_t from = 0; from < wanted.size(); from += kPrefetchBlocksPerTask) {
+    const size_t to = std::min(wanted.size(), from + kPrefetchBlocksPerTask);
+    std::vector<std::pair<int64_t, int64_t>> group(wanted.begin() + static_cast<ptrdiff_t>(from),
+                                                   wanted.begin() + static_cast<ptrdiff_t>(to));
     const bool queued = context_->workers->TrySubmit(
-        [self, chunk = chunk, block = block] {
+        [self, group = std::move(group)] {
           try {
-            (void)self->GetBlock(chunk, block);
+            BlockLoads loads;
+            for (const auto& [chunk, block] : group) {
+              if (!self->context_->cache->Contains(
+                      cache::Key{self->cache_id_, chunk, block, cache::EntryKind::kBlock})) {
+                loads.blocks.push_back(BlockLoads::Block{chunk, block});
+              }
+            }
+            if (loads.blocks.empty()) return;
+            self->PlanLoads(loads, nullptr);
+            self->RunPlan(loads, nullptr);
           } catch (...) {
             // Read-ahead is best effort; the real read reports errors.
           }
         },
         max_queued);
     if (!queued) break;
-    GlobalReadStats().prefetched_blocks++;
+    GlobalReadStats().prefetched_blocks += to - from;
   }
 }
 

@@ -74,6 +74,17 @@ struct ChunkSpan {
 Result<ChunkSpan> SpanForRange(std::span<const uint8_t> head, const ChunkInfo& info, int64_t offset,
                                int64_t length);
 
+// Writes to `dest` (ChunkHeadSize(info) bytes) the chunk's head rebased for a
+// buffer in which the chunk's bytes [span.begin, span.end) begin `distance`
+// bytes after the head's start and the buffer ends `cbytes` bytes after it:
+// block offsets inside the span move with it, the others point at its start
+// (they are never decoded), and cbytes is set. Those `cbytes` bytes from the
+// head on then decode like the original chunk for the blocks inside the span
+// (Decompressor::DecompressRange), whatever lies between head and span, so
+// one source read can serve the blocks of several chunks without a copy.
+Status RebaseChunkHead(std::span<const uint8_t> head, const ChunkInfo& info, const ChunkSpan& span,
+                       int64_t distance, int64_t cbytes, std::span<uint8_t> dest);
+
 // Reads sizes from the first kChunkHeaderSize bytes of a chunk (at least 16,
 // and 32 for an extended header); EIO also for a codec or filter that is not
 // built in (CheckChunkPipeline).

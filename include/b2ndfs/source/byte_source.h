@@ -61,6 +61,12 @@ class ByteSource {
   // True once a read found that the source no longer holds this version (a
   // chunk file rewritten in place): the container must be opened afresh.
   virtual bool found_stale() const = 0;
+  // Two byte ranges of a part at most this many bytes apart are worth one
+  // read that also fetches the gap between them: about what one more read
+  // costs, in bytes (a syscall pair locally, a round trip remotely). Readers
+  // also cap the bytes they drop (store/read_plan.h).
+  virtual int64_t coalesce_gap() const { return kDefaultCoalesceGap; }
+  static constexpr int64_t kDefaultCoalesceGap = 32 << 10;
 };
 
 class DescriptorCache;

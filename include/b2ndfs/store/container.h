@@ -83,6 +83,14 @@ struct ReadStats {
   std::atomic<uint64_t> whole_chunk_decodes{0};
   std::atomic<uint64_t> chunks_fetched{0};
   std::atomic<uint64_t> bytes_fetched{0};
+  // Every read a container made of its source (metadata, chunk heads, block
+  // bytes): for remote sources, requests and bytes transferred.
+  std::atomic<uint64_t> source_reads{0};
+  std::atomic<uint64_t> source_bytes_read{0};
+  // Blocks whose bytes came in a read shared with other blocks
+  // (store/read_plan.h), and such reads.
+  std::atomic<uint64_t> coalesced_reads{0};
+  std::atomic<uint64_t> coalesced_blocks{0};
   std::atomic<uint64_t> prefetch_requests{0};
   std::atomic<uint64_t> prefetched_blocks{0};
   std::atomic<int64_t> pinned_bytes{0};    // blocks held by readers right now
@@ -152,6 +160,14 @@ class Container : public std::enable_shared_from_this<Container> {
                                         const codec::ChunkInfo& info) const;
   Result<cache::Value> DecodeBlock(int64_t chunk_index, int64_t block_index) const;
   Result<cache::Value> GetBlock(int64_t chunk_index, int64_t block_index) const;
+  // Loads missing blocks together (block_loads.cc): PlanLoads finds their
+  // compressed spans and groups them into few source reads; RunPlan reads
+  // and decodes them into the cache (single-flight per block), on `workers`
+  // when given.
+  struct BlockLoads;
+  void PlanLoads(BlockLoads& loads, WorkerPool* workers) const;
+  void RunPlan(BlockLoads& loads, WorkerPool* workers) const;
+  Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
   Status ReadBox(const geometry::Box& box, int64_t item_begin, int64_t item_end,
                  uint8_t* out) const;
   Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length, uint8_t* out) const;

@@ -1,0 +1,56 @@
+// store/read_plan: which source reads fetch the compressed bytes of a set of
+// blocks.
+//
+// A read of the array needs the compressed bytes of many blocks, each a byte
+// span of one part of the source (the frame, or a sparse frame's chunk
+// file). CoalesceSpans() groups them into few reads: spans sorted, and a span
+// joined to the read before it when the gap between them is at most the
+// source's coalesce_gap() and the bytes the read would fetch but not use stay
+// within kMaxWasteFraction of the bytes it uses, and the read stays within
+// max_read_bytes. So a plan never fetches more than (1 + kMaxWasteFraction)
+// times the bytes of its spans (their union), whatever the gap threshold.
+// Pure functions: no I/O, no state. Thread-safety: any.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace b2ndfs::store {
+
+// Bytes [begin, end) of a part of the source.
+struct SourceSpan {
+  int64_t part = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// One source read: bytes [begin, end) of a part, covering `members` (indices
+// into the spans given to CoalesceSpans, in ascending order of begin).
+struct CoalescedRead {
+  int64_t part = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t useful = 0;  // bytes of the read inside some member span
+  std::vector<size_t> members;
+};
+
+// The most a read may fetch that no span needs, as a fraction of what it
+// needs: the bound on the plan's read amplification.
+constexpr int64_t kMaxWasteNumerator = 1;
+constexpr int64_t kMaxWasteDenominator = 4;
+
+struct CoalesceOptions {
+  int64_t max_gap = 0;  // ByteSource::coalesce_gap()
+  // Spans are not joined into reads longer than this (a span longer than it
+  // is read alone): keeps buffers and the parallelism of a plan reasonable.
+  int64_t max_read_bytes = int64_t{16} << 20;
+};
+
+// Reads covering every span (empty spans included, as zero-length members),
+// ordered by (part, begin). Reads of one part never overlap.
+std::vector<CoalescedRead> CoalesceSpans(std::span<const SourceSpan> spans,
+                                         const CoalesceOptions& options);
+
+}  // namespace b2ndfs::store

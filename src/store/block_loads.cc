@@ -1,0 +1,208 @@
+// Loading many blocks at once: their compressed spans, found from the cached
+// chunk heads, are grouped into few source reads (read_plan.h), the reads run
+// in parallel, and the blocks are decoded straight from the read buffers
+// into their cache entries, in parallel. A read that serves blocks of several
+// chunks is not copied apart: each chunk's head, rebased, sits in front of
+// the read's bytes in the same buffer (codec::RebaseChunkHead).
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "b2ndfs/store/read_plan.h"
+#include "b2ndfs/store/worker_pool.h"
+#include "container_internal.h"
+
+namespace b2ndfs::store {
+
+using geometry::ArrayLayout;
+
+namespace {
+
+void ForEach(WorkerPool* workers, size_t n, const std::function<void(size_t)>& fn) {
+  if (workers != nullptr && n > 1) {
+    workers->ParallelFor(n, fn);
+  } else {
+    for (size_t i = 0; i < n; ++i) fn(i);
+  }
+}
+
+}  // namespace
+
+void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
+  const ArrayLayout& layout = *layout_;
+  const int64_t itemsize = layout.itemsize();
+  std::map<int64_t, size_t> chunk_slot;
+  std::vector<size_t> block_chunk(loads.blocks.size());
+  for (size_t i = 0; i < loads.blocks.size(); ++i) {
+    const int64_t chunk = loads.blocks[i].chunk;
+    auto [it, inserted] = chunk_slot.try_emplace(chunk, loads.chunks.size());
+    if (inserted) loads.chunks.push_back(BlockLoads::Chunk{chunk, {}, nullptr, {}, false});
+    block_chunk[i] = it->second;
+  }
+
+  // Chunk heads: cached ones here, the others read in parallel. A chunk
+  // whose head cannot be had is left to DecodeBlock, which says why.
+  std::vector<size_t> cold;
+  for (size_t c = 0; c < loads.chunks.size(); ++c) {
+    BlockLoads::Chunk& chunk = loads.chunks[c];
+    auto ref = LocateChunk(chunk.index);
+    if (!ref.ok() || ref->kind != format::ChunkKind::kStored) continue;
+    chunk.ref = *ref;
+    const cache::Key key{cache_id_, chunk.index, kChunkHeadBlock, cache::EntryKind::kOther};
+    chunk.head = context_->cache->TryGet(key);
+    if (chunk.head == nullptr) cold.push_back(c);
+  }
+  ForEach(workers, cold.size(), [&](size_t k) {
+    BlockLoads::Chunk& chunk = loads.chunks[cold[k]];
+    auto head = FetchChunkHead(chunk.index);
+    if (head.ok()) chunk.head = std::move(head).value();
+  });
+  const bool padded = format_name_ != "schunk";  // as in DecodeBlock
+  for (BlockLoads::Chunk& chunk : loads.chunks) {
+    if (chunk.head == nullptr) continue;
+    auto info = codec::InspectChunkHeader(*chunk.head);
+    if (!info.ok()) continue;
+    const codec::ChunkInfo& ci = *info;
+    const int64_t expected =
+        (padded ? layout.ChunkStoredItems(chunk.index) : layout.ChunkBox(chunk.index).NumItems()) *
+        itemsize;
+    if (ci.needs_whole_chunk || ci.special || ci.memcpyed || ci.vl_blocks ||
+        ci.nbytes != expected) {
+      continue;
+    }
+    chunk.info = ci;
+    chunk.planned = true;
+  }
+
+  // Each block's compressed span, as bytes of a source part.
+  std::vector<SourceSpan> spans;
+  std::vector<size_t> span_block;
+  for (size_t i = 0; i < loads.blocks.size(); ++i) {
+    BlockLoads::Block& b = loads.blocks[i];
+    const BlockLoads::Chunk& chunk = loads.chunks[block_chunk[i]];
+    if (!chunk.planned) continue;
+    const int64_t block_bytes = layout.BlockItems(b.chunk, b.block) * itemsize;
+    b.first_byte = layout.BlockFirstItem(b.chunk, b.block) * itemsize;
+    b.stored = std::clamp<int64_t>(chunk.info.nbytes - b.first_byte, 0, block_bytes);
+    if (b.stored == 0) continue;
+    auto span = codec::SpanForRange(*chunk.head, chunk.info, b.first_byte, b.stored);
+    if (!span.ok()) continue;
+    b.span = *span;
+    // A sparse frame's chunk is a part of its own; a contiguous frame's
+    // chunks are bytes of the frame, so neighbours can share a read.
+    const bool sparse = source_->sparse();
+    const int64_t base = sparse ? 0 : chunk.ref.offset;
+    spans.push_back(SourceSpan{sparse ? chunk.ref.offset : source::kFramePart, base + b.span.begin,
+                               base + b.span.end});
+    span_block.push_back(i);
+  }
+  if (spans.empty()) return;
+  const CoalesceOptions options{std::max<int64_t>(0, source_->coalesce_gap()),
+                                kMaxCoalescedReadBytes};
+  for (CoalescedRead& r : CoalesceSpans(spans, options)) {
+    const size_t read_index = loads.reads.size();
+    BlockLoads::Read read;
+    read.part = r.part;
+    read.begin = r.begin;
+    read.end = r.end;
+    read.nblocks = r.members.size();
+    for (size_t m : r.members) {
+      const size_t i = span_block[m];
+      BlockLoads::Block& b = loads.blocks[i];
+      const size_t c = block_chunk[i];
+      auto view = std::find_if(read.views.begin(), read.views.end(),
+                               [&](size_t v) { return loads.views[v].chunk == c; });
+      size_t v;
+      if (view == read.views.end()) {
+        v = loads.views.size();
+        BlockLoads::View fresh;
+        fresh.chunk = c;
+        fresh.read = read_index;
+        fresh.head_pos = read.heads_bytes;
+        loads.views.push_back(fresh);
+        read.views.push_back(v);
+        read.heads_bytes += codec::ChunkHeadSize(loads.chunks[c].info);
+      } else {
+        v = *view;
+      }
+      BlockLoads::View& target = loads.views[v];
+      target.span.begin = std::min(target.span.begin, b.span.begin);
+      target.span.end = std::max(target.span.end, b.span.end);
+      b.view = static_cast<int64_t>(v);
+    }
+    loads.buffer_bytes += read.heads_bytes + (read.end - read.begin);
+    loads.reads.push_back(std::move(read));
+  }
+}
+
+void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
+  ForEach(workers, loads.reads.size(), [&](size_t k) {
+    BlockLoads::Read& read = loads.reads[k];
+    const int64_t length = read.end - read.begin;
+    read.buffer = std::make_unique<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
+    uint8_t* bytes = read.buffer->data() + read.heads_bytes;
+    read.status = ReadSource(read.part, read.begin, length, bytes);
+    if (!read.status.ok()) return;
+    GlobalReadStats().bytes_fetched += static_cast<uint64_t>(length);
+    if (read.nblocks > 1) {
+      GlobalReadStats().coalesced_reads++;
+      GlobalReadStats().coalesced_blocks += read.nblocks;
+    }
+    const bool sparse = source_->sparse();
+    for (size_t v : read.views) {
+      BlockLoads::View& view = loads.views[v];
+      const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
+      const int64_t base = sparse ? 0 : chunk.ref.offset;
+      const int64_t head_size = codec::ChunkHeadSize(chunk.info);
+      // From the head's start to the view's first byte, and to the buffer's end.
+      const int64_t distance =
+          read.heads_bytes + (base + view.span.begin - read.begin) - view.head_pos;
+      const int64_t cbytes = static_cast<int64_t>(read.buffer->size()) - view.head_pos;
+      view.status = codec::RebaseChunkHead(
+          *chunk.head, chunk.info, view.span, distance, cbytes,
+          std::span<uint8_t>(read.buffer->data() + view.head_pos, static_cast<size_t>(head_size)));
+    }
+  });
+  ForEach(workers, loads.blocks.size(), [&](size_t i) {
+    BlockLoads::Block& b = loads.blocks[i];
+    const cache::Key key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock};
+    auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
+      if (b.view < 0) return DecodeBlock(b.chunk, b.block);
+      return DecodePlanned(loads, i);
+    });
+    if (value.ok()) {
+      b.value = std::move(value).value();
+    } else {
+      b.status = value.status().WithContext("chunk " + std::to_string(b.chunk) + " block " +
+                                            std::to_string(b.block));
+    }
+  });
+  for (BlockLoads::Read& read : loads.reads) read.buffer.reset();
+}
+
+Result<cache::Value> Container::DecodePlanned(const BlockLoads& loads, size_t index) const {
+  const BlockLoads::Block& b = loads.blocks[index];
+  const BlockLoads::View& view = loads.views[static_cast<size_t>(b.view)];
+  const BlockLoads::Read& read = loads.reads[view.read];
+  const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
+  B2NDFS_RETURN_IF_ERROR(read.status);
+  B2NDFS_RETURN_IF_ERROR(view.status);
+  const int64_t block_bytes = layout_->BlockItems(b.chunk, b.block) * layout_->itemsize();
+  auto block = std::make_shared<cache::Bytes>(static_cast<size_t>(block_bytes));
+  // Only a short last chunk stores less than the block: the rest is never
+  // copied out (as in DecodeBlock).
+  if (b.stored < block_bytes) std::memset(block->data() + b.stored, 0, block_bytes - b.stored);
+  const std::span<const uint8_t> bytes(read.buffer->data() + view.head_pos,
+                                       read.buffer->size() - static_cast<size_t>(view.head_pos));
+  B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(chunk.info));
+  {
+    auto lease = pool->Acquire();
+    B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(
+        bytes, b.first_byte, std::span<uint8_t>(block->data(), static_cast<size_t>(b.stored))));
+  }
+  GlobalReadStats().blocks_decompressed++;
+  GlobalReadStats().bytes_decompressed += block->size();
+  return cache::Value(std::move(block));
+}
+
+}  // namespace b2ndfs::store
