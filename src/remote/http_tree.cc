@@ -88,6 +88,9 @@ class HttpSource final : public source::ByteSource {
   bool sparse() const override { return sparse_; }
   const source::Signature& signature() const override { return signature_; }
   bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
+  // A request costs a round trip: bytes up to this far apart are fetched in
+  // one, within the plan's 25% waste bound (store/read_plan.h).
+  int64_t coalesce_gap() const override { return int64_t{1} << 20; }
 
   Result<int64_t> PartSize(int64_t part) const override {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));
