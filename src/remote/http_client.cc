@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -105,6 +106,7 @@ struct HttpClient::Request {
   bool overflow = false;  // more bytes than asked for, or a 200 to a Range
   ObjectInfo info;
   std::string content_range;
+  std::string error_body;  // the start of an error answer's body
 
   void ResetAnswer() {
     status = 0;
@@ -112,6 +114,7 @@ struct HttpClient::Request {
     overflow = false;
     info = ObjectInfo();
     content_range.clear();
+    error_body.clear();
     if (document != nullptr) document->clear();
   }
   std::string What() const {
@@ -160,7 +163,13 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpClient::Request*>(user);
   const size_t n = size * count;
-  if (r->status < 200 || r->status >= 300) return n;  // an error page: not kept
+  if (r->status < 200 || r->status >= 300) {
+    // An error page: only its start is kept, for its S3 error code.
+    constexpr size_t kMaxErrorBody = 4096;
+    r->error_body.append(
+        data, std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, r->error_body.size())));
+    return n;
+  }
   if (r->ranged) {
     // Only a 206 for exactly the bytes asked for is written; a 200 (the
     // server ignored Range) would be the whole object: stop at once.
@@ -178,6 +187,20 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   }
   r->received += n;
   return n;
+}
+
+// " (NoSuchKey)": the <Code> of an S3 error document, if it is a plain word.
+std::string ErrorCode(const std::string& body) {
+  const size_t open = body.find("<Code>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 6;
+  const size_t close = body.find("</Code>", start);
+  if (close == std::string::npos || close == start || close - start > 64) return "";
+  const std::string code = body.substr(start, close - start);
+  for (char c : code) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return " (" + code + ")";
 }
 
 bool TransientCurlError(CURLcode code) {
@@ -250,7 +273,9 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(left_ms, 10000L));
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  // A signed request is bound to its host and path: it cannot follow a
+  // redirect (S3 answers a wrong region with 301 and an error document).
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, options_.extra_headers ? 0L : 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
@@ -274,6 +299,12 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
           curl_slist_append(headers, ("If-Unmodified-Since: " + r.version->last_modified).c_str());
     }
   }
+  if (options_.extra_headers) {
+    for (const auto& header :
+         options_.extra_headers(r.method, r.url, range.empty() ? "" : "bytes=" + range)) {
+      headers = curl_slist_append(headers, header.c_str());
+    }
+  }
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   const CURLcode code = curl_easy_perform(curl);
   curl_slist_free_all(headers);
@@ -292,19 +323,15 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   r.status = status;
   bytes_ += r.received;
-  if (status == 404 || status == 410)
-    return Status(ENOENT, r.What() + ": HTTP " + std::to_string(status));
-  if (status == 401 || status == 403) {
-    return Status(EACCES, r.What() + ": HTTP " + std::to_string(status));
-  }
+  const std::string answer = "HTTP " + std::to_string(status) + ErrorCode(r.error_body);
+  if (status == 404 || status == 410) return Status(ENOENT, r.What() + ": " + answer);
+  if (status == 401 || status == 403) return Status(EACCES, r.What() + ": " + answer);
   if (status == 412) return Status(ESTALE, r.What() + ": the object changed (HTTP 412)");
   if (status == 429 || status >= 500) {
     *transient = true;
-    return Status(EIO, r.What() + ": HTTP " + std::to_string(status));
+    return Status(EIO, r.What() + ": " + answer);
   }
-  if (status < 200 || status >= 300) {
-    return Status(EIO, r.What() + ": HTTP " + std::to_string(status));
-  }
+  if (status < 200 || status >= 300) return Status(EIO, r.What() + ": " + answer);
   if (!r.ranged) return Status::Ok();
   if (status != 206) {
     return Status(EIO, r.What() + ": the server ignored the Range request (HTTP " +

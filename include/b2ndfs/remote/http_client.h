@@ -13,6 +13,7 @@
 // object is no longer the version asked for, or a Range answer names another
 // total size), EIO for everything else (timeouts, a 200 answer to a Range
 // request, a short body or a wrong Content-Range). Messages name the URL
+// and the error code of an S3-style XML error body (<Code>), if any
 // without credentials or query string (RedactUrl); failures other than
 // ENOENT are also logged (a few per second at most).
 // Thread-safety: every method may be called from any thread.
@@ -22,6 +23,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -61,6 +63,13 @@ struct HttpOptions {
   size_t connections = 8;           // easy handles (so kept-alive connections)
   bool verify_tls = true;           // peer certificate and host name
   size_t max_document = 64u << 20;  // largest body Get() accepts
+  // Further headers of one attempt ("Name: value"), computed per attempt
+  // from the method, the URL and the Range header's value ("bytes=A-B", or
+  // empty) as sent: an S3 signature, whose date must be fresh on every
+  // retry. Their values are never logged.
+  std::function<std::vector<std::string>(const std::string& method, const std::string& url,
+                                         const std::string& range)>
+      extra_headers;
 };
 
 struct HttpStats {
