@@ -145,7 +145,7 @@ check "replaced.b2nd after the server's copy changed" cmp "$MF/replaced.b2nd/dat
 want_data medium/image_u2.b2nd "$X/want_large"
 cat "$MF/large.b2nd/data" >"$X/large_got" 2>"$X/large_err" &
 reader=$!
-sleep 0.3
+sleep 0.1
 t0=$(now)
 s3rver_freeze
 if wait_until 12 eval "! kill -0 $reader 2>/dev/null"; then

@@ -192,8 +192,15 @@ s3rver_restart() {
 
 # The URL of KEY in BUCKET (each path segment percent-encoded).
 s3_key_url() {
-  local enc
-  enc=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe="/~"))' "$2")
+  local key=$2 enc="" c i
+  local LC_ALL=C  # byte by byte
+  for ((i = 0; i < ${#key}; i++)); do
+    c=${key:i:1}
+    case $c in
+      [A-Za-z0-9._~/-]) enc+=$c ;;
+      *) enc+=$(printf '%%%02X' "'$c") ;;
+    esac
+  done
   echo "$S3_URL/$1/$enc"
 }
 
