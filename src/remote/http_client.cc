@@ -358,6 +358,15 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
 Status HttpClient::Perform(Request& r) {
   const double start = Now();
   const double deadline = start + options_.timeout;
+  // A server that just let a request run out of time is not asked again
+  // for a moment: a reader's retried pages and the read-ahead queued behind
+  // it would otherwise each wait the whole timeout, one after the other.
+  if (const double down = down_until_.load(std::memory_order_relaxed); start < down) {
+    errors_++;
+    return Status(EIO, r.What() + ": the server did not answer within " +
+                           std::to_string(options_.timeout) + " s a moment ago (asked again in " +
+                           std::to_string(down - start) + " s)");
+  }
   thread_local std::mt19937_64 random(std::random_device{}());
   Status last = Status(EIO, r.What() + ": timed out waiting for a connection");
   for (int attempt = 0;; ++attempt) {
@@ -366,7 +375,10 @@ Status HttpClient::Perform(Request& r) {
     bool transient = false;
     last = Attempt(handle, r, deadline - Now(), &transient);
     Release(handle);
-    if (last.ok()) return last;
+    if (last.ok()) {
+      if (down_until_.load(std::memory_order_relaxed) != 0) down_until_.store(0);
+      return last;
+    }
     if (!transient || attempt >= options_.retries) break;
     // Full jitter: a random wait up to 100 ms * 2^attempt (at most 2 s), so
     // that many readers of a struggling server do not retry in step.
@@ -380,6 +392,10 @@ Status HttpClient::Perform(Request& r) {
   if (Now() >= deadline - 0.001) {
     last = Status(last.error_number(),
                   last.message() + " (gave up after " + std::to_string(options_.timeout) + " s)");
+    if (last.error_number() == EIO) {
+      down_until_.store(Now() + std::min(options_.timeout, kDownSeconds),
+                        std::memory_order_relaxed);
+    }
   }
   // Names that are not there are ordinary answers; other failures are
   // logged, at most a few per second so that a dead server cannot flood

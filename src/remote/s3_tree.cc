@@ -126,7 +126,12 @@ Result<std::string> S3BucketUrl(const std::string& bucket, const std::string& en
     if (!std::isalnum(c) && c != '-') return InvalidArgument("region=" + region + ": not a region");
   }
   if (region.empty()) return InvalidArgument("no region");
-  if (bucket.find('.') != std::string::npos) {
+  // Names that are not DNS labels (dots break the certificate's wildcard;
+  // upper case and '_' exist in old buckets) are addressed path-style.
+  bool dns_label = true;
+  for (unsigned char c : bucket)
+    dns_label = dns_label && (std::islower(c) || std::isdigit(c) || c == '-');
+  if (!dns_label) {
     return "https://s3." + region + ".amazonaws.com/" + EncodeKey(bucket);
   }
   return "https://" + bucket + ".s3." + region + ".amazonaws.com";

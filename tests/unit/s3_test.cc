@@ -217,6 +217,8 @@ TEST_CASE("bucket addressing: path-style with an endpoint, virtual-hosted on AWS
         "https://my-bucket.s3.eu-west-1.amazonaws.com");
   CHECK(*S3BucketUrl("my.dotted.bucket", "", "us-east-1") ==
         "https://s3.us-east-1.amazonaws.com/my.dotted.bucket");
+  CHECK(*S3BucketUrl("Old_Bucket", "", "us-east-1") ==
+        "https://s3.us-east-1.amazonaws.com/Old_Bucket");
   CHECK_FALSE(S3BucketUrl("bkt", "ftp://host", "us-east-1").ok());
   CHECK_FALSE(S3BucketUrl("bkt", "", "eu-west-1.evil.com/").ok());
 

@@ -9,6 +9,10 @@
 // seconds (waiting for a free handle counts too); transient failures
 // (connection refused or reset, timeouts of one attempt, 5xx, 429) are retried
 // at most Options::retries times with exponential backoff and full jitter.
+// A request that runs out of time marks the server as not answering: for
+// min(timeout, kDownSeconds) seconds requests fail at once (EIO) instead of
+// each waiting the whole timeout (a reader's every page, and the read-ahead
+// behind it, would otherwise wait one after the other).
 // Errors: Status with ENOENT (404, 410), EACCES (401, 403), ESTALE (412: the
 // object is no longer the version asked for, or a Range answer names another
 // total size), EIO for everything else (timeouts, a 200 answer to a Range
@@ -56,6 +60,9 @@ struct ObjectInfo {
   int64_t mtime = 0;  // seconds since the epoch, from last_modified (0: not known)
   std::string content_type;
 };
+
+// See "Time" above.
+constexpr double kDownSeconds = 5.0;
 
 struct HttpOptions {
   double timeout = 30.0;            // seconds a request may take, retries included
@@ -118,6 +125,7 @@ class HttpClient {
   double log_window_start_ = 0;  // guarded by mutex_, as logged_in_window_
   int logged_in_window_ = 0;
   std::atomic<uint64_t> requests_{0}, retries_{0}, errors_{0}, bytes_{0};
+  std::atomic<double> down_until_{0};  // Now() before which requests fail at once
 };
 
 }  // namespace b2ndfs::remote

@@ -3,8 +3,8 @@
 // Addressing: with an endpoint (an S3-compatible server) path-style,
 // ENDPOINT/BUCKET/KEY; without one, AWS's virtual-hosted style,
 // https://BUCKET.s3.REGION.amazonaws.com/KEY (path-style on
-// s3.REGION.amazonaws.com for bucket names with dots, which TLS
-// certificates do not cover).
+// s3.REGION.amazonaws.com for bucket names that are not DNS labels: dots,
+// which TLS certificates do not cover, upper case or '_' of old buckets).
 // Listing: ListObjectsV2 with delimiter '/', continuation tokens followed up
 // to kMaxListPages pages; common prefixes are directories, so a prefix with a
 // container extension holding chunks.b2frame is a sparse frame. A PREFIX
