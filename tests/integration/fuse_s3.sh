@@ -2,7 +2,8 @@
 # fuse.s3: the fixture set uploaded to a real S3-compatible server (s3rver)
 # and mounted as s3://BUCKET reads exactly as the local mount does
 # (fuse_compare tree and bytes against c-blosc2; sparse frames are prefixes),
-# also as a prefix, one container's key and a sparse frame's prefix; keys
+# also as a prefix, one container's key and a sparse frame's prefix, a
+# listing longer than one page (continuation tokens); keys
 # from the environment, a ~/.aws/credentials profile, credentials=FILE, and
 # none (no_sign). Faults: a wrong access key (EACCES, refused before the
 # daemon detaches), missing and deleted objects (ENOENT), the server frozen
@@ -28,10 +29,16 @@ cp "$S/ndim/2d_i4.b2nd" "$F/replaced.b2nd"
 cp "$S/medium/image_u2.b2nd" "$F/large.b2nd"
 printf 'notes\n' >"$F/notes.txt"
 
-s3rver_start fixtures faults || exit 1
+# More keys under one prefix than one ListObjectsV2 page holds (1000).
+P=$TMP/pages
+mkdir -p "$P/many"
+for i in $(seq 1 1100); do echo "$i" >"$P/many/f$(printf %04d "$i").txt"; done
+
+s3rver_start fixtures faults pages || exit 1
 log "s3rver on $S3_URL"
 s3_put fixtures "$S" || exit 1
 s3_put faults "$F" || exit 1
+s3_put pages "$P" || exit 1
 
 # Keys only in the environment (s3rver checks the access key id, not the
 # signature; tests/unit/sigv4_test and s3_test prove the signing).
@@ -77,6 +84,13 @@ M2=$TMP/mnt_sparse
 mount_fs s3://fixtures/frames/sparse_f4.b2nd "$M2" -o "$EP" || exit 1
 want_data frames/sparse_f4.b2nd "$X/want_sparse"
 check "a sparse frame's prefix: data" cmp "$M2/data" "$X/want_sparse"
+
+# A listing of several pages (continuation tokens).
+MM=$TMP/mnt_pages
+mount_fs s3://pages "$MM" -o "$EP" || exit 1
+n=$(ls "$MM/many" | wc -l)
+((n == 1100)) || fail "s3://pages/many lists $n names, expected 1100 (two pages)"
+[[ $(cat "$MM/many/f1100.txt") == 1100 ]] || fail "many/f1100.txt (on the second page) reads '$(cat "$MM/many/f1100.txt")'"
 
 # Refused before the daemon detaches: a prefix with nothing under it, a
 # bucket that does not exist, a wrong access key (EACCES).
@@ -191,7 +205,7 @@ done
 grep -q "credentials from the environment" "$M.log" ||
   fail "the debug log does not say where the keys came from: $(head -5 "$M.log")"
 
-for mnt in "$M" "$MP" "$M1" "$M2" "$MW" "$MC" "$MN" "$MF"; do
+for mnt in "$M" "$MP" "$M1" "$M2" "$MM" "$MW" "$MC" "$MN" "$MF"; do
   check "fusermount3 -u $mnt" fusermount3 -u "$mnt"
 done
 finish
