@@ -234,9 +234,10 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
         "remote sources (http://, https://, s3://), not " +
         cl.source);
   }
-  if (!StartsWith(cl.source, "s3://") &&
-      (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
-       !cl.credentials.empty() || cl.no_sign)) {
+  std::string scheme = cl.source.substr(0, 5);
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "s3://" && (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
+                            !cl.credentials.empty() || cl.no_sign)) {
     return InvalidArgument(
         "endpoint=, region=, profile=, credentials= and no_sign are for s3:// "
         "sources");

@@ -260,6 +260,7 @@ TEST_CASE("remote sources take timeout= and retries=") {
   REQUIRE(s3.ok());
   CHECK(s3->endpoint == "http://127.0.0.1:4568");
   CHECK(s3->no_sign);
+  CHECK(Parse({"-o", "region=eu-west-1", "S3://bucket", "/mnt"}).ok());  // schemes ignore case
   // Anonymous requests and a source of keys exclude each other.
   CHECK_FALSE(Parse({"-o", "no_sign,profile=work", "s3://bucket", "/mnt"}).ok());
   CHECK_FALSE(Parse({"-o", "no_sign,credentials=/etc/keys", "s3://bucket", "/mnt"}).ok());
