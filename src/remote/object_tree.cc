@@ -73,10 +73,10 @@ using Listing = std::shared_ptr<const std::vector<IndexEntry>>;
 
 // One generation of a remote container: an object, or a sparse frame's
 // directory of objects. Every read names the version it expects.
-class HttpSource final : public source::ByteSource {
+class ObjectSource final : public source::ByteSource {
  public:
-  HttpSource(std::shared_ptr<HttpClient> client, std::string url, std::string name, bool sparse,
-             source::Signature signature, std::optional<ObjectInfo> frame)
+  ObjectSource(std::shared_ptr<HttpClient> client, std::string url, std::string name, bool sparse,
+               source::Signature signature, std::optional<ObjectInfo> frame)
       : client_(std::move(client)),
         url_(std::move(url)),
         name_(std::move(name)),
@@ -145,9 +145,9 @@ class HttpSource final : public source::ByteSource {
   mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
 };
 
-class HttpFile final : public source::PlainFile {
+class ObjectFile final : public source::PlainFile {
  public:
-  HttpFile(std::shared_ptr<HttpClient> client, std::string url, ObjectInfo info)
+  ObjectFile(std::shared_ptr<HttpClient> client, std::string url, ObjectInfo info)
       : client_(std::move(client)),
         url_(std::move(url)),
         info_(std::move(info)),
@@ -226,7 +226,7 @@ class ObjectTree final : public source::Tree {
     } else if (!directory || head.status().error_number() != ENOENT) {
       return head.status();
     }
-    return std::shared_ptr<const source::ByteSource>(std::make_shared<HttpSource>(
+    return std::shared_ptr<const source::ByteSource>(std::make_shared<ObjectSource>(
         client_, Url(path), path, directory, std::move(signature), std::move(frame)));
   }
 
@@ -235,7 +235,7 @@ class ObjectTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, true));
     if (info.size < 0) return Status(EIO, path + ": no Content-Length");
     return std::shared_ptr<const source::PlainFile>(
-        std::make_shared<HttpFile>(client_, Url(path), info));
+        std::make_shared<ObjectFile>(client_, Url(path), info));
   }
 
   std::string StatsJson() const override {
