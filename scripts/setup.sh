@@ -60,8 +60,11 @@ TEST_PACKAGES=(
   man-db groff-base
   # scripts/build_deb.sh and the package test (package.deb).
   debhelper dpkg-dev lintian fakeroot debootstrap
-  # remote sources: nginx serves the HTTP tests.
-  nginx
+  # remote sources: nginx serves the HTTP tests; the S3 tests' server (s3rver,
+  # from npm into .deps/npm below). Debian's npm package is added below only
+  # when no npm is installed (a nodejs from elsewhere brings its own and
+  # conflicts with it).
+  nginx nodejs
 )
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "$MODE" = all ]; then APT_PACKAGES+=("${TEST_PACKAGES[@]}"); fi
@@ -72,6 +75,7 @@ for p in "${APT_PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+if [ "$MODE" = all ] && ! command -v npm >/dev/null; then missing+=(npm); fi
 if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=()
   if [ "$(id -u)" != 0 ]; then
@@ -91,6 +95,26 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   log "Debian packages present"
+fi
+
+# --- s3rver (tests/integration/fuse_s3.sh) -------------------------------------
+# An S3-compatible server for the tests, from npm's registry into a project-local
+# prefix (never global). Pinned, so a second run only checks.
+S3RVER_VERSION=3.7.1
+S3RVER_PREFIX="$DEPS/npm"
+s3rver_version() {
+  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$S3RVER_PREFIX/node_modules/s3rver/package.json" 2>/dev/null | head -n1
+}
+if [ "$MODE" != all ]; then
+  :  # the demo needs no S3 server
+elif [ "$(s3rver_version)" = "$S3RVER_VERSION" ] && [ -x "$S3RVER_PREFIX/node_modules/.bin/s3rver" ]; then
+  log "s3rver $S3RVER_VERSION present in $S3RVER_PREFIX"
+else
+  log "installing s3rver $S3RVER_VERSION from npm into $S3RVER_PREFIX"
+  mkdir -p "$S3RVER_PREFIX"
+  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
+    "s3rver@$S3RVER_VERSION" >/dev/null
+  [ "$(s3rver_version)" = "$S3RVER_VERSION" ] || { log "s3rver $S3RVER_VERSION did not install"; exit 1; }
 fi
 
 # --- c-blosc2 -----------------------------------------------------------------

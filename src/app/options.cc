@@ -234,12 +234,16 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
         "remote sources (http://, https://, s3://), not " +
         cl.source);
   }
-  if (!StartsWith(cl.source, "s3://") &&
-      (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
-       !cl.credentials.empty() || cl.no_sign)) {
+  std::string scheme = cl.source.substr(0, 5);
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "s3://" && (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
+                            !cl.credentials.empty() || cl.no_sign)) {
     return InvalidArgument(
         "endpoint=, region=, profile=, credentials= and no_sign are for s3:// "
         "sources");
+  }
+  if (cl.no_sign && (!cl.profile.empty() || !cl.credentials.empty())) {
+    return InvalidArgument("no_sign (anonymous requests) excludes profile= and credentials=");
   }
   return cl;
 }
@@ -253,8 +257,9 @@ std::string Usage(const std::string& program) {
          "\n"
          "Mounts the Blosc2 b2nd containers under SOURCE (a directory, or one container)\n"
          "read-only at MOUNTPOINT, each as a directory of plain files. SOURCE may be\n"
-         "remote: http(s)://HOST/PATH/ (a directory index) or http(s)://HOST/FILE.b2nd;\n"
-         "in fstab, add _netdev so that it is mounted once the network is up.\n"
+         "remote: http(s)://HOST/PATH/ (a directory index), http(s)://HOST/FILE.b2nd, or\n"
+         "s3://BUCKET[/PREFIX] (AWS, or any S3-compatible server with endpoint=); in\n"
+         "fstab, add _netdev so that it is mounted once the network is up.\n"
          "\n"
          "options:\n"
          "  -f                     stay in the foreground (default: daemonize once mounted)\n"
@@ -278,6 +283,15 @@ std::string Usage(const std::string& program) {
          "                         included; then the read fails with EIO (default 30)\n"
          "  -o retries=N           remote sources: further attempts after a 5xx, 429 or a\n"
          "                         connection error, with backoff (default 3)\n"
+         "  -o endpoint=URL        s3: an S3-compatible server, path-style addressing\n"
+         "                         (default: AWS, https://BUCKET.s3.REGION.amazonaws.com)\n"
+         "  -o region=REGION       s3: the signing region (default: AWS_REGION,\n"
+         "                         AWS_DEFAULT_REGION, ~/.aws/config, else us-east-1)\n"
+         "  -o profile=NAME        s3: the profile of ~/.aws/credentials (default: the\n"
+         "                         AWS_* environment variables, else AWS_PROFILE or default)\n"
+         "  -o credentials=FILE    s3: keys from FILE (the ~/.aws/credentials format; not\n"
+         "                         readable by every user), e.g. for systemd units\n"
+         "  -o no_sign             s3: anonymous requests, for public buckets\n"
          "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
          "  -o allow_other         let other users in (default: only the mounting user);\n"
          "                         default_permissions is added, so permission bits apply\n"

@@ -10,7 +10,10 @@
 #include <sstream>
 #include <vector>
 
+#include "b2ndfs/remote/aws_credentials.h"
 #include "b2ndfs/remote/http_tree.h"
+#include "b2ndfs/remote/s3_tree.h"
+#include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 
 namespace b2ndfs::app {
@@ -86,15 +89,36 @@ Status CheckMountpointFree(const std::string& mountpoint) {
 Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
   std::string scheme = cl.source.substr(0, cl.source.find("://"));
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme == "s3") {
-    return Status(ENOTSUP, "source " + cl.source + ": s3:// sources are not supported yet");
-  }
   remote::RemoteOptions options;
   options.http.timeout = cl.timeout > 0 ? cl.timeout : kDefaultTimeout;
   options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
-  auto tree = remote::OpenHttpTree(cl.source, options);
+  Result<std::shared_ptr<source::Tree>> tree = Status(EINVAL, "unset");
+  if (scheme == "s3") {
+    remote::AwsSettings settings;
+    settings.profile = cl.profile;
+    settings.credentials_file = cl.credentials;
+    settings.region = cl.region;
+    settings.no_sign = cl.no_sign;
+    auto identity = remote::ResolveAwsIdentity(settings, remote::ProcessEnvironment());
+    if (!identity.ok()) {
+      return Status(identity.status().error_number(),
+                    "source " + cl.source + ": " + identity.status().message());
+    }
+    // Where the keys came from, never the keys.
+    Log(LogLevel::kDebug,
+        cl.source + ": credentials from " + identity->origin + ", region " + identity->region);
+    remote::S3Options s3;
+    s3.remote = options;
+    s3.endpoint = cl.endpoint;
+    s3.region = identity->region;
+    s3.credentials = identity->credentials;
+    tree = remote::OpenS3Tree(cl.source, s3);
+  } else {
+    tree = remote::OpenHttpTree(cl.source, options);
+  }
   if (!tree.ok()) {
-    return Status(tree.status().error_number(), "source " + tree.status().message());
+    const int e = tree.status().error_number();
+    return Status(e, "source " + tree.status().message() + " (" + std::strerror(e) + ")");
   }
   return tree;
 }

@@ -31,8 +31,9 @@ std::optional<std::string> MountedTypeAt(const std::string& mountinfo, const std
 // unmount would then take ours.
 Status CheckMountpointFree(const std::string& mountpoint);
 
-// The tree of a remote SOURCE (http://, https://), with the command line's
-// timeout and retries; its root has answered. s3:// is not supported yet.
+// The tree of a remote SOURCE (http://, https://, s3://), with the command
+// line's timeout and retries and, for s3://, its endpoint, region and
+// credentials (never echoed in a message); its root has answered.
 Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (as libfuse's

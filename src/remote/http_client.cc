@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -105,6 +106,7 @@ struct HttpClient::Request {
   bool overflow = false;  // more bytes than asked for, or a 200 to a Range
   ObjectInfo info;
   std::string content_range;
+  std::string error_body;  // the start of an error answer's body
 
   void ResetAnswer() {
     status = 0;
@@ -112,6 +114,7 @@ struct HttpClient::Request {
     overflow = false;
     info = ObjectInfo();
     content_range.clear();
+    error_body.clear();
     if (document != nullptr) document->clear();
   }
   std::string What() const {
@@ -160,7 +163,13 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpClient::Request*>(user);
   const size_t n = size * count;
-  if (r->status < 200 || r->status >= 300) return n;  // an error page: not kept
+  if (r->status < 200 || r->status >= 300) {
+    // An error page: only its start is kept, for its S3 error code.
+    constexpr size_t kMaxErrorBody = 4096;
+    r->error_body.append(
+        data, std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, r->error_body.size())));
+    return n;
+  }
   if (r->ranged) {
     // Only a 206 for exactly the bytes asked for is written; a 200 (the
     // server ignored Range) would be the whole object: stop at once.
@@ -178,6 +187,20 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   }
   r->received += n;
   return n;
+}
+
+// " (NoSuchKey)": the <Code> of an S3 error document, if it is a plain word.
+std::string ErrorCode(const std::string& body) {
+  const size_t open = body.find("<Code>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 6;
+  const size_t close = body.find("</Code>", start);
+  if (close == std::string::npos || close == start || close - start > 64) return "";
+  const std::string code = body.substr(start, close - start);
+  for (char c : code) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return " (" + code + ")";
 }
 
 bool TransientCurlError(CURLcode code) {
@@ -250,7 +273,9 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(left_ms, 10000L));
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  // A signed request is bound to its host and path: it cannot follow a
+  // redirect (S3 answers a wrong region with 301 and an error document).
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, options_.extra_headers ? 0L : 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
@@ -274,6 +299,12 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
           curl_slist_append(headers, ("If-Unmodified-Since: " + r.version->last_modified).c_str());
     }
   }
+  if (options_.extra_headers) {
+    for (const auto& header :
+         options_.extra_headers(r.method, r.url, range.empty() ? "" : "bytes=" + range)) {
+      headers = curl_slist_append(headers, header.c_str());
+    }
+  }
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   const CURLcode code = curl_easy_perform(curl);
   curl_slist_free_all(headers);
@@ -292,19 +323,15 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   r.status = status;
   bytes_ += r.received;
-  if (status == 404 || status == 410)
-    return Status(ENOENT, r.What() + ": HTTP " + std::to_string(status));
-  if (status == 401 || status == 403) {
-    return Status(EACCES, r.What() + ": HTTP " + std::to_string(status));
-  }
+  const std::string answer = "HTTP " + std::to_string(status) + ErrorCode(r.error_body);
+  if (status == 404 || status == 410) return Status(ENOENT, r.What() + ": " + answer);
+  if (status == 401 || status == 403) return Status(EACCES, r.What() + ": " + answer);
   if (status == 412) return Status(ESTALE, r.What() + ": the object changed (HTTP 412)");
   if (status == 429 || status >= 500) {
     *transient = true;
-    return Status(EIO, r.What() + ": HTTP " + std::to_string(status));
+    return Status(EIO, r.What() + ": " + answer);
   }
-  if (status < 200 || status >= 300) {
-    return Status(EIO, r.What() + ": HTTP " + std::to_string(status));
-  }
+  if (status < 200 || status >= 300) return Status(EIO, r.What() + ": " + answer);
   if (!r.ranged) return Status::Ok();
   if (status != 206) {
     return Status(EIO, r.What() + ": the server ignored the Range request (HTTP " +
@@ -331,6 +358,15 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
 Status HttpClient::Perform(Request& r) {
   const double start = Now();
   const double deadline = start + options_.timeout;
+  // A server that just let a request run out of time is not asked again
+  // for a moment: a reader's retried pages and the read-ahead queued behind
+  // it would otherwise each wait the whole timeout, one after the other.
+  if (const double down = down_until_.load(std::memory_order_relaxed); start < down) {
+    errors_++;
+    return Status(EIO, r.What() + ": the server did not answer within " +
+                           std::to_string(options_.timeout) + " s a moment ago (asked again in " +
+                           std::to_string(down - start) + " s)");
+  }
   thread_local std::mt19937_64 random(std::random_device{}());
   Status last = Status(EIO, r.What() + ": timed out waiting for a connection");
   for (int attempt = 0;; ++attempt) {
@@ -339,7 +375,10 @@ Status HttpClient::Perform(Request& r) {
     bool transient = false;
     last = Attempt(handle, r, deadline - Now(), &transient);
     Release(handle);
-    if (last.ok()) return last;
+    if (last.ok()) {
+      if (down_until_.load(std::memory_order_relaxed) != 0) down_until_.store(0);
+      return last;
+    }
     if (!transient || attempt >= options_.retries) break;
     // Full jitter: a random wait up to 100 ms * 2^attempt (at most 2 s), so
     // that many readers of a struggling server do not retry in step.
@@ -353,6 +392,10 @@ Status HttpClient::Perform(Request& r) {
   if (Now() >= deadline - 0.001) {
     last = Status(last.error_number(),
                   last.message() + " (gave up after " + std::to_string(options_.timeout) + " s)");
+    if (last.error_number() == EIO) {
+      down_until_.store(Now() + std::min(options_.timeout, kDownSeconds),
+                        std::memory_order_relaxed);
+    }
   }
   // Names that are not there are ordinary answers; other failures are
   // logged, at most a few per second so that a dead server cannot flood

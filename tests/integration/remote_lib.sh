@@ -1,8 +1,9 @@
-# Shared by the remote-source tests (tests/integration/fuse_http.sh): a real
-# nginx (Debian's) serving directories of this test's temp dir on a free
-# loopback port, started in the foreground with a private prefix and config,
-# and ALWAYS stopped (by its pid) when the test exits. Source lib.sh first.
+# Shared by the remote-source tests (tests/integration/fuse_http.sh,
+# fuse_s3.sh): real servers on a free loopback port of this test's own, in the
+# foreground with private directories under the test's temp dir, ALWAYS
+# stopped (by their pid) when the test exits. Source lib.sh first.
 #
+# nginx (Debian's), serving directories of this test's temp dir:
 #   nginx_start NAME=DIR [NAME=DIR ...]   serves each DIR at /NAME/ (and again
 #       at /html/NAME/ with HTML indexes, /slow/NAME/ at 8 KiB/s per response, and
 #       /flaky/NAME/ answering every Range request with 503); sets NGINX_PORT
@@ -11,6 +12,18 @@
 #   nginx_stop                          stops it (waits for the exit)
 #   nginx_restart                       the same config and port again
 # Skips the test (exit 77) when no nginx binary is installed.
+#
+# s3rver 3.x (npm, installed by scripts/setup.sh into .deps/npm):
+#   s3rver_start BUCKET...                 serves buckets (created empty) from
+#       a private directory; sets S3_PORT and S3_URL (http://127.0.0.1:PORT)
+#   s3_put BUCKET DIR                      uploads every file below DIR as a
+#       key (its path relative to DIR), signed with curl --aws-sigv4 and
+#       s3rver's default key S3RVER
+#   s3_put_file BUCKET KEY FILE / s3_delete BUCKET KEY
+#   s3rver_freeze / s3rver_thaw            SIGSTOP / SIGCONT: a server that
+#       accepts connections and never answers
+#   s3rver_stop / s3rver_restart           the same data and port again
+# Skips the test (exit 77) when s3rver is not installed.
 
 NGINX_PID=""
 NGINX_PORT=""
@@ -106,4 +119,121 @@ nginx_stop() {
 nginx_restart() {
   nginx_stop
   nginx_launch
+}
+
+# --- s3rver --------------------------------------------------------------------
+
+S3RVER_PID=""
+S3_PORT=""
+S3_URL=""
+S3_DIR=""
+S3_BUCKETS=()
+S3_SIGN=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "S3RVER:S3RVER"
+  -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -H "Expect:")
+
+s3rver_binary() {
+  local root n
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  for n in "${B2NDFS_S3RVER:-}" "$root/.deps/npm/node_modules/.bin/s3rver"; do
+    [[ -n $n && -x $n ]] && { echo "$n"; return 0; }
+  done
+  return 1
+}
+
+s3rver_answers() {
+  [[ $(curl -s -o /dev/null -w '%{http_code}' "$S3_URL/" 2>/dev/null) != 000 ]]
+}
+
+s3rver_launch() {
+  local args=(-d "$S3_DIR/data" -a 127.0.0.1 -p "$S3_PORT" --silent) b
+  for b in "${S3_BUCKETS[@]}"; do args+=(--configure-bucket "$b"); done
+  # s3rver makes its continuation tokens with DES, which Node's OpenSSL 3
+  # only has in the legacy provider (without it, truncated listings fail).
+  NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--openssl-legacy-provider" \
+    "$S3RVER_BIN" "${args[@]}" >>"$S3_DIR/s3rver.log" 2>&1 &
+  S3RVER_PID=$!
+  ITEST_PIDS+=("$S3RVER_PID")
+  if ! wait_until 20 s3rver_answers; then
+    fail "s3rver did not answer on $S3_URL: $(cat "$S3_DIR/s3rver.log")"
+    return 1
+  fi
+}
+
+s3rver_start() {
+  S3RVER_BIN=$(s3rver_binary) || {
+    log "SKIP: s3rver is not installed (scripts/setup.sh installs it into .deps/npm)"
+    exit 77
+  }
+  S3_BUCKETS=("$@")
+  S3_DIR=$TMP/s3rver
+  mkdir -p "$S3_DIR/data"
+  S3_PORT=$(free_port)
+  S3_URL=http://127.0.0.1:$S3_PORT
+  # The EXIT trap stops s3rver before lib.sh unmounts and removes $TMP.
+  trap 'ITEST_RC=$?; s3rver_stop; (exit $ITEST_RC); itest_cleanup' EXIT
+  s3rver_launch
+}
+
+s3rver_freeze() { kill -STOP "$S3RVER_PID"; }
+s3rver_thaw() { kill -CONT "$S3RVER_PID" 2>/dev/null; }
+
+s3rver_stop() {
+  [[ -n $S3RVER_PID ]] || return 0
+  if kill -0 "$S3RVER_PID" 2>/dev/null; then
+    kill -TERM "$S3RVER_PID" 2>/dev/null
+    kill -CONT "$S3RVER_PID" 2>/dev/null  # a frozen server must see the TERM
+    wait_until 10 eval "! kill -0 $S3RVER_PID 2>/dev/null" || kill -KILL "$S3RVER_PID" 2>/dev/null
+  fi
+  wait "$S3RVER_PID" 2>/dev/null
+  S3RVER_PID=""
+}
+
+s3rver_restart() {
+  s3rver_stop
+  s3rver_launch
+}
+
+# The URL of KEY in BUCKET (each path segment percent-encoded).
+s3_key_url() {
+  local key=$2 enc="" c i
+  local LC_ALL=C  # byte by byte
+  for ((i = 0; i < ${#key}; i++)); do
+    c=${key:i:1}
+    case $c in
+      [A-Za-z0-9._~/-]) enc+=$c ;;
+      *) enc+=$(printf '%%%02X' "'$c") ;;
+    esac
+  done
+  echo "$S3_URL/$1/$enc"
+}
+
+s3_put_file() {
+  local code
+  code=$(curl -s -o "$S3_DIR/put.out" -w '%{http_code}' "${S3_SIGN[@]}" -T "$3" "$(s3_key_url "$1" "$2")")
+  [[ $code == 200 ]] || { fail "PUT $1/$2: HTTP $code $(cat "$S3_DIR/put.out")"; return 1; }
+}
+
+s3_delete() {
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' "${S3_SIGN[@]}" -X DELETE "$(s3_key_url "$1" "$2")")
+  [[ $code == 204 || $code == 200 ]] || { fail "DELETE $1/$2: HTTP $code"; return 1; }
+}
+
+# One curl for the whole tree (a config file of upload-file/url pairs, one
+# kept-alive connection).
+s3_put() {
+  local bucket=$1 dir=$2 conf=$S3_DIR/put.$1.conf rel n=0 codes
+  : >"$conf"
+  while IFS= read -r -d '' rel; do
+    rel=${rel#./}
+    printf 'upload-file = "%s"\nurl = "%s"\noutput = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' \
+      "$dir/$rel" "$(s3_key_url "$bucket" "$rel")" >>"$conf"
+    n=$((n + 1))
+  done < <(cd "$dir" && find . -type f -print0 | sort -z)
+  codes=$(curl -s "${S3_SIGN[@]}" --config "$conf")
+  if [[ $(grep -c '^200$' <<<"$codes") -ne $n ]]; then
+    fail "uploading $dir to $bucket: $(sort <<<"$codes" | uniq -c | tr '\n' ' ')"
+    return 1
+  fi
+  log "uploaded $n objects from $dir to s3://$bucket"
 }

@@ -260,6 +260,14 @@ TEST_CASE("remote sources take timeout= and retries=") {
   REQUIRE(s3.ok());
   CHECK(s3->endpoint == "http://127.0.0.1:4568");
   CHECK(s3->no_sign);
+  CHECK(Parse({"-o", "region=eu-west-1", "S3://bucket", "/mnt"}).ok());  // schemes ignore case
+  // Anonymous requests and a source of keys exclude each other.
+  CHECK_FALSE(Parse({"-o", "no_sign,profile=work", "s3://bucket", "/mnt"}).ok());
+  CHECK_FALSE(Parse({"-o", "no_sign,credentials=/etc/keys", "s3://bucket", "/mnt"}).ok());
+  auto files = Parse({"-o", "profile=work,credentials=/etc/b2ndfs/s3.keys", "s3://b", "/mnt"});
+  REQUIRE(files.ok());
+  CHECK(files->profile == "work");
+  CHECK(files->credentials == "/etc/b2ndfs/s3.keys");
   // Keys never on the command line (it is visible in ps).
   auto keys = Parse({"-o", "secret_key=abc", "s3://bucket", "/mnt"});
   REQUIRE_FALSE(keys.ok());

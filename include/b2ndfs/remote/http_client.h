@@ -9,10 +9,15 @@
 // seconds (waiting for a free handle counts too); transient failures
 // (connection refused or reset, timeouts of one attempt, 5xx, 429) are retried
 // at most Options::retries times with exponential backoff and full jitter.
+// A request that runs out of time marks the server as not answering: for
+// min(timeout, kDownSeconds) seconds requests fail at once (EIO) instead of
+// each waiting the whole timeout (a reader's every page, and the read-ahead
+// behind it, would otherwise wait one after the other).
 // Errors: Status with ENOENT (404, 410), EACCES (401, 403), ESTALE (412: the
 // object is no longer the version asked for, or a Range answer names another
 // total size), EIO for everything else (timeouts, a 200 answer to a Range
 // request, a short body or a wrong Content-Range). Messages name the URL
+// and the error code of an S3-style XML error body (<Code>), if any
 // without credentials or query string (RedactUrl); failures other than
 // ENOENT are also logged (a few per second at most).
 // Thread-safety: every method may be called from any thread.
@@ -22,6 +27,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,12 +61,22 @@ struct ObjectInfo {
   std::string content_type;
 };
 
+// See "Time" above.
+constexpr double kDownSeconds = 5.0;
+
 struct HttpOptions {
   double timeout = 30.0;            // seconds a request may take, retries included
   int retries = 3;                  // further attempts after a transient failure
   size_t connections = 8;           // easy handles (so kept-alive connections)
   bool verify_tls = true;           // peer certificate and host name
   size_t max_document = 64u << 20;  // largest body Get() accepts
+  // Further headers of one attempt ("Name: value"), computed per attempt
+  // from the method, the URL and the Range header's value ("bytes=A-B", or
+  // empty) as sent: an S3 signature, whose date must be fresh on every
+  // retry. Their values are never logged.
+  std::function<std::vector<std::string>(const std::string& method, const std::string& url,
+                                         const std::string& range)>
+      extra_headers;
 };
 
 struct HttpStats {
@@ -109,6 +125,7 @@ class HttpClient {
   double log_window_start_ = 0;  // guarded by mutex_, as logged_in_window_
   int logged_in_window_ = 0;
   std::atomic<uint64_t> requests_{0}, retries_{0}, errors_{0}, bytes_{0};
+  std::atomic<double> down_until_{0};  // Now() before which requests fail at once
 };
 
 }  // namespace b2ndfs::remote

@@ -1,0 +1,425 @@
+#include "object_tree.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "b2ndfs/remote/autoindex.h"
+
+namespace b2ndfs::remote {
+namespace {
+
+constexpr const char* kFrameName = "chunks.b2frame";
+// Cached answers beyond this many are dropped when they are stale.
+constexpr size_t kMaxCached = 4096;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string ChunkFileName(int64_t number) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(number));
+  return name;
+}
+
+struct stat MakeStat(bool directory, int64_t size, int64_t mtime) {
+  struct stat st {};
+  st.st_mode = directory ? (S_IFDIR | 0555) : (S_IFREG | 0444);
+  st.st_nlink = directory ? 2 : 1;
+  st.st_uid = ::getuid();
+  st.st_gid = ::getgid();
+  st.st_size = directory ? 0 : size;
+  st.st_blocks = (st.st_size + 511) / 512;
+  st.st_blksize = 128 * 1024;
+  st.st_mtim.tv_sec = mtime;
+  st.st_atim = st.st_mtim;
+  st.st_ctim = st.st_mtim;
+  return st;
+}
+
+source::Signature ObjectSignature(const ObjectInfo& info) {
+  source::Signature s;
+  s.size = info.size;
+  s.mtime_ns = info.mtime * 1000000000LL;
+  s.tag = !info.etag.empty() ? info.etag : info.last_modified;
+  return s;
+}
+
+// FNV-1a over a listing: the version of a sparse frame's directory (chunk
+// files added, removed or rewritten).
+uint64_t ListingHash(const std::vector<IndexEntry>& entries) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  for (const auto& e : entries) {
+    mix(e.name);
+    mix(std::to_string(e.size) + "/" + std::to_string(e.mtime) + (e.directory ? "d" : "f"));
+  }
+  return h;
+}
+
+using Listing = std::shared_ptr<const std::vector<IndexEntry>>;
+
+// One generation of a remote container: an object, or a sparse frame's
+// directory of objects. Every read names the version it expects.
+class ObjectSource final : public source::ByteSource {
+ public:
+  ObjectSource(std::shared_ptr<HttpClient> client, std::string url, std::string name, bool sparse,
+               source::Signature signature, std::optional<ObjectInfo> frame)
+      : client_(std::move(client)),
+        url_(std::move(url)),
+        name_(std::move(name)),
+        sparse_(sparse),
+        signature_(std::move(signature)),
+        frame_(std::move(frame)) {}
+
+  const std::string& name() const override { return name_; }
+  bool sparse() const override { return sparse_; }
+  const source::Signature& signature() const override { return signature_; }
+  bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
+  // A request costs a round trip: bytes up to this far apart are fetched in
+  // one, within the plan's 25% waste bound (store/read_plan.h).
+  int64_t coalesce_gap() const override { return int64_t{1} << 20; }
+
+  Result<int64_t> PartSize(int64_t part) const override {
+    B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));
+    return info.size;
+  }
+
+  Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
+    B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));
+    if (offset < 0 || offset > info.size || static_cast<int64_t>(length) > info.size - offset) {
+      return InvalidData(PartUrl(part) + ": read of " + std::to_string(length) + " bytes at " +
+                         std::to_string(offset) + " passes its end (" + std::to_string(info.size) +
+                         " bytes)");
+    }
+    Status s = client_->GetRange(PartUrl(part), offset, length, out, info);
+    if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  std::string PartUrl(int64_t part) const {
+    if (part == source::kFramePart) return sparse_ ? url_ + "/" + kFrameName : url_;
+    return url_ + "/" + ChunkFileName(part);
+  }
+
+  // The version of a part this generation reads: the frame's from the
+  // open, a chunk file's from its first use (chunks.b2frame, checked on
+  // every read, names the chunk files of its version).
+  Result<ObjectInfo> Part(int64_t part) const {
+    if (part < source::kFramePart || (part != source::kFramePart && !sparse_)) {
+      return InvalidData("no chunk file " + std::to_string(part) + " in a contiguous frame");
+    }
+    if (part == source::kFramePart) {
+      if (!frame_) return InvalidData(name_ + " has no " + kFrameName);
+      return *frame_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = chunks_.find(part);
+      if (it != chunks_.end()) return it->second;
+    }
+    B2NDFS_ASSIGN_OR_RETURN(ObjectInfo info, client_->Head(PartUrl(part)));
+    if (info.size < 0) return Status(EIO, RedactUrl(PartUrl(part)) + ": no Content-Length");
+    std::lock_guard<std::mutex> lock(mutex_);
+    return chunks_.try_emplace(part, std::move(info)).first->second;
+  }
+
+  const std::shared_ptr<HttpClient> client_;
+  const std::string url_;
+  const std::string name_;
+  const bool sparse_;
+  const source::Signature signature_;
+  const std::optional<ObjectInfo> frame_;
+  mutable std::atomic<bool> stale_{false};
+  mutable std::mutex mutex_;  // leaf lock; guards chunks_
+  mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
+};
+
+class ObjectFile final : public source::PlainFile {
+ public:
+  ObjectFile(std::shared_ptr<HttpClient> client, std::string url, ObjectInfo info)
+      : client_(std::move(client)),
+        url_(std::move(url)),
+        info_(std::move(info)),
+        version_(ObjectSignature(info_)) {}
+  const source::Signature& version() const override { return version_; }
+  Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const override {
+    if (offset < 0) return Status(EINVAL, "negative offset");
+    if (offset >= info_.size) return size_t{0};
+    const size_t n =
+        static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(length), info_.size - offset));
+    B2NDFS_RETURN_IF_ERROR(client_->GetRange(url_, offset, n, out, info_));
+    return n;
+  }
+
+ private:
+  const std::shared_ptr<HttpClient> client_;
+  const std::string url_;
+  const ObjectInfo info_;
+  const source::Signature version_;
+};
+
+class ObjectTree final : public source::Tree {
+ public:
+  ObjectTree(ObjectTreeConfig config, std::shared_ptr<HttpClient> client, double revalidate)
+      : revalidate_(revalidate),
+        client_(std::move(client)),
+        base_(std::move(config.base)),
+        root_(std::move(config.root)),
+        root_is_dir_(config.root_is_dir),
+        list_(std::move(config.list)),
+        start_time_(static_cast<int64_t>(::time(nullptr))) {}
+
+  const std::string& root() const override { return root_; }
+
+  Result<struct stat> Stat(const std::string& path) const override {
+    if (path == root_) {
+      // Checked when the tree is opened; not again, so that the mount's
+      // root (and .b2ndfs/stats) answers while the server is down.
+      if (root_is_dir_) return MakeStat(true, 0, start_time_);
+      B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, false));
+      return MakeStat(false, info.size, info.mtime);
+    }
+    B2NDFS_ASSIGN_OR_RETURN(const IndexEntry entry, Find(path));
+    if (entry.directory) return MakeStat(true, 0, entry.mtime);
+    if (entry.size >= 0) return MakeStat(false, entry.size, entry.mtime);
+    B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, false));
+    return MakeStat(false, info.size, info.mtime != 0 ? info.mtime : entry.mtime);
+  }
+
+  Result<std::vector<source::TreeEntry>> List(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(path));
+    std::vector<source::TreeEntry> out;
+    out.reserve(listing->size());
+    for (const auto& e : *listing) {
+      // Sizes an index page leaves out are asked for when the file is.
+      out.push_back(
+          source::TreeEntry{e.name, MakeStat(e.directory, std::max<int64_t>(e.size, 0), e.mtime)});
+    }
+    return out;
+  }
+
+  Result<source::Signature> Probe(const std::string& path) const override {
+    return Signature(path, false);
+  }
+
+  Result<std::shared_ptr<const source::ByteSource>> OpenContainer(
+      const std::string& path) const override {
+    // Fresh answers: a generation is opened because something changed.
+    B2NDFS_ASSIGN_OR_RETURN(const bool directory, IsDirectory(path));
+    B2NDFS_ASSIGN_OR_RETURN(source::Signature signature, Signature(path, true));
+    std::optional<ObjectInfo> frame;
+    const std::string frame_path = directory ? path + "/" + kFrameName : path;
+    auto head = Head(frame_path, false);  // just fetched by Signature()
+    if (head.ok()) {
+      frame = *head;
+    } else if (!directory || head.status().error_number() != ENOENT) {
+      return head.status();
+    }
+    return std::shared_ptr<const source::ByteSource>(std::make_shared<ObjectSource>(
+        client_, Url(path), path, directory, std::move(signature), std::move(frame)));
+  }
+
+  Result<std::shared_ptr<const source::PlainFile>> OpenFile(
+      const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, true));
+    if (info.size < 0) return Status(EIO, path + ": no Content-Length");
+    return std::shared_ptr<const source::PlainFile>(
+        std::make_shared<ObjectFile>(client_, Url(path), info));
+  }
+
+  std::string StatsJson() const override {
+    const HttpStats s = client_->stats();
+    auto kv = [](const char* key, uint64_t value, bool last = false) {
+      return std::string("    \"") + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
+    };
+    std::string out = "  \"remote\": {\n";
+    out += kv("requests", s.requests);
+    out += kv("retries", s.retries);
+    out += kv("errors", s.errors);
+    out += kv("bytes_fetched", s.bytes_fetched, true);
+    out += "  },\n";
+    return out;
+  }
+
+  // The root must answer before the mount is made.
+  Status Check() const {
+    if (root_is_dir_) return GetListing(root_).status();
+    return Stat(root_).status();
+  }
+
+ private:
+  template <class T>
+  struct Cached {
+    double at = 0;
+    Result<T> value = Status(EIO, "unset");
+  };
+
+  // The request URL of a tree path: the base URL (with any credentials the
+  // user gave) and the path's names percent-encoded.
+  std::string Url(const std::string& path) const {
+    if (path.size() <= root_.size()) return base_;
+    std::string url = base_;
+    size_t pos = root_.size() + 1;
+    while (pos <= path.size()) {
+      size_t slash = path.find('/', pos);
+      if (slash == std::string::npos) slash = path.size();
+      url += "/" + EncodePathSegment(path.substr(pos, slash - pos));
+      pos = slash + 1;
+    }
+    return url;
+  }
+
+  // Answers worth remembering: successes, and names that are not there.
+  template <class T>
+  static bool Cacheable(const Result<T>& r) {
+    return r.ok() || r.status().error_number() == ENOENT;
+  }
+  template <class Map>
+  void Prune(Map& map) const {
+    if (map.size() < kMaxCached) return;
+    const double now = Now();
+    for (auto it = map.begin(); it != map.end();) {
+      it = now - it->second.at > revalidate_ ? map.erase(it) : std::next(it);
+    }
+    if (map.size() >= kMaxCached) map.clear();
+  }
+
+  Result<Listing> GetListing(const std::string& path) const {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = listings_.find(path);
+      if (it != listings_.end() && Now() - it->second.at <= revalidate_) {
+        return it->second.value;
+      }
+    }
+    Result<Listing> result = Status(EIO, "unset");
+    {
+      auto entries = list_(path, Url(path));
+      if (!entries.ok()) {
+        result = entries.status();
+      } else {
+        std::sort(entries->begin(), entries->end(),
+                  [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
+        entries->erase(
+            std::unique(entries->begin(), entries->end(),
+                        [](const IndexEntry& a, const IndexEntry& b) { return a.name == b.name; }),
+            entries->end());
+        result = Listing(std::make_shared<const std::vector<IndexEntry>>(std::move(*entries)));
+      }
+    }
+    if (Cacheable(result)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Prune(listings_);
+      listings_[path] = Cached<Listing>{Now(), result};
+    }
+    return result;
+  }
+
+  Result<ObjectInfo> Head(const std::string& path, bool fresh) const {
+    if (!fresh) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = heads_.find(path);
+      if (it != heads_.end() && Now() - it->second.at <= revalidate_) {
+        return it->second.value;
+      }
+    }
+    Result<ObjectInfo> result = client_->Head(Url(path));
+    if (result.ok() && result->size < 0) {
+      result = Status(EIO, path + ": the server sent no Content-Length");
+    }
+    if (Cacheable(result)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Prune(heads_);
+      heads_[path] = Cached<ObjectInfo>{Now(), result};
+    }
+    return result;
+  }
+
+  void Forget(const std::string& path) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listings_.erase(path);
+    heads_.erase(path);
+    heads_.erase(path + "/" + kFrameName);
+  }
+
+  // The entry of `path` in its parent's listing.
+  Result<IndexEntry> Find(const std::string& path) const {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos || slash < root_.size() ||
+        path.compare(0, root_.size(), root_) != 0) {
+      return NotFound(path);
+    }
+    if (!root_is_dir_) return Status(ENOTDIR, root_);
+    B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(path.substr(0, slash)));
+    const std::string name = path.substr(slash + 1);
+    auto it =
+        std::lower_bound(listing->begin(), listing->end(), name,
+                         [](const IndexEntry& e, const std::string& n) { return e.name < n; });
+    if (it == listing->end() || it->name != name) return NotFound(path);
+    return *it;
+  }
+
+  Result<bool> IsDirectory(const std::string& path) const {
+    if (path == root_) return root_is_dir_;
+    B2NDFS_ASSIGN_OR_RETURN(const IndexEntry entry, Find(path));
+    return entry.directory;
+  }
+
+  // A container's signature: its object's, or for a sparse frame its
+  // chunks.b2frame's plus a hash of its directory's listing.
+  Result<source::Signature> Signature(const std::string& path, bool fresh) const {
+    if (fresh) Forget(path);
+    B2NDFS_ASSIGN_OR_RETURN(const bool directory, IsDirectory(path));
+    if (!directory) {
+      B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, fresh));
+      return ObjectSignature(info);
+    }
+    B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(path));
+    source::Signature s;
+    auto frame = Head(path + "/" + kFrameName, fresh);
+    if (frame.ok()) {
+      s = ObjectSignature(*frame);
+    } else if (frame.status().error_number() != ENOENT) {
+      return frame.status();
+    }
+    s.dir_inode = ListingHash(*listing);
+    return s;
+  }
+
+  const double revalidate_;
+  const std::shared_ptr<HttpClient> client_;
+  const std::string base_;  // the root's request URL, without a trailing '/'
+  const std::string root_;  // its name, without credentials
+  const bool root_is_dir_;
+  const ObjectTreeConfig::Lister list_;
+  const int64_t start_time_;
+  mutable std::mutex mutex_;  // leaf lock; guards listings_, heads_
+  mutable std::map<std::string, Cached<Listing>> listings_;
+  mutable std::map<std::string, Cached<ObjectInfo>> heads_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<source::Tree>> OpenObjectTree(ObjectTreeConfig config,
+                                                     std::shared_ptr<HttpClient> client,
+                                                     double revalidate) {
+  auto tree = std::make_shared<ObjectTree>(std::move(config), std::move(client), revalidate);
+  B2NDFS_RETURN_IF_ERROR(tree->Check());
+  return std::shared_ptr<source::Tree>(std::move(tree));
+}
+
+}  // namespace b2ndfs::remote
