@@ -10,7 +10,9 @@
 # `mount -t fuse.b2ndfs` (mount.fuse3 from the fuse3 dependency), reads a
 # container's data and compares it with c-blosc2's own bytes, checks that the
 # daemon logs a broken container once to syslog with the tag b2ndfs (the
-# root's /dev/log is a socket this test listens on), and unmounts.
+# root's /dev/log is a socket this test listens on), and unmounts. Then the
+# README's main command (scripts/demo.sh) runs on that minimal root from a
+# fresh copy of the sources.
 # Skips (77) with a message when not root or when the archive is unreachable.
 # Usage: package_deb.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
@@ -144,6 +146,29 @@ if in_root mount -t fuse.b2ndfs /srv/arrays /mnt/arrays -o cache_size=64M 2>"$TM
   in_root fusermount3 -u /mnt/arrays || fail "fusermount3 -u failed in the root"
 else
   fail "mount -t fuse.b2ndfs fails in the minimal root: $(cat "$TMP/mount.err")"
+fi
+
+# The README's main command on the same minimal root, from a copy of the
+# sources as a user gets them (no build trees, no .deps): it must install
+# what it needs itself, build, mount its samples, show them and unmount.
+# B2NDFS_MINBASE_DEMO=0 skips this part (several minutes: package installs
+# and a build).
+if [[ ${B2NDFS_MINBASE_DEMO:-1} == 1 ]]; then
+  mkdir -p "$R/root/b2ndfs"
+  tar -C "$SRC" --exclude='./build*' --exclude='./.git' --exclude='./.deps' -cf - . |
+    tar -C "$R/root/b2ndfs" -xf -
+  log "README's main command (bash scripts/demo.sh) in the minimal root"
+  if in_root env HOME=/root bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' >"$TMP/demo.log" 2>&1; then
+    grep -q "What next" "$TMP/demo.log" || fail "the demo ended without its 'What next' lines"
+    grep -q "slice 384 == row 384 of data" "$TMP/demo.log" || fail "the demo did not show its slice check"
+    log "the demo ran in the minimal root ($(grep -c '^\$ \|\[1m\$' "$TMP/demo.log") steps shown)"
+  else
+    tail -n 30 "$TMP/demo.log" >&2
+    fail "bash scripts/demo.sh fails on a minimal root"
+  fi
+  if awk -v r="$R" 'index($5, r "/root/b2ndfs") == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+    fail "the demo left a mount behind"
+  fi
 fi
 
 if ((failures > 0)); then
