@@ -85,6 +85,14 @@ if ! debootstrap --variant=minbase "$VERSION_CODENAME" "$R" "$URI" >"$TMP/deboot
   exit 1
 fi
 mount -t proc proc "$R/proc" || { fail "cannot mount /proc in the root"; exit 1; }
+mount -t devpts -o newinstance,ptmxmode=0666 devpts "$R/dev/pts" || { fail "cannot mount /dev/pts in the root"; exit 1; }
+# How this machine reaches its archive (e.g. a mirror whose Release files are
+# past Valid-Until, or one that needs credentials) holds for a minimal machine
+# next to it too: its apt Acquire settings are carried over, nothing else.
+for conf in /etc/apt/apt.conf.d/*; do
+  [[ -f $conf ]] && grep -q '^[[:space:]]*Acquire::' "$conf" && cp "$conf" "$R/etc/apt/apt.conf.d/"
+done
+[[ -d /etc/apt/auth.conf.d ]] && cp -r /etc/apt/auth.conf.d "$R/etc/apt/" 2>/dev/null
 # The root keeps debootstrap's own /dev; it gets /dev/fuse, and a /dev/log
 # that this test reads (the daemon's syslog).
 [[ -c $R/dev/fuse ]] || mknod -m 666 "$R/dev/fuse" c 10 229 || { fail "cannot make /dev/fuse in the root"; exit 1; }
