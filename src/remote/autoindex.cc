@@ -133,20 +133,7 @@ class JsonReader {
 
 }  // namespace
 
-std::string EncodePathSegment(const std::string& segment) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : segment) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string EncodePathSegment(const std::string& segment) { return PercentEncode(segment, false); }
 
 std::string DecodePercent(const std::string& text) {
   std::string out;

@@ -51,6 +51,22 @@ void GlobalInit() {
 
 }  // namespace
 
+std::string PercentEncode(const std::string& text, bool keep_slash) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (c == '/' && keep_slash)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string RedactUrl(const std::string& url) {
   std::string out = url;
   const size_t cut = out.find_first_of("?#");

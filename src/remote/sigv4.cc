@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "b2ndfs/remote/http_client.h"
+
 namespace b2ndfs::remote {
 namespace {
 
@@ -54,19 +56,7 @@ std::string CanonicalValue(const std::string& value) {
 }  // namespace
 
 std::string AwsUriEncode(const std::string& text, bool encode_slash) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
-        (c == '/' && !encode_slash)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
+  return PercentEncode(text, !encode_slash);
 }
 
 std::string Sha256Hex(const std::string& data) {

@@ -9,13 +9,6 @@ namespace {
 
 Status Unsupported(std::string why) { return Status(ENOTSUP, std::move(why)); }
 
-std::string Unquoted(const std::string& descr) {
-  if (descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'') {
-    return descr.substr(1, descr.size() - 2);
-  }
-  return descr;
-}
-
 // Why `format` cannot describe an array of `shape`, if it cannot: too many
 // axes, an empty axis (every format needs lengths >= 1) or one too long.
 Status CheckShape(const char* format, const std::vector<int64_t>& shape, size_t max_dims,
@@ -71,15 +64,22 @@ Result<NumericType> TypeFor(const char* format, const std::string& descr) {
 }
 
 Status NoType(const char* format, const std::string& descr) {
-  return Unsupported(std::string(format) + " has no type for items " + Unquoted(descr));
+  return Unsupported(std::string(format) + " has no type for items " + UnquotedDescr(descr));
 }
 
 constexpr int64_t kInt32Max = 2147483647;
 
 }  // namespace
 
+std::string UnquotedDescr(const std::string& descr) {
+  if (descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'') {
+    return descr.substr(1, descr.size() - 2);
+  }
+  return descr;
+}
+
 Result<NumericType> ParseNumericDescr(const std::string& quoted) {
-  const std::string descr = Unquoted(quoted);
+  const std::string descr = UnquotedDescr(quoted);
   if (descr.empty()) return Unsupported("no item type");
   if (descr.front() == '[' || descr.front() == '(')
     return Unsupported("structured items are not numeric");

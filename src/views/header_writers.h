@@ -26,6 +26,9 @@ struct NumericType {
   bool big_endian = false;
 };
 
+// A descr without its Python quotes ("'<f4'" -> "<f4"), for messages.
+std::string UnquotedDescr(const std::string& descr);
+
 // Parses a NumPy descr as Container::npy_descr() gives it ("'<f4'", quoted)
 // or bare ("<f4"). ENOTSUP for structured, string, void, bool, datetime or
 // object types, and for sizes NumPy has no such type of.

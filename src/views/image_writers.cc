@@ -12,16 +12,9 @@ namespace {
 
 Status Unsupported(std::string why) { return Status(ENOTSUP, std::move(why)); }
 
-std::string Unquoted(const std::string& descr) {
-  if (descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'') {
-    return descr.substr(1, descr.size() - 2);
-  }
-  return descr;
-}
-
 // The item type, bool included (an 8-bit image of 0 and 1).
 Result<NumericType> ImageType(const char* format, const std::string& descr) {
-  if (Unquoted(descr) == "|b1") return NumericType{'b', 1, false};
+  if (UnquotedDescr(descr) == "|b1") return NumericType{'b', 1, false};
   Result<NumericType> t = ParseNumericDescr(descr);
   if (!t.ok()) return Unsupported(std::string(format) + ": " + t.status().message());
   return t;
@@ -61,17 +54,18 @@ Result<TiffLayout> TiffLayout::Make(const std::string& descr, int64_t pages, int
     case 'i':
       // 64-bit integers are not baseline TIFF: ImageJ, libtiff's tools and
       // most viewers refuse them.
-      if (t.size > 4) return Unsupported("TIFF has no common type for items " + Unquoted(descr));
+      if (t.size > 4)
+        return Unsupported("TIFF has no common type for items " + UnquotedDescr(descr));
       l.sample_format_ = t.kind == 'i' ? 2 : 1;
       break;
     case 'f':
       if (t.size != 4 && t.size != 8) {
-        return Unsupported("TIFF has no common type for items " + Unquoted(descr));
+        return Unsupported("TIFF has no common type for items " + UnquotedDescr(descr));
       }
       l.sample_format_ = 3;
       break;
     default:
-      return Unsupported("TIFF has no type for items " + Unquoted(descr));
+      return Unsupported("TIFF has no type for items " + UnquotedDescr(descr));
   }
   // ImageWidth and ImageLength are LONG.
   B2NDFS_RETURN_IF_ERROR(CheckExtent("TIFF", height, UINT32_MAX));
@@ -208,7 +202,7 @@ std::string TiffLayout::Header() const {
 Result<PgmLayout> MakePgm(const std::string& descr, int64_t height, int64_t width) {
   B2NDFS_ASSIGN_OR_RETURN(NumericType t, ImageType("PGM", descr));
   if (t.kind != 'u' || t.size > 2) {
-    return Unsupported("PGM holds unsigned 8- or 16-bit items, not " + Unquoted(descr));
+    return Unsupported("PGM holds unsigned 8- or 16-bit items, not " + UnquotedDescr(descr));
   }
   B2NDFS_RETURN_IF_ERROR(CheckExtent("PGM", height, INT32_MAX));
   B2NDFS_RETURN_IF_ERROR(CheckExtent("PGM", width, INT32_MAX));

@@ -40,6 +40,10 @@ namespace b2ndfs::remote {
 // The URL for messages: no user:password@, no query string or fragment.
 std::string RedactUrl(const std::string& url);
 
+// RFC 3986 percent-encoding: unreserved characters kept, every other byte
+// %XX (upper-case hex, as SigV4 requires); '/' kept when `keep_slash`.
+std::string PercentEncode(const std::string& text, bool keep_slash);
+
 // A parsed "Content-Range: bytes FIRST-LAST/TOTAL" (TOTAL may be "*": -1).
 struct ContentRange {
   int64_t first = 0;
