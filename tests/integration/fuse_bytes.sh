@@ -15,13 +15,6 @@ mount_fs "$TMP/src" "$M" -o cache_size=32M,threads=2 || exit 1
 
 check "fuse_compare bytes" "$FUSE_COMPARE" bytes "$M" "$R"
 
-# full_box REF: ":,:,:" for a 3-D reference ("-" for 0-D).
-full_box() {
-  local n
-  n=$(info_field "$1" ndim)
-  if ((n == 0)); then echo "-"; else printf ':%.0s,' $(seq "$n") | sed 's/,$//'; fi
-}
-
 X=$TMP/x
 mkdir -p "$X"
 for c in basic_f8.b2nd ndim/3d_f4.b2nd ndim/0d_f8.b2nd frames/sparse_f4.b2nd \

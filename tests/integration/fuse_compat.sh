@@ -22,8 +22,7 @@ while IFS=$'\t' read -r name expect sha what; do
   [[ $expect == data ]] || { fail "$name: unknown expectation '$expect'"; continue; }
   got=$(sha256sum <"$M/$name/data" | cut -c1-64)
   [[ $got == "$sha" ]] || fail "$name ($what): data has SHA-256 $got, c-blosc2 2.17.1 read $sha"
-  whole_box=$(info_field "$COMPAT/$name" shape | awk -F, '{ b = ":"; for (i = 2; i <= NF; i++) b = b ",:"; print b }')
-  if "$FIXTURE" slice "$COMPAT/$name" "$whole_box" "$TMP/whole.bin" 2>"$TMP/slice.err"; then
+  if "$FIXTURE" slice "$COMPAT/$name" "$(full_box "$COMPAT/$name")" "$TMP/whole.bin" 2>"$TMP/slice.err"; then
     got=$(sha256sum <"$TMP/whole.bin" | cut -c1-64)
     [[ $got == "$sha" ]] || fail "$name: c-blosc2 $("$B2NDFS" --version | sed -n 's/.*c-blosc2 \([^ ,]*\).*/\1/p') reads SHA-256 $got, 2.17.1 read $sha"
   else

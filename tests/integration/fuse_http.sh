@@ -28,23 +28,6 @@ NGINX_DENY="/faults/denied.b2nd /slow/faults/denied.b2nd"
 nginx_start fx="$S" faults="$F" || exit 1
 log "nginx on $NGINX_URL"
 
-# full_box REF: ":,:,:" for a 3-D reference ("-" for 0-D).
-full_box() {
-  local n
-  n=$(info_field "$1" ndim)
-  if ((n == 0)); then echo "-"; else printf ':%.0s,' $(seq "$n") | sed 's/,$//'; fi
-}
-# want_data CONTAINER OUT: the reference bytes of a fixture container's data.
-want_data() {
-  local ref
-  ref=$(ref_of "$R" "$1") || return 1
-  ref_slice "$ref" "$(full_box "$ref")" "$2"
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-# within SECONDS T0: less than SECONDS passed since T0.
-within() { awk -v a="$2" -v b="$(now)" -v s="$1" 'BEGIN { exit !(b - a < s) }'; }
-
 # --- conformance: the whole fixture set, byte-exact ---------------------------
 M=$TMP/mnt
 mount_fs "$NGINX_URL/fx/" "$M" -o cache_size=32M,threads=2 || exit 1
@@ -63,12 +46,12 @@ check "fuse_compare tree over an HTML index" "$FUSE_COMPARE" tree "$MH" "$S" "$R
 # A single container URL is the mount's root.
 M1=$TMP/mnt_one
 mount_fs "$NGINX_URL/fx/ndim/3d_f4.b2nd" "$M1" || exit 1
-want_data ndim/3d_f4.b2nd "$X/want_3d"
+want_data "$R" ndim/3d_f4.b2nd "$X/want_3d"
 check "single container URL: data" cmp "$M1/data" "$X/want_3d"
 # And a sparse frame (a directory) as one.
 M2=$TMP/mnt_sparse
 mount_fs "$NGINX_URL/fx/frames/sparse_f4.b2nd/" "$M2" || exit 1
-want_data frames/sparse_f4.b2nd "$X/want_sparse"
+want_data "$R" frames/sparse_f4.b2nd "$X/want_sparse"
 check "single sparse-frame URL: data" cmp "$M2/data" "$X/want_sparse"
 
 # A URL that does not answer is refused before the daemon detaches.
@@ -80,7 +63,7 @@ grep -q "$NGINX_URL/fx/nope" "$X/refused.log" || fail "the refusal does not name
 # --- faults -----------------------------------------------------------------
 MF=$TMP/mnt_faults
 mount_fs "$NGINX_URL/faults/" "$MF" -o timeout=4,retries=2,cache_size=16M || exit 1
-want_data ndim/2d_i4.b2nd "$X/want_2d"
+want_data "$R" ndim/2d_i4.b2nd "$X/want_2d"
 check "faults/good.b2nd reads" cmp "$MF/good.b2nd/data" "$X/want_2d"
 check "faults/notes.txt reads" cmp "$MF/notes.txt" "$F/notes.txt"
 
@@ -121,7 +104,7 @@ grep -q "HTTP 503" "$MB.log" || fail "the 503 failure is not logged: $(tail -3 "
 # mount stays alive; restarted: reads work again.
 MS=$TMP/mnt_slow
 mount_fs "$NGINX_URL/slow/faults/" "$MS" -o timeout=4,retries=1,cache_size=16M || exit 1
-want_data medium/image_u2.b2nd "$X/want_large"
+want_data "$R" medium/image_u2.b2nd "$X/want_large"
 cat "$MS/large.b2nd/data" >"$X/large_got" 2>"$X/large_err" &
 reader=$!
 sleep 1.5

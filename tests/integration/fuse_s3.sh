@@ -49,20 +49,6 @@ export AWS_SHARED_CREDENTIALS_FILE=$TMP/no-such-credentials AWS_CONFIG_FILE=$TMP
 unset AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION
 EP="endpoint=$S3_URL"
 
-full_box() {
-  local n
-  n=$(info_field "$1" ndim)
-  if ((n == 0)); then echo "-"; else printf ':%.0s,' $(seq "$n") | sed 's/,$//'; fi
-}
-want_data() {
-  local ref
-  ref=$(ref_of "$R" "$1") || return 1
-  ref_slice "$ref" "$(full_box "$ref")" "$2"
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-within() { awk -v a="$2" -v b="$(now)" -v s="$1" 'BEGIN { exit !(b - a < s) }'; }
-
 # --- conformance: the whole fixture set, byte-exact ---------------------------
 M=$TMP/mnt
 mount_fs s3://fixtures "$M" -o "$EP,cache_size=32M,threads=2,log_level=debug" || exit 1
@@ -75,14 +61,14 @@ requests=$(stats_field "$M" remote.requests) || fail ".b2ndfs/stats has no remot
 # A prefix, one container's key, a sparse frame's prefix.
 MP=$TMP/mnt_prefix
 mount_fs s3://fixtures/ndim/ "$MP" -o "$EP" || exit 1
-want_data ndim/3d_f4.b2nd "$X/want_3d"
+want_data "$R" ndim/3d_f4.b2nd "$X/want_3d"
 check "prefix mount: ndim/3d_f4.b2nd/data" cmp "$MP/3d_f4.b2nd/data" "$X/want_3d"
 M1=$TMP/mnt_one
 mount_fs s3://fixtures/ndim/3d_f4.b2nd "$M1" -o "$EP" || exit 1
 check "one container's key: data" cmp "$M1/data" "$X/want_3d"
 M2=$TMP/mnt_sparse
 mount_fs s3://fixtures/frames/sparse_f4.b2nd "$M2" -o "$EP" || exit 1
-want_data frames/sparse_f4.b2nd "$X/want_sparse"
+want_data "$R" frames/sparse_f4.b2nd "$X/want_sparse"
 check "a sparse frame's prefix: data" cmp "$M2/data" "$X/want_sparse"
 
 # A listing of several pages (continuation tokens).
@@ -133,7 +119,7 @@ check "no_sign (anonymous)" cmp "$MN/3d_f4.b2nd/data" "$X/want_3d"
 # --- faults -----------------------------------------------------------------
 MF=$TMP/mnt_faults
 mount_fs s3://faults "$MF" -o "$EP,timeout=3,retries=1,cache_size=16M" || exit 1
-want_data ndim/2d_i4.b2nd "$X/want_2d"
+want_data "$R" ndim/2d_i4.b2nd "$X/want_2d"
 check "faults/good.b2nd reads" cmp "$MF/good.b2nd/data" "$X/want_2d"
 check "faults/notes.txt reads" cmp "$MF/notes.txt" "$F/notes.txt"
 
@@ -156,7 +142,7 @@ check "replaced.b2nd after the server's copy changed" cmp "$MF/replaced.b2nd/dat
 
 # The server frozen (accepts, never answers) in the middle of a read: EIO
 # within the timeout, the mount stays alive.
-want_data medium/image_u2.b2nd "$X/want_large"
+want_data "$R" medium/image_u2.b2nd "$X/want_large"
 cat "$MF/large.b2nd/data" >"$X/large_got" 2>"$X/large_err" &
 reader=$!
 sleep 0.1

@@ -273,6 +273,28 @@ info_field() {
   "$FIXTURE" info "$1" | sed -E 's/.*"'"$2"'":(\[[^]]*\]|[^,}]*).*/\1/; s/[][]//g'
 }
 
+# full_box REFPATH: the whole array as b2nd_fixture slice wants it (":,:,:"
+# for a 3-D reference, "-" for 0-D).
+full_box() {
+  local n
+  n=$(info_field "$1" ndim)
+  if ((n == 0)); then echo "-"; else printf ':%.0s,' $(seq "$n") | sed 's/,$//'; fi
+}
+
+# want_data REFDIR CONTAINER OUT: c-blosc2's bytes of a manifest entry's
+# whole array (what its data file must hold).
+want_data() {
+  local ref
+  ref=$(ref_of "$1" "$2") || return 1
+  ref_slice "$ref" "$(full_box "$ref")" "$3"
+}
+
+# now / elapsed T0 (seconds since T0, one decimal) / within SECONDS T0
+# (less than SECONDS passed since T0): timing of fault tests.
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+within() { awk -v a="$2" -v b="$(now)" -v s="$1" 'BEGIN { exit !(b - a < s) }'; }
+
 # chunk_box REFPATH NAME: the box of chunk NAME ("1.0.2") as b2nd_fixture
 # slice wants it ("8:16,0:8,16:24").
 chunk_box() {
