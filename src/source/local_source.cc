@@ -10,11 +10,13 @@
 
 #include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/source/descriptor_cache.h"
+#include "local_internal.h"
 
 namespace b2ndfs::source {
 namespace {
 
-int64_t Nanos(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
+using internal::FileSignature;
+using internal::Nanos;
 
 Result<struct stat> StatPath(const std::string& path) {
   struct stat st;
@@ -23,16 +25,6 @@ Result<struct stat> StatPath(const std::string& path) {
     return Status(e, path + ": " + std::strerror(e));
   }
   return st;
-}
-
-Signature FileSignature(const struct stat& st) {
-  Signature s;
-  s.device = st.st_dev;
-  s.inode = st.st_ino;
-  s.size = st.st_size;
-  s.mtime_ns = Nanos(st.st_mtim);
-  s.ctime_ns = Nanos(st.st_ctim);
-  return s;
 }
 
 // The same file, unchanged: identity, size and both times.

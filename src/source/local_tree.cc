@@ -10,6 +10,7 @@
 #include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/file.h"
+#include "local_internal.h"
 
 namespace b2ndfs::source {
 namespace {
@@ -19,7 +20,7 @@ Status Errno(const std::string& what) {
   return Status(e, what + ": " + std::strerror(e));
 }
 
-int64_t Nanos(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
+using internal::FileSignature;
 
 // A local plain file is read through its own descriptor: it keeps reading the
 // version it opened even when the path is replaced.
@@ -83,15 +84,8 @@ class LocalTree final : public Tree {
     B2NDFS_ASSIGN_OR_RETURN(File file, File::OpenReadOnly(path));
     B2NDFS_ASSIGN_OR_RETURN(struct stat st, file.Stat());
     if (!S_ISREG(st.st_mode)) return NotFound(path);
-    // A rewrite in place keeps size and maybe mtime, never ctime.
-    Signature version;
-    version.device = st.st_dev;
-    version.inode = st.st_ino;
-    version.size = st.st_size;
-    version.mtime_ns = Nanos(st.st_mtim);
-    version.ctime_ns = Nanos(st.st_ctim);
     return std::shared_ptr<const PlainFile>(
-        std::make_shared<LocalFile>(std::move(file), std::move(version)));
+        std::make_shared<LocalFile>(std::move(file), FileSignature(st)));
   }
 
   std::string StatsJson() const override {
