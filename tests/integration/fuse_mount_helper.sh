@@ -60,7 +60,7 @@ after_mount() {
   [[ $(findmnt -no OPTIONS "$M") == ro,* ]] || fail "$what: not read-only: $(findmnt -no OPTIONS "$M")"
   check "$what: umount" umount "$M"
   if [[ -n $pid ]]; then
-    wait_until 5 eval "! kill -0 $pid 2>/dev/null" || fail "$what: b2ndfs still runs after umount"
+    threads=$(exits_within 20 "$pid") || fail "$what: b2ndfs still runs 20 s after umount; its threads: $threads"
   fi
 }
 

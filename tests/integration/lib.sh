@@ -187,6 +187,18 @@ is_b2ndfs() {
   ((${#args[@]} > 0)) && [[ ${args[0]} == *b2ndfs ]]
 }
 
+# exits_within SECONDS PID: waits for PID to end; if it does not, prints
+# what each of its threads is blocked in (for the failure message).
+exits_within() {
+  local limit=$1 pid=$2 task
+  wait_until "$limit" eval "! kill -0 $pid 2>/dev/null" && return 0
+  for task in /proc/"$pid"/task/*; do
+    printf '%s:%s:%s ' "${task##*/}" "$(awk '/^State/ {print $2}' "$task/status" 2>/dev/null)" \
+      "$(cat "$task/wchan" 2>/dev/null)"
+  done
+  return 1
+}
+
 # stop_pid PID: waits for a daemon to exit after its unmount, then TERM, KILL
 # (only while PID is still a b2ndfs process).
 stop_pid() {
