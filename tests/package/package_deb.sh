@@ -31,13 +31,8 @@ if [[ $(id -u) != 0 ]]; then
   log "SKIP: needs root (debootstrap and chroot)"
   exit 77
 fi
-# shellcheck source=../../scripts/lib/archive_uri.sh
-source "$SRC/scripts/lib/archive_uri.sh"
-URI=$(archive_uri)
-if [[ -z $URI ]]; then
-  log "SKIP: no Debian archive in /etc/apt to bootstrap a minimal root from"
-  exit 77
-fi
+# shellcheck source=../../scripts/lib/minbase.sh
+source "$SRC/scripts/lib/minbase.sh"
 for tool in debootstrap dpkg-buildpackage lintian; do
   command -v "$tool" >/dev/null || { fail "$tool is missing (scripts/setup.sh installs it)"; exit 1; }
 done
@@ -47,14 +42,7 @@ R=$TMP/root
 LISTENER_PID=
 cleanup() {
   [[ -n $LISTENER_PID ]] && kill "$LISTENER_PID" 2>/dev/null
-  # Whatever is mounted below the root, deepest first; then the files.
-  if [[ -d $R ]]; then
-    chroot "$R" fusermount3 -uz /mnt/arrays 2>/dev/null
-    local m
-    for m in $(awk -v r="$R" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
-      umount -l "$m" 2>/dev/null
-    done
-  fi
+  minbase_release "$R"
   if awk -v r="$TMP" 'index($5, r) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
     echo "[package.deb] leaving $TMP: something is still mounted below it" >&2
   else
@@ -73,29 +61,17 @@ if [[ ! -f $deb ]]; then
 fi
 log "built $(basename "$deb"); $(grep -o 'lintian: .*errors, [0-9]* warnings' "$TMP/build_deb.log")"
 
-. /etc/os-release
-log "debootstrap --variant=minbase $VERSION_CODENAME"
-if ! debootstrap --variant=minbase "$VERSION_CODENAME" "$R" "$URI" >"$TMP/debootstrap.log" 2>&1; then
-  if grep -qiE "Failed getting release file|Temporary failure resolving|Could not resolve|Connection refused" "$TMP/debootstrap.log"; then
-    log "SKIP: the archive is unreachable: $(grep -iE 'fail|resolv|refused' "$TMP/debootstrap.log" | head -n2)"
-    exit 77
-  fi
-  tail -n 20 "$TMP/debootstrap.log" >&2
-  fail "debootstrap failed"
+log "debootstrap --variant=minbase of this machine's release"
+minbase_make "$R" "$TMP/debootstrap.log" 2>"$TMP/minbase.err"
+rc=$?
+if ((rc == 77)); then
+  log "SKIP: $(cat "$TMP/minbase.err")"
+  exit 77
+elif ((rc != 0)); then
+  fail "cannot make a minimal root: $(cat "$TMP/minbase.err")"
   exit 1
 fi
-mount -t proc proc "$R/proc" || { fail "cannot mount /proc in the root"; exit 1; }
-mount -t devpts -o newinstance,ptmxmode=0666 devpts "$R/dev/pts" || { fail "cannot mount /dev/pts in the root"; exit 1; }
-# How this machine reaches its archive (e.g. a mirror whose Release files are
-# past Valid-Until, or one that needs credentials) holds for a minimal machine
-# next to it too: its apt Acquire settings are carried over, nothing else.
-for conf in /etc/apt/apt.conf.d/*; do
-  [[ -f $conf ]] && grep -q '^[[:space:]]*Acquire::' "$conf" && cp "$conf" "$R/etc/apt/apt.conf.d/"
-done
-[[ -d /etc/apt/auth.conf.d ]] && cp -r /etc/apt/auth.conf.d "$R/etc/apt/" 2>/dev/null
-# The root keeps debootstrap's own /dev; it gets /dev/fuse, and a /dev/log
-# that this test reads (the daemon's syslog).
-[[ -c $R/dev/fuse ]] || mknod -m 666 "$R/dev/fuse" c 10 229 || { fail "cannot make /dev/fuse in the root"; exit 1; }
+# The daemon's syslog goes to a /dev/log in the root that this test reads.
 /usr/bin/python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -105,8 +81,7 @@ with open(sys.argv[2], "ab", buffering=0) as f:
         f.write(s.recv(65536) + b"\n")
 ' "$R/dev/log" "$TMP/syslog" &
 LISTENER_PID=$!
-mount --bind /sys "$R/sys" || { fail "cannot bind /sys into the root"; exit 1; }
-in_root() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+in_root() { minbase_run "$R" "$@"; }
 
 cp "$deb" "$R/tmp/"
 log "apt-get install ./$(basename "$deb") in the minimal root"
@@ -162,11 +137,9 @@ fi
 # B2NDFS_MINBASE_DEMO=0 skips this part (several minutes: package installs
 # and a build).
 if [[ ${B2NDFS_MINBASE_DEMO:-1} == 1 ]]; then
-  mkdir -p "$R/root/b2ndfs"
-  tar -C "$SRC" --exclude='./build*' --exclude='./.git' --exclude='./.deps' -cf - . |
-    tar -C "$R/root/b2ndfs" -xf -
+  minbase_copy_sources "$SRC" "$R/root/b2ndfs"
   log "README's main command (bash scripts/demo.sh) in the minimal root"
-  if in_root env HOME=/root bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' >"$TMP/demo.log" 2>&1; then
+  if in_root bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' >"$TMP/demo.log" 2>&1; then
     grep -q "What next" "$TMP/demo.log" || fail "the demo ended without its 'What next' lines"
     grep -q "slice 384 == row 384 of data" "$TMP/demo.log" || fail "the demo did not show its slice check"
     log "the demo ran in the minimal root ($(grep -c '^\$ \|\[1m\$' "$TMP/demo.log") steps shown)"

@@ -1,0 +1,88 @@
+# Sourced: a minimal Debian root of this machine's release (debootstrap
+# --variant=minbase, from the archive this machine's apt already uses), ready
+# to build and mount FUSE filesystems in: /proc, /sys, /dev/pts, /dev/fuse,
+# /dev/shm, and how this machine reaches the network, which holds for a root
+# next to it too: its resolv.conf, apt Acquire settings and locally added
+# CA certificates (e.g. of a TLS-intercepting egress proxy; they join the
+# root's trust store when its ca-certificates package is installed). Nothing
+# else.
+# Needs root. Used by tests/package/package_deb.sh and scripts/check_minbase.sh.
+#
+#   minbase_make ROOT LOG   debootstrap into ROOT (its output into LOG);
+#                           exit status 77 if the archive is unreachable,
+#                           1 on any other failure (the reason on stderr)
+#   minbase_run ROOT CMD..  CMD in ROOT with a clean environment
+#   minbase_copy_sources SRC DEST
+#                           the source tree as a user gets it (no build
+#                           trees, no .deps, no .git)
+#   minbase_release ROOT    stops every process whose root is ROOT and
+#                           unmounts everything below it, deepest first
+
+# shellcheck source=archive_uri.sh
+source "$(dirname "${BASH_SOURCE[0]}")/archive_uri.sh"
+
+minbase_make() {
+  local root=$1 log=$2 uri codename
+  uri=$(archive_uri)
+  if [[ -z $uri ]]; then
+    echo "no Debian archive in /etc/apt to bootstrap a minimal root from" >&2
+    return 77
+  fi
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  if ! debootstrap --variant=minbase "$codename" "$root" "$uri" >"$log" 2>&1; then
+    if grep -qiE "Failed getting release file|Temporary failure resolving|Could not resolve|Connection refused" "$log"; then
+      echo "the archive is unreachable: $(grep -iE 'fail|resolv|refused' "$log" | head -n2)" >&2
+      return 77
+    fi
+    tail -n 20 "$log" >&2
+    echo "debootstrap failed" >&2
+    return 1
+  fi
+  mount -t proc proc "$root/proc" || return 1
+  mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" || return 1
+  mount --bind /sys "$root/sys" || return 1
+  mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || return 1
+  [[ -c $root/dev/fuse ]] || mknod -m 666 "$root/dev/fuse" c 10 229 || return 1
+  local conf
+  for conf in /etc/apt/apt.conf.d/*; do
+    [[ -f $conf ]] && grep -q '^[[:space:]]*Acquire::' "$conf" && cp "$conf" "$root/etc/apt/apt.conf.d/"
+  done
+  [[ -d /etc/apt/auth.conf.d ]] && cp -r /etc/apt/auth.conf.d "$root/etc/apt/" 2>/dev/null
+  cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
+  if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+    [[ -x $root/usr/sbin/update-ca-certificates ]] && minbase_run "$root" update-ca-certificates >/dev/null 2>&1
+  fi
+  return 0
+}
+
+minbase_run() {
+  local root=$1
+  shift
+  chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root TERM=dumb "$@"
+}
+
+minbase_copy_sources() {
+  mkdir -p "$2"
+  tar -C "$1" --exclude='./build*' --exclude='./.git' --exclude='./.deps' --exclude='./bench/out' -cf - . |
+    tar -C "$2" -xf -
+}
+
+minbase_release() {
+  local root=$1 proc pid m
+  [[ -d $root ]] || return 0
+  root=$(cd "$root" && pwd -P)
+  # Daemons a failed run left (nginx, s3rver, b2ndfs): first TERM, then KILL.
+  for sig in TERM KILL; do
+    for proc in /proc/[0-9]*; do
+      pid=${proc#/proc/}
+      [[ $pid == "$$" ]] && continue
+      [[ $(readlink "$proc/root" 2>/dev/null) == "$root" ]] && kill -"$sig" "$pid" 2>/dev/null
+    done
+    [[ $sig == TERM ]] && sleep 1
+  done
+  for m in $(awk -v r="$root/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+  done
+}
