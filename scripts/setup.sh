@@ -64,7 +64,7 @@ TEST_PACKAGES=(
   # from npm into .deps/npm below). Debian's npm package is added below only
   # when no npm is installed (a nodejs from elsewhere brings its own and
   # conflicts with it).
-  nginx nodejs
+  nginx nodejs curl
 )
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "$MODE" = all ]; then APT_PACKAGES+=("${TEST_PACKAGES[@]}"); fi
