@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
@@ -136,7 +138,8 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
-  ForEach(workers, loads.reads.size(), [&](size_t k) {
+  // Reads the source bytes of read k and rebases its chunk heads.
+  auto fetch = [&](size_t k) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
     read.buffer = std::make_unique<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
@@ -162,12 +165,20 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
           *chunk.head, chunk.info, view.span, distance, cbytes,
           std::span<uint8_t>(read.buffer->data() + view.head_pos, static_cast<size_t>(head_size)));
     }
-  });
+  };
+  // One round of tasks, one per block: the first block that needs a read
+  // does it, the others of that read wait for it (call_once). Reads overlap
+  // with decoding, a read whose blocks another reader loaded meanwhile is
+  // skipped, and the workers are woken once per plan rather than twice (on
+  // a busy machine every wake-up can wait for a CPU).
+  std::unique_ptr<std::once_flag[]> fetched(new std::once_flag[loads.reads.size()]);
   ForEach(workers, loads.blocks.size(), [&](size_t i) {
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock};
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
+      const size_t k = loads.views[static_cast<size_t>(b.view)].read;
+      std::call_once(fetched[k], fetch, k);
       return DecodePlanned(loads, i);
     });
     if (value.ok()) {
