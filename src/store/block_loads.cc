@@ -1,7 +1,8 @@
 // Loading many blocks at once: their compressed spans, found from the cached
-// chunk heads, are grouped into few source reads (read_plan.h), the reads run
-// in parallel, and the blocks are decoded straight from the read buffers
-// into their cache entries, in parallel. A read that serves blocks of several
+// chunk heads, are grouped into few source reads (read_plan.h), and the
+// blocks are decoded straight from the read buffers into their cache
+// entries, in one round of parallel tasks (a read is made by the first task
+// that needs it). A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
