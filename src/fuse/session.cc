@@ -226,17 +226,35 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   });
 }
 
+// This thread's reply buffer, kept from read to read: a fresh allocation of
+// up to max_read bytes per request costs page faults on first touch whenever
+// malloc serves it from memory it had given back to the kernel.
+uint8_t* ReplyBuffer(size_t size) {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  thread_local size_t capacity = 0;
+  if (size > capacity) {
+    buffer.reset();  // never hold both
+    buffer.reset(new uint8_t[size]);
+    capacity = size;
+  }
+  return buffer.get();
+}
+
+// Reads into this thread's reply buffer and replies (the buffer is free
+// again once fuse_reply_buf returns: the kernel has copied it).
+void ServeRead(fuse_req_t req, vfs::FileHandle& handle, size_t size, off_t offset) {
+  uint8_t* buffer = ReplyBuffer(std::max<size_t>(size, 1));
+  auto n = StateOf(req).fs->Read(handle, offset, size, buffer);
+  if (!n.ok()) {
+    fuse_reply_err(req, ErrnoOf(n.status()));
+    return;
+  }
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buffer), *n);
+}
+
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t offset, struct fuse_file_info* fi) {
-  Trampoline(req, [&] {
-    auto* handle = reinterpret_cast<vfs::FileHandle*>(fi->fh);
-    std::unique_ptr<uint8_t[]> buffer(new uint8_t[size > 0 ? size : 1]);
-    auto n = StateOf(req).fs->Read(*handle, offset, size, buffer.get());
-    if (!n.ok()) {
-      fuse_reply_err(req, ErrnoOf(n.status()));
-      return;
-    }
-    fuse_reply_buf(req, reinterpret_cast<const char*>(buffer.get()), *n);
-  });
+  Trampoline(req,
+             [&] { ServeRead(req, *reinterpret_cast<vfs::FileHandle*>(fi->fh), size, offset); });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {

@@ -495,11 +495,13 @@ inline void StridedCopy(const uint8_t* s, uint8_t* d, int64_t n, int64_t s_strid
 
 }  // namespace
 
-void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box& dst_box,
-                const Box& region, int64_t itemsize) {
-  if (region.empty()) return;
-  const int n = region.ndim();
+void CopyRegion(const uint8_t* src, BoxRef src_box, uint8_t* dst, BoxRef dst_box, BoxRef region,
+                int64_t itemsize) {
+  const int n = region.ndim;
   if (n > kMaxScratchAxes) return;  // no layout has that many axes
+  for (int i = 0; i < n; ++i) {
+    if (region.stop[i] <= region.start[i]) return;  // empty
+  }
 
   // Per axis: extent of the region and byte strides in both buffers, after
   // dropping length-1 axes and merging axes that are contiguous in both

@@ -1,12 +1,15 @@
 // Loading many blocks at once: their compressed spans, found from the cached
-// chunk heads, are grouped into few source reads (read_plan.h), the reads run
-// in parallel, and the blocks are decoded straight from the read buffers
-// into their cache entries, in parallel. A read that serves blocks of several
+// chunk heads, are grouped into few source reads (read_plan.h), and the
+// blocks are decoded straight from the read buffers into their cache
+// entries, in one round of parallel tasks (a read is made by the first task
+// that needs it). A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
@@ -136,7 +139,8 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
-  ForEach(workers, loads.reads.size(), [&](size_t k) {
+  // Reads the source bytes of read k and rebases its chunk heads.
+  auto fetch = [&](size_t k) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
     read.buffer = std::make_unique<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
@@ -162,12 +166,20 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
           *chunk.head, chunk.info, view.span, distance, cbytes,
           std::span<uint8_t>(read.buffer->data() + view.head_pos, static_cast<size_t>(head_size)));
     }
-  });
+  };
+  // One round of tasks, one per block: the first block that needs a read
+  // does it, the others of that read wait for it (call_once). Reads overlap
+  // with decoding, a read whose blocks another reader loaded meanwhile is
+  // skipped, and the workers are woken once per plan rather than twice (on
+  // a busy machine every wake-up can wait for a CPU).
+  std::unique_ptr<std::once_flag[]> fetched(new std::once_flag[loads.reads.size()]);
   ForEach(workers, loads.blocks.size(), [&](size_t i) {
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock};
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
+      const size_t k = loads.views[static_cast<size_t>(b.view)].read;
+      std::call_once(fetched[k], fetch, k);
       return DecodePlanned(loads, i);
     });
     if (value.ok()) {

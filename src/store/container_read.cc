@@ -3,7 +3,7 @@
 // workers), and copied out piece by piece.
 #include <algorithm>
 #include <cstring>
-#include <map>
+#include <span>
 
 #include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/store/worker_pool.h"
@@ -17,35 +17,97 @@ using geometry::ArrayLayout;
 using geometry::BlockRef;
 using geometry::Box;
 
+namespace {
+
+// One block's share of a read: `region` of the block lands in sub-box `sub`
+// of the read. Coordinates live in ReadScratch::coords at `coords`: the
+// block's box (start, stop), then the region (start, stop), ndim each.
+struct Piece {
+  int64_t chunk;
+  int64_t block;
+  size_t coords;
+  size_t sub;
+};
+
+// A block the read touches: pieces [first_piece, end_piece) are its, and
+// `load` indexes the batch's BlockLoads when it was not cached.
+struct BlockWork {
+  int64_t chunk;
+  int64_t block;
+  size_t first_piece;
+  size_t end_piece;
+  cache::Value value;
+  int64_t load;
+};
+
+// A thread's planning buffers, kept from read to read: a read of cached
+// blocks then allocates nothing per block or piece.
+struct ReadScratch {
+  std::vector<Piece> pieces;
+  std::vector<int64_t> coords;
+  std::vector<BlockWork> blocks;
+  std::vector<uint8_t*> sub_dst;  // where each sub-box's bytes start
+  bool in_use = false;
+};
+
+// Bigger plans are not kept for the next read of the thread: what a thread
+// keeps stays under ~400 KiB (for 3-D arrays), enough for a 1 MiB read of
+// 16 KiB blocks.
+constexpr size_t kMaxKeptPieces = 2048;
+
+// This thread's ReadScratch for the duration of one read (a fresh one if a
+// read on this thread is already using it). Cleared on the way out, so
+// that no block stays pinned by a thread between reads.
+class ScratchLease {
+ public:
+  ScratchLease() : scratch_(Thread().in_use ? own_ : Thread()) { scratch_.in_use = true; }
+  ~ScratchLease() {
+    if (scratch_.pieces.capacity() > kMaxKeptPieces) {
+      scratch_ = ReadScratch{};
+    } else {
+      scratch_.pieces.clear();
+      scratch_.coords.clear();
+      scratch_.blocks.clear();
+      scratch_.sub_dst.clear();
+    }
+    scratch_.in_use = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  ReadScratch& get() { return scratch_; }
+
+ private:
+  static ReadScratch& Thread() {
+    thread_local ReadScratch scratch;
+    return scratch;
+  }
+  ReadScratch own_;
+  ReadScratch& scratch_;
+};
+
+}  // namespace
+
 Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
                           uint8_t* out) const {
   const ArrayLayout& layout = *layout_;
   const int64_t itemsize = layout.itemsize();
-  struct Piece {
-    Box region;
-    uint8_t* dst;
-    const Box* dst_box;
-  };
-  struct BlockWork {
-    BlockRef ref;
-    std::vector<Piece> pieces;
-    cache::Value value;
-    Status status;
-  };
+  const int n = layout.ndim();
+  ScratchLease lease;
+  ReadScratch& s = lease.get();
   const std::vector<Box> boxes = geometry::LinearRangeToBoxes(box, item_begin, item_end);
-  std::vector<BlockWork> blocks;
-  std::map<std::pair<int64_t, int64_t>, size_t> block_slot;  // (chunk, block) -> slot
   uint8_t* dst = out;
   int64_t planned_items = 0;
-  for (const Box& sub : boxes) {
-    layout.ForEachBlockIn(sub, [&](const BlockRef& ref, const Box& region) {
-      auto [it, inserted] =
-          block_slot.try_emplace({ref.chunk_index, ref.block_index}, blocks.size());
-      if (inserted) blocks.push_back(BlockWork{ref, {}, nullptr, Status::Ok()});
-      blocks[it->second].pieces.push_back(Piece{region, dst, &sub});
+  for (size_t k = 0; k < boxes.size(); ++k) {
+    s.sub_dst.push_back(dst);
+    layout.ForEachBlockIn(boxes[k], [&](const BlockRef& ref, const Box& region) {
+      s.pieces.push_back(Piece{ref.chunk_index, ref.block_index, s.coords.size(), k});
+      for (const std::vector<int64_t>* v :
+           {&ref.block_box.start, &ref.block_box.stop, &region.start, &region.stop}) {
+        s.coords.insert(s.coords.end(), v->begin(), v->begin() + n);
+      }
       planned_items += region.NumItems();
     });
-    dst += sub.NumItems() * itemsize;
+    dst += boxes[k].NumItems() * itemsize;
   }
   // The reply buffer is not zeroed: every byte of it must come from a piece
   // (pieces never overlap), or memory that was never written would be sent.
@@ -53,34 +115,48 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
     return Status(EIO, "internal error: the read plan covers " + std::to_string(planned_items) +
                            " of " + std::to_string(item_end - item_begin) + " items");
   }
+  // A block cut by the sub-boxes' borders has pieces in several of them:
+  // group them, so that each block is looked up (or loaded) once.
+  auto by_block = [](const Piece& a, const Piece& b) {
+    return a.chunk != b.chunk ? a.chunk < b.chunk : a.block < b.block;
+  };
+  if (!std::is_sorted(s.pieces.begin(), s.pieces.end(), by_block)) {
+    std::sort(s.pieces.begin(), s.pieces.end(), by_block);
+  }
+  for (size_t i = 0; i < s.pieces.size();) {
+    size_t j = i + 1;
+    while (j < s.pieces.size() && s.pieces[j].chunk == s.pieces[i].chunk &&
+           s.pieces[j].block == s.pieces[i].block) {
+      ++j;
+    }
+    s.blocks.push_back(BlockWork{s.pieces[i].chunk, s.pieces[i].block, i, j, nullptr, -1});
+    i = j;
+  }
 
   // Fetch in batches that fit the pinning budget, copy, release, repeat: a
   // read never holds more than max_pinned_bytes of blocks at once, plus the
   // compressed bytes it reads for them (pinned with them).
-  WorkerPool* workers = context_->workers;
-  size_t begin = 0;
-  while (begin < blocks.size()) {
+  for (size_t begin = 0; begin < s.blocks.size();) {
     size_t end = begin;
     size_t pinned = 0;
-    while (end < blocks.size() && (end == begin || pinned < context_->max_pinned_bytes)) {
-      const BlockRef& r = blocks[end].ref;
-      pinned += static_cast<size_t>(layout.BlockItems(r.chunk_index, r.block_index) * itemsize);
+    while (end < s.blocks.size() && (end == begin || pinned < context_->max_pinned_bytes)) {
+      const BlockWork& w = s.blocks[end];
+      pinned += static_cast<size_t>(layout.BlockItems(w.chunk, w.block) * itemsize);
       ++end;
     }
-    // Plan the blocks missing now (reading only chunk heads, which the cache
-    // keeps), then pin blocks and read buffers together: no reader waits for
-    // pins while it holds some.
+    const std::span<BlockWork> batch(s.blocks.data() + begin, end - begin);
+    // One cache lookup per block; the missing ones are planned together
+    // (reading only chunk heads, which the cache keeps) and loaded after the
+    // pins are granted: no reader waits for pins while it holds some.
     BlockLoads loads;
-    std::vector<int64_t> planned(end - begin, -1);  // batch slot -> loads.blocks
-    for (size_t i = begin; i < end; ++i) {
-      const BlockRef& r = blocks[i].ref;
-      if (!context_->cache->Contains(
-              cache::Key{cache_id_, r.chunk_index, r.block_index, cache::EntryKind::kBlock})) {
-        planned[i - begin] = static_cast<int64_t>(loads.blocks.size());
-        loads.blocks.push_back(BlockLoads::Block{r.chunk_index, r.block_index});
-      }
+    for (BlockWork& w : batch) {
+      w.value = context_->cache->TryGet(
+          cache::Key{cache_id_, w.chunk, w.block, cache::EntryKind::kBlock});
+      if (w.value) continue;
+      w.load = static_cast<int64_t>(loads.blocks.size());
+      loads.blocks.push_back(BlockLoads::Block{w.chunk, w.block});
     }
-    if (!loads.blocks.empty()) PlanLoads(loads, workers);
+    if (!loads.blocks.empty()) PlanLoads(loads, context_->workers);
     pinned += static_cast<size_t>(loads.buffer_bytes);
     if (context_->pins != nullptr) context_->pins->Acquire(pinned);
     GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
@@ -92,42 +168,21 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
         if (pins != nullptr) pins->Release(bytes);
       }
     } unpin{context_->pins, pinned};
-    if (!loads.blocks.empty()) RunPlan(loads, workers);
-    // Blocks cached at planning time, unless evicted since then.
-    std::vector<size_t> misses;
-    for (size_t i = begin; i < end; ++i) {
-      BlockWork& w = blocks[i];
-      const int64_t p = planned[i - begin];
-      if (p >= 0) {
-        BlockLoads::Block& b = loads.blocks[static_cast<size_t>(p)];
+    if (!loads.blocks.empty()) {
+      RunPlan(loads, context_->workers);
+      for (BlockWork& w : batch) {
+        if (w.load < 0) continue;
+        BlockLoads::Block& b = loads.blocks[static_cast<size_t>(w.load)];
+        B2NDFS_RETURN_IF_ERROR(b.status);
         w.value = std::move(b.value);
-        w.status = std::move(b.status);
-        continue;
       }
-      w.value = context_->cache->TryGet(
-          cache::Key{cache_id_, w.ref.chunk_index, w.ref.block_index, cache::EntryKind::kBlock});
-      if (!w.value) misses.push_back(i);
     }
-    auto fetch_miss = [&](size_t k) {
-      BlockWork& w = blocks[misses[k]];
-      auto value = GetBlock(w.ref.chunk_index, w.ref.block_index);
-      if (value.ok()) {
-        w.value = std::move(value).value();
-      } else {
-        w.status = value.status();
-      }
-    };
-    if (workers != nullptr && misses.size() > 1) {
-      workers->ParallelFor(misses.size(), fetch_miss);
-    } else {
-      for (size_t k = 0; k < misses.size(); ++k) fetch_miss(k);
-    }
-    for (size_t i = begin; i < end; ++i) {
-      BlockWork& w = blocks[i];
-      if (!w.status.ok()) return w.status;
-      for (const Piece& p : w.pieces) {
-        geometry::CopyRegion(w.value->data(), w.ref.block_box, p.dst, *p.dst_box, p.region,
-                             itemsize);
+    for (BlockWork& w : batch) {
+      for (size_t i = w.first_piece; i < w.end_piece; ++i) {
+        const Piece& p = s.pieces[i];
+        const int64_t* c = s.coords.data() + p.coords;
+        geometry::CopyRegion(w.value->data(), geometry::BoxRef(c, c + n, n), s.sub_dst[p.sub],
+                             boxes[p.sub], geometry::BoxRef(c + 2 * n, c + 3 * n, n), itemsize);
       }
       w.value.reset();
     }
@@ -203,16 +258,26 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   std::vector<std::pair<int64_t, int64_t>> wanted;
   for (const Box& sub : geometry::LinearRangeToBoxes(box, first, last)) {
     layout_->ForEachBlockIn(sub, [&](const BlockRef& ref, const Box&) {
-      if (!wanted.empty() && wanted.back() == std::make_pair(ref.chunk_index, ref.block_index)) {
-        return;
-      }
-      const cache::Key key{cache_id_, ref.chunk_index, ref.block_index, cache::EntryKind::kBlock};
-      if (!context_->cache->Contains(key)) wanted.emplace_back(ref.chunk_index, ref.block_index);
+      wanted.emplace_back(ref.chunk_index, ref.block_index);
     });
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   GlobalReadStats().prefetch_requests++;
+  auto cached = [&](const std::pair<int64_t, int64_t>& b) {
+    return context_->cache->Contains(
+        cache::Key{cache_id_, b.first, b.second, cache::EntryKind::kBlock});
+  };
+  // A sequential reader of cached blocks lands here on every read: when the
+  // range's first, middle and last blocks are cached, take the range as
+  // cached rather than look up every block (a warm read would spend ~10% of
+  // its time on these lookups). A wrong guess only costs a later read its
+  // decompression.
+  if (wanted.empty() ||
+      (cached(wanted.front()) && cached(wanted[wanted.size() / 2]) && cached(wanted.back()))) {
+    return;
+  }
+  wanted.erase(std::remove_if(wanted.begin(), wanted.end(), cached), wanted.end());
   auto self = shared_from_this();
   const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;
   // A few neighbouring blocks per task, loaded as one plan: their bytes come

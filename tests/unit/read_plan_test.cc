@@ -320,3 +320,55 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   CHECK(got == want);
   b2nd_free(array);
 }
+
+TEST_CASE("random byte ranges of the array stream return c-blosc2's bytes, cold and warm",
+          "[read_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  std::vector<uint8_t> want(static_cast<size_t>(kShape[0] * kShape[1] * kShape[2] * 4));
+  REQUIRE(b2nd_to_cbuffer(array, want.data(), static_cast<int64_t>(want.size())) == 0);
+  b2nd_free(array);
+  // A cache that holds a few chunks only and a small pinning limit: reads
+  // come in several batches, and blocks are evicted between reads.
+  const size_t cache_bytes = GENERATE(size_t{2} << 20, size_t{256} << 20);
+  const int threads = GENERATE(0, 2);
+  CAPTURE(cache_bytes, threads);
+  cache::BlockCache cache(cache_bytes, 2);
+  codec::DecompressorPool decompressors(4);
+  std::unique_ptr<store::WorkerPool> workers;
+  if (threads > 0) workers = std::make_unique<store::WorkerPool>(threads);
+  store::StoreContext ctx;
+  ctx.cache = &cache;
+  ctx.decompressors = &decompressors;
+  ctx.workers = workers.get();
+  ctx.max_pinned_bytes = 256u << 10;
+  source::DescriptorCache descriptors(16);
+  auto opened = source::OpenLocal(path, &descriptors);
+  REQUIRE(opened.ok());
+  auto container = store::Container::Open(std::move(opened).value(), &ctx, 1, nullptr);
+  REQUIRE(container->ok());
+  const store::ArrayStream stream{"HEAD",
+                                  geometry::Box::FromShape({kShape[0], kShape[1], kShape[2]})};
+  REQUIRE(container->StreamSize(stream) == static_cast<int64_t>(want.size()) + 4);
+
+  std::vector<uint8_t> file(4 + want.size());
+  std::memcpy(file.data(), "HEAD", 4);
+  std::memcpy(file.data() + 4, want.data(), want.size());
+  std::mt19937_64 rng(99);
+  std::vector<uint8_t> got;
+  for (int round = 0; round < 60; ++round) {
+    // Unaligned offsets and lengths from a few bytes to ~3 MiB, some past the end.
+    const int64_t offset = static_cast<int64_t>(rng() % (file.size() + 4));
+    const size_t length = round % 3 == 0 ? 1 + rng() % 64 : 1 + rng() % (3u << 20);
+    got.assign(length, 0xEE);
+    for (int pass = 0; pass < 2; ++pass) {  // cold (mostly), then warm
+      CAPTURE(round, offset, length, pass);
+      auto n = container->Read(stream, offset, length, got.data());
+      REQUIRE(n.ok());
+      const int64_t size = container->StreamSize(stream);
+      REQUIRE(static_cast<int64_t>(*n) == std::clamp<int64_t>(size - offset, 0, length));
+      if (*n > 0) CHECK(std::memcmp(got.data(), file.data() + offset, *n) == 0);
+    }
+  }
+}

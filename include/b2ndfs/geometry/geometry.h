@@ -111,10 +111,22 @@ class ArrayLayout {
 // the returned order, are exactly that range. Empty range: empty result.
 std::vector<Box> LinearRangeToBoxes(const Box& box, int64_t item_begin, int64_t item_end);
 
+// A box by reference: its start and stop coordinates live elsewhere (a Box,
+// or a flat array a read planner fills without allocating per box).
+struct BoxRef {
+  const int64_t* start = nullptr;
+  const int64_t* stop = nullptr;
+  int ndim = 0;
+  BoxRef(const Box& box)  // NOLINT(google-explicit-constructor): a view of it
+      : start(box.start.data()), stop(box.stop.data()), ndim(box.ndim()) {}
+  BoxRef(const int64_t* start_coords, const int64_t* stop_coords, int axes)
+      : start(start_coords), stop(stop_coords), ndim(axes) {}
+};
+
 // Copies `region` from a C-order buffer covering `src_box` into a C-order buffer
-// covering `dst_box` (region ⊆ both). Merges contiguous trailing axes so that
-// the inner loop is one memcpy per run.
-void CopyRegion(const uint8_t* src, const Box& src_box, uint8_t* dst, const Box& dst_box,
-                const Box& region, int64_t itemsize);
+// covering `dst_box` (region ⊆ both, all of one ndim). Merges contiguous
+// trailing axes so that the inner loop is one memcpy per run.
+void CopyRegion(const uint8_t* src, BoxRef src_box, uint8_t* dst, BoxRef dst_box, BoxRef region,
+                int64_t itemsize);
 
 }  // namespace b2ndfs::geometry
