@@ -42,6 +42,21 @@ def kept_sections(path):
     return text[at + 1:] if at >= 0 else ''
 
 
+def command_flags(a):
+    """The options of bench/run.sh that made this run, as far as they differ from the default."""
+    flags = ' --quick' if a.get('quick') else (
+        '' if a['size_mb'] == 1024 else ' --size-mb %d' % a['size_mb'])
+    if a.get('reps', 3) != 3:
+        flags += ' --reps %d' % a['reps']
+    if a.get('sweep') is False:
+        flags += ' --no-sweep'
+    if a.get('listing') is False:
+        flags += ' --no-listing'
+    if a.get('ops') and len(a['ops']) < len(OPS):
+        flags += ' --ops ' + ','.join(a['ops'])
+    return flags
+
+
 def op_label(res, op):
     n0, n1, n2 = res.shape
     a = res.args
@@ -91,9 +106,7 @@ def render(results, kept=''):
       'mount is needed (in-process, warm, memfs, squashfuse warm) is itself the median of %d '
       'reads within its run. The machine is shared and '
       'noisy: differences under ~10%% are not significant.%s\n' % (
-          ' --quick' if a.get('quick') else (
-              '' if a['size_mb'] == 1024 else ' --size-mb %d' % a['size_mb']),
-          datetime.date.today().isoformat(), m.get('git', '?'), notes.get('elapsed_s', 0) / 60,
+          command_flags(a), datetime.date.today().isoformat(), m.get('git', '?'), notes.get('elapsed_s', 0) / 60,
           a['reps'], a.get('inner', 1), load))
 
     w('## Setup\n')
@@ -285,13 +298,7 @@ def render(results, kept=''):
       '| b2ndfs warm: requests · mean size | memfs: requests · mean size · most requests in flight on the mount so far |')
     w('| --- | --- | --- | --- | --- | --- |')
 
-    def diff(run, *path):
-        """The counter's growth over the run, per repeat inside it."""
-        def get(s):
-            for k in path:
-                s = (s or {}).get(k)
-            return s or 0
-        return (get(run.get('stats')) - get(run.get('stats_before'))) / (run.get('repeat') or 1)
+    diff = res.counter
     for op in OPS:
         cold = (res.runs('b2_cold', op) or res.runs('b2_cold_cached', op) or
                 res.runs('b2_plane', op))
