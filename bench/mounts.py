@@ -45,8 +45,9 @@ def is_mounted(path):
         return any(line.split()[4] == path for line in f)
 
 
-def daemon_pid(mountpoint, program):
-    """The pid of the daemon serving `mountpoint` (its command line names both)."""
+def daemon_pids(mountpoint, program):
+    """The pids of the processes whose command line names `program` and `mountpoint`."""
+    pids = set()
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
@@ -56,8 +57,17 @@ def daemon_pid(mountpoint, program):
         except OSError:
             continue
         if argv and os.path.basename(argv[0]) == program and mountpoint in argv:
-            return int(entry)
-    return None
+            pids.add(int(entry))
+    return pids
+
+
+def process_gone(pid):
+    """True once `pid` has exited (or is a zombie: its counters are final then)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
+    except OSError:
+        return True
 
 
 def vm_hwm_kb(pid):
@@ -113,18 +123,28 @@ class Mounts:
 
     def __init__(self):
         self.active = []
+        self.pids = {}  # mountpoint -> pid of its daemon
 
     def mount(self, cmd, mountpoint, program):
+        """Mounts and returns (seconds the command took, the new daemon's pid). A daemon of an
+        earlier mount on the same path may still be exiting: it is not the one returned."""
         os.makedirs(mountpoint, exist_ok=True)
         if is_mounted(mountpoint):
             self.unmount(mountpoint)
+        earlier = daemon_pids(mountpoint, program)
         self.active.append(mountpoint)
         t = time.perf_counter()
         run(cmd, timeout=120)
         seconds = time.perf_counter() - t
         if not is_mounted(mountpoint):
             raise BenchError('%s returned but %s is not mounted' % (cmd[0], mountpoint))
-        return seconds, daemon_pid(mountpoint, program)
+        new = daemon_pids(mountpoint, program) - earlier
+        pid = max(new) if len(new) == 1 else None
+        if pid is None:
+            log('cannot tell the daemon of %s (candidates %s): no CPU or RSS for this mount' % (
+                mountpoint, sorted(new)))
+        self.pids[mountpoint] = pid
+        return seconds, pid
 
     def unmount(self, mountpoint):
         for attempt in range(20):
@@ -137,6 +157,12 @@ class Mounts:
             subprocess.run(['fusermount3', '-uz', mountpoint], stderr=subprocess.DEVNULL)
         if mountpoint in self.active:
             self.active.remove(mountpoint)
+        # Wait (a little) for the daemon to exit, so that it neither competes with the next
+        # run for the CPU nor holds memory the next mount's figures would include.
+        pid = self.pids.pop(mountpoint, None)
+        deadline = time.monotonic() + 10
+        while pid is not None and not process_gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def unmount_all(self):
         for m in list(self.active):
