@@ -8,6 +8,10 @@
 //                                bench_reader rand), each as the few boxes it covers
 //     cubes COUNT EDGE SEED      b2nd_open + COUNT get_slice of EDGE^3 sub-cubes
 //     first                      b2nd_open + the first 4 KiB of the C-order array
+//     planes AXIS                b2nd_open + b2nd_to_cbuffer, then every slab along AXIS in
+//                                index order gathered into one buffer each (the bytes of
+//                                reading every file of b2ndfs's slices/AXIS/ in name order;
+//                                the checksum covers their concatenation)
 //     open                       b2nd_open + b2nd_free alone
 //
 // --repeat K runs the operation K times and reports the median; --evict drops
@@ -120,7 +124,7 @@ int main(int argc, char** argv) {
   }
   if (argc - first_arg < 2) {
     Die("usage: bench_inprocess [--repeat K] [--evict] FILE.b2nd whole|slice AXIS|"
-        "rand COUNT LENGTH SEED|cubes COUNT EDGE SEED|first|open");
+        "rand COUNT LENGTH SEED|cubes COUNT EDGE SEED|first|planes AXIS|open");
   }
   const std::string path = argv[first_arg];
   const std::string op = argv[first_arg + 1];
@@ -225,6 +229,37 @@ int main(int argc, char** argv) {
     });
     bytes = cube_bytes * count;
     calls = count;
+  } else if (op == "planes") {
+    if (shape.size() != 3) Die("planes needs a 3-D array");
+    const int axis = static_cast<int>(args.Int(0));
+    if (axis < 0 || axis > 2) Die("bad axis");
+    std::vector<uint8_t> whole(static_cast<size_t>(nbytes), 1);
+    const size_t n0 = static_cast<size_t>(shape[0]), n1 = static_cast<size_t>(shape[1]),
+                 n2 = static_cast<size_t>(shape[2]);
+    const size_t item = static_cast<size_t>(itemsize);
+    const size_t n_axis = static_cast<size_t>(shape[static_cast<size_t>(axis)]);
+    const size_t plane = static_cast<size_t>(nbytes) / n_axis;
+    out.assign(plane, 1);
+    // The checksum runs inside the clock here (it must see every plane);
+    // this operation is the correctness reference of slices/AXIS/, not a target.
+    timed([&](b2nd_array_t* array) {
+      if (b2nd_to_cbuffer(array, whole.data(), nbytes) < 0) Die("b2nd_to_cbuffer failed");
+      for (size_t i = 0; i < n_axis; ++i) {
+        uint8_t* o = out.data();
+        for (size_t a = 0; a < (axis == 0 ? n1 : n0); ++a) {
+          for (size_t b = 0; b < (axis == 2 ? n1 : n2); ++b) {
+            size_t z = a, y = b, x = i;  // axis 2
+            if (axis == 0) z = i, y = a, x = b;
+            if (axis == 1) z = a, y = i, x = b;
+            std::memcpy(o, whole.data() + ((z * n1 + y) * n2 + x) * item, item);
+            o += item;
+          }
+        }
+        checksum.Update(out.data(), plane);
+      }
+    });
+    bytes = nbytes;
+    calls = 1;
   } else if (op == "first") {
     bytes = std::min<int64_t>(4096, nbytes);
     out.assign(static_cast<size_t>(bytes), 1);
@@ -233,7 +268,7 @@ int main(int argc, char** argv) {
   } else {
     Die("unknown operation " + op);
   }
-  checksum.Update(out.data(), static_cast<size_t>(bytes));
+  if (op != "planes") checksum.Update(out.data(), static_cast<size_t>(bytes));
   std::printf(
       "{\"tool\": \"inprocess\", \"op\": \"%s\", \"seconds\": %.6f, \"min_seconds\": %.6f, "
       "\"repeat\": %d, \"open_seconds\": %.6f, "

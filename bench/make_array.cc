@@ -1,10 +1,13 @@
 // bench_make_array: writes the benchmark's data with c-blosc2's own b2nd API.
 //
-//   bench_make_array --size-mb N --b2nd PATH --npy PATH [--tiny-dir DIR --tiny-count K]
+//   bench_make_array --size-mb N --b2nd PATH [--npy PATH] [--tiny-dir DIR --tiny-count K]
+//                    [--chunks C0,C1,C2] [--blocks B0,B1,B2] [--codec zstd|lz4|blosclz]
+//                    [--clevel L] [--shuffle 0|1]
 //
 // PATH.b2nd  a smooth float32 3-D field with noise (like a temperature
-//            reanalysis), about N MiB uncompressed; chunks {64,128,128},
-//            blocks {16,32,32}, zstd clevel 1 + shuffle, written with 2 threads
+//            reanalysis), about N MiB uncompressed, written with 2 threads;
+//            by default chunks {64,128,128}, blocks {16,32,32}, zstd clevel 1
+//            + shuffle (the geometry sweep of bench.py passes its own)
 // PATH.npy   the same array as a plain NumPy file (for the squashfs route)
 // DIR        K copies of one tiny container (c00000.b2nd ...), for `ls -l`
 // Prints one JSON object describing what it wrote.
@@ -103,16 +106,47 @@ std::string NpyHeader(const std::vector<int64_t>& shape) {
   return header + dict;
 }
 
+struct Codec {
+  std::string name = "zstd";
+  int code = BLOSC_ZSTD;
+  int clevel = 1;
+  bool shuffle = true;
+};
+
+int CodecCode(const std::string& name) {
+  if (name == "zstd") return BLOSC_ZSTD;
+  if (name == "lz4") return BLOSC_LZ4;
+  if (name == "lz4hc") return BLOSC_LZ4HC;
+  if (name == "blosclz") return BLOSC_BLOSCLZ;
+  if (name == "zlib") return BLOSC_ZLIB;
+  Die("unknown codec " + name + " (zstd, lz4, lz4hc, blosclz, zlib)");
+}
+
+// "a,b,c" as three positive integers.
+std::vector<int32_t> ParseTriple(const std::string& text) {
+  std::vector<int32_t> v;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    const long n = std::atol(text.substr(begin, end - begin).c_str());
+    if (n < 1 || n > (1 << 20)) Die("bad dimension list " + text);
+    v.push_back(static_cast<int32_t>(n));
+    begin = end + 1;
+  }
+  if (v.size() != 3) Die("need three dimensions: " + text);
+  return v;
+}
+
 int WriteB2nd(const std::string& path, const std::vector<int64_t>& shape,
               const std::vector<int32_t>& chunks, const std::vector<int32_t>& blocks,
-              const void* data, int64_t nbytes) {
+              const Codec& codec, const void* data, int64_t nbytes) {
   blosc2_remove_urlpath(path.c_str());
   blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
   cparams.typesize = 4;
-  cparams.compcode = BLOSC_ZSTD;
-  cparams.clevel = 1;
+  cparams.compcode = static_cast<uint8_t>(codec.code);
+  cparams.clevel = static_cast<uint8_t>(codec.clevel);
   for (auto& f : cparams.filters) f = BLOSC_NOFILTER;
-  cparams.filters[BLOSC2_MAX_FILTERS - 1] = BLOSC_SHUFFLE;
+  if (codec.shuffle) cparams.filters[BLOSC2_MAX_FILTERS - 1] = BLOSC_SHUFFLE;
   cparams.nthreads = 2;
   blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
   storage.cparams = &cparams;
@@ -130,7 +164,8 @@ int WriteB2nd(const std::string& path, const std::vector<int64_t>& shape,
   return 0;
 }
 
-std::string JsonList(const std::vector<int64_t>& v) {
+template <typename T>
+std::string JsonList(const std::vector<T>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
@@ -142,6 +177,10 @@ int main(int argc, char** argv) {
   int64_t size_mb = 1024;
   std::string b2nd_path, npy_path, tiny_dir;
   int tiny_count = 0;
+  std::vector<int32_t> chunks = {64, 128, 128};
+  std::vector<int32_t> blocks = {16, 32, 32};
+  Codec codec;
+  bool clevel_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -158,28 +197,45 @@ int main(int argc, char** argv) {
       tiny_dir = value();
     } else if (a == "--tiny-count") {
       tiny_count = std::atoi(value().c_str());
+    } else if (a == "--chunks") {
+      chunks = ParseTriple(value());
+    } else if (a == "--blocks") {
+      blocks = ParseTriple(value());
+    } else if (a == "--codec") {
+      codec.name = value();
+      codec.code = CodecCode(codec.name);
+    } else if (a == "--clevel") {
+      codec.clevel = std::atoi(value().c_str());
+      clevel_given = true;
+    } else if (a == "--shuffle") {
+      codec.shuffle = value() != "0";
     } else {
       Die("unknown argument " + a);
     }
   }
-  if (size_mb < 1 || b2nd_path.empty() || npy_path.empty()) {
-    Die("usage: bench_make_array --size-mb N --b2nd PATH --npy PATH [--tiny-dir D --tiny-count K]");
+  if (size_mb < 1 || b2nd_path.empty()) {
+    Die("usage: bench_make_array --size-mb N --b2nd PATH [--npy PATH] [--tiny-dir D --tiny-count K]"
+        " [--chunks C0,C1,C2] [--blocks B0,B1,B2] [--codec NAME] [--clevel L] [--shuffle 0|1]");
+  }
+  // c-blosc2's own default level for the fast codecs; zstd at 1 as before.
+  if (!clevel_given && codec.code != BLOSC_ZSTD) codec.clevel = 5;
+  if (codec.clevel < 0 || codec.clevel > 9) Die("clevel must be 0..9");
+  for (size_t d = 0; d < 3; ++d) {
+    if (blocks[d] > chunks[d]) Die("blocks must fit in chunks");
   }
   blosc2_init();
 
   const std::vector<int64_t> shape = ShapeFor(size_mb);
-  const std::vector<int32_t> chunks = {64, 128, 128};
-  const std::vector<int32_t> blocks = {16, 32, 32};
   std::vector<float> field;
   const double t0 = bench::Seconds();
   Generate(shape, field);
   const double t1 = bench::Seconds();
   const int64_t nbytes = static_cast<int64_t>(field.size() * sizeof(float));
-  if (int rc = WriteB2nd(b2nd_path, shape, chunks, blocks, field.data(), nbytes); rc < 0) {
+  if (int rc = WriteB2nd(b2nd_path, shape, chunks, blocks, codec, field.data(), nbytes); rc < 0) {
     Die("c-blosc2 cannot write " + b2nd_path + " (error " + std::to_string(rc) + ")");
   }
   const double t2 = bench::Seconds();
-  {
+  if (!npy_path.empty()) {
     const std::string header = NpyHeader(shape);
     const int fd = ::open(npy_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) Die("cannot create " + npy_path);
@@ -196,7 +252,7 @@ int main(int argc, char** argv) {
     std::vector<float> tiny(64);
     for (size_t i = 0; i < tiny.size(); ++i) tiny[i] = static_cast<float>(i) * 0.5f;
     const std::string first = tiny_dir + "/c00000.b2nd";
-    if (WriteB2nd(first, {8, 8}, {8, 8}, {4, 4}, tiny.data(), 256) < 0)
+    if (WriteB2nd(first, {8, 8}, {8, 8}, {4, 4}, Codec{}, tiny.data(), 256) < 0)
       Die("cannot write " + first);
     std::vector<uint8_t> bytes;
     {
@@ -222,12 +278,14 @@ int main(int argc, char** argv) {
   struct stat st;
   if (::stat(b2nd_path.c_str(), &st) != 0) Die("cannot stat " + b2nd_path);
   std::printf(
-      "{\"shape\": %s, \"chunkshape\": [64, 128, 128], \"blockshape\": [16, 32, 32], "
-      "\"dtype\": \"<f4\", \"codec\": \"zstd\", \"clevel\": 1, \"filters\": \"shuffle\", "
+      "{\"shape\": %s, \"chunkshape\": %s, \"blockshape\": %s, "
+      "\"dtype\": \"<f4\", \"codec\": \"%s\", \"clevel\": %d, \"filters\": \"%s\", "
       "\"nbytes\": %lld, \"cbytes\": %lld, \"npy_header_bytes\": %zu, \"generate_s\": %.3f, "
       "\"compress_s\": %.3f, \"write_npy_s\": %.3f, \"tiny_count\": %d}\n",
-      JsonList(shape).c_str(), static_cast<long long>(nbytes), static_cast<long long>(st.st_size),
-      NpyHeader(shape).size(), t1 - t0, t2 - t1, t3 - t2, tiny_count);
+      JsonList(shape).c_str(), JsonList(chunks).c_str(), JsonList(blocks).c_str(),
+      codec.name.c_str(), codec.clevel, codec.shuffle ? "shuffle" : "no filter",
+      static_cast<long long>(nbytes), static_cast<long long>(st.st_size), NpyHeader(shape).size(),
+      t1 - t0, t2 - t1, t3 - t2, tiny_count);
   blosc2_destroy();
   return 0;
 }

@@ -13,6 +13,10 @@
 //                                 DIR/view/z0:z1,y0:y1,x0:x1 (DIR: the container directory),
 //                                 opened, read whole with 1 MiB read()s and closed
 //     first FILE                  open + one 4 KiB pread at the start of the array
+//     dir DIR                     every file of DIR in name order, each opened, read whole with
+//                                 1 MiB read()s and closed (what image-sequence importers such as
+//                                 Fiji's and ffmpeg do with b2ndfs's slices/A/); the listing
+//                                 (readdir) is timed too
 //   bench_reader evict FILE...    drops FILEs' clean pages from the page cache
 //   bench_reader resident FILE    prints the fraction of FILE's pages in the page cache
 //
@@ -23,6 +27,7 @@
 // read of the run reaches the filesystem. The time covers open(), the read
 // calls and close(); the checksum (bench_common.h) is computed outside it.
 // Prints one JSON object. A short read or an error is reported and fails.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -95,6 +100,40 @@ struct Clock {
 };
 
 // Reads exactly `length` bytes at `offset` (fewer only at end of file).
+// Reads `fd` to its end with 1 MiB read()s into `buffer`, feeding `checksum`.
+int64_t ReadToEnd(int fd, const std::string& name, std::vector<uint8_t>& buffer,
+                  bench::Checksum& checksum, Clock& clock, int& calls) {
+  int64_t got = 0;
+  for (;;) {
+    clock.Start();
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    clock.Stop();
+    ++calls;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Die(name + ": read error: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    checksum.Update(buffer.data(), static_cast<size_t>(n));
+    got += n;
+  }
+  return got;
+}
+
+// The names in `dir` (no dot entries), sorted as `ls` and file dialogs do.
+std::vector<std::string> ListSorted(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) Die("cannot list " + dir + ": " + std::strerror(errno));
+  std::vector<std::string> names;
+  while (const struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 size_t PreadFull(int fd, uint8_t* buffer, size_t length, int64_t offset, Clock& clock, int& calls) {
   size_t done = 0;
   while (done < length) {
@@ -158,7 +197,7 @@ int main(int argc, char** argv) {
     std::string checksum;
   };
   auto once = [&]() -> Run {
-    const bool view_files = op == "viewcubes";  // FILE is a directory
+    const bool view_files = op == "viewcubes" || op == "dir";  // FILE is a directory
     if (drop_cache && !view_files) Evict(path);
     bench::Checksum checksum;
     Clock clock;
@@ -169,7 +208,32 @@ int main(int argc, char** argv) {
     clock.Start();
     const int fd = view_files ? -1 : OpenOrDie(path);
     clock.Stop();
-    if (view_files) {
+    if (op == "dir") {
+      buffer.assign(1 << 20, 0);
+      std::vector<std::string> names;
+      if (drop_cache) {
+        for (const auto& name : ListSorted(path)) Evict(path + "/" + name);
+      }
+      clock.Start();
+      names = ListSorted(path);
+      clock.Stop();
+      for (const auto& name : names) {
+        const std::string file = path + "/" + name;
+        clock.Start();
+        const int file_fd = OpenOrDie(file);
+        clock.Stop();
+        const int64_t got = ReadToEnd(file_fd, file, buffer, checksum, clock, calls);
+        struct stat st;
+        if (::fstat(file_fd, &st) != 0 || st.st_size != got) {
+          Die(file + ": read " + std::to_string(got) + " bytes, stat says " +
+              std::to_string(st.st_size));
+        }
+        clock.Start();
+        ::close(file_fd);
+        clock.Stop();
+        bytes += got;
+      }
+    } else if (view_files) {
       const bench::Index3 shape{arg(0), arg(1), arg(2)};
       const int64_t edge = arg(5);
       const auto origins =

@@ -1,14 +1,22 @@
-#!/usr/bin/python3
 """Renders bench/out/results.json (written by bench.py) as the markdown of bench/RESULTS.md.
 
     python3 bench/report.py [bench/out/results.json] > bench/RESULTS.md
+
+The sections from the first `## Row 5` heading of the current bench/RESULTS.md
+on are hand-written (partial runs of other work) and carried over unchanged.
 """
 import datetime
 import json
+import os
 import statistics
 import sys
 
-OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes', 'viewcubes']
+from report_format import Results, fmt_bytes, fmt_rate, fmt_time, verdict
+from report_targets import render_sweep, render_targets
+
+KEPT_HEADING = '## Row 5'
+OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes', 'viewcubes', 'seq0',
+       'seq2']
 BULK = ['whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes']
 COLUMNS = [
     ('inproc', 'c-blosc2 in-process, source cached'),
@@ -19,76 +27,34 @@ COLUMNS = [
     ('memfs', 'FUSE ceiling (memfs)'),
     ('sq_cold', 'squashfuse + numpy cold'),
     ('sq_warm', 'squashfuse + numpy warm'),
+    ('b2_plane', 'b2ndfs cold, source cached, cache of one plane'),
 ]
-MIB = 1 << 20
 
 
-class Results:
-    def __init__(self, results):
-        self.r = results
-        self.args = results['args']
-        self.data = results['data']
-        self.notes = results['notes']
-        self.records = results['records']
-        self.shape = self.data['shape']
-
-    def runs(self, scenario, op):
-        return [x for x in self.records if x['scenario'] == scenario and x['op'] == op]
-
-    def median(self, scenario, op, key='seconds'):
-        values = [x[key] for x in self.runs(scenario, op) if x.get(key) is not None]
-        return statistics.median(values) if values else None
-
-    def nbytes(self, scenario, op):
-        runs = self.runs(scenario, op)
-        return runs[0]['bytes'] if runs else None
-
-    def rate(self, scenario, op):
-        t = self.median(scenario, op)
-        b = self.nbytes(scenario, op)
-        return b / t / MIB if t and b else None
+def kept_sections(path):
+    """The hand-written tail of the page at `path` (from KEPT_HEADING on), or ''."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return ''
+    at = text.find('\n' + KEPT_HEADING)
+    return text[at + 1:] if at >= 0 else ''
 
 
-def fmt_time(seconds):
-    if seconds is None:
-        return '—'
-    if seconds < 1e-3:
-        return '%.3f ms' % (seconds * 1e3)
-    if seconds < 0.1:
-        return '%.2f ms' % (seconds * 1e3)
-    if seconds < 1:
-        return '%.0f ms' % (seconds * 1e3)
-    return '%.2f s' % seconds
-
-
-def fmt_rate(rate):
-    if rate is None:
-        return '—'
-    return '%.0f MiB/s' % rate if rate >= 10 else '%.2f MiB/s' % rate
-
-
-def fmt_bytes(n):
-    if n is None:
-        return '—'
-    if n >= MIB:
-        return '%.4g MiB' % (n / MIB)
-    if n >= 1024:
-        return '%.4g KiB' % (n / 1024)
-    return '%d B' % n
-
-
-def verdict(ratio, goal, at_least=True):
-    if ratio is None:
-        return '—', 'not measured'
-    if at_least:
-        if ratio >= goal:
-            return 'met', '+%.0f%% margin' % ((ratio / goal - 1) * 100)
-        return '**missed**', 'short by %.0f%% (needs %.2fx faster)' % ((1 - ratio / goal) * 100,
-                                                                        goal / ratio)
-    if ratio <= goal:
-        return 'met', '%.0f%% under the limit' % ((1 - ratio / goal) * 100)
-    return '**missed**', 'over by %.0f%% (needs %.2fx faster)' % ((ratio / goal - 1) * 100,
-                                                                 ratio / goal)
+def command_flags(a):
+    """The options of bench/run.sh that made this run, as far as they differ from the default."""
+    flags = ' --quick' if a.get('quick') else (
+        '' if a['size_mb'] == 1024 else ' --size-mb %d' % a['size_mb'])
+    if a.get('reps', 3) != 3:
+        flags += ' --reps %d' % a['reps']
+    if a.get('sweep') is False:
+        flags += ' --no-sweep'
+    if a.get('listing') is False:
+        flags += ' --no-listing'
+    if a.get('ops') and len(a['ops']) < len(OPS):
+        flags += ' --ops ' + ','.join(a['ops'])
+    return flags
 
 
 def op_label(res, op):
@@ -105,10 +71,12 @@ def op_label(res, op):
         'cubes': '%d random 64³ sub-cubes (64·64 preads of 256 B)' % a['cube_count'],
         'viewcubes': 'the same %d sub-cubes, each one `view/` file (c-blosc2: as above)' %
                      a['cube_count'],
+        'seq0': 'every file of `slices/0/` in name order (%d files)' % n0,
+        'seq2': 'every file of `slices/2/` in name order (%d files; c-blosc2: reference)' % n2,
     }[op]
 
 
-def render(results):
+def render(results, kept=''):
     res = Results(results)
     m = results['machine']
     d = res.data
@@ -116,13 +84,14 @@ def render(results):
     notes = res.notes
     out = []
     w = out.append
+    every = results['records']  # all geometries
     dropped_ok = all(
-        (x.get('resident') or 0) < 0.05 for x in res.records
+        (x.get('resident') or 0) < 0.05 for x in every
         if x['scenario'] in ('inproc_drop', 'b2_cold', 'sq_cold'))
-    max_res_dropped = max([x.get('resident') or 0 for x in res.records
+    max_res_dropped = max([x.get('resident') or 0 for x in every
                            if x['scenario'] in ('inproc_drop', 'b2_cold', 'sq_cold')] or [0])
-    min_res_cached = min([x.get('resident', 1) for x in res.records
-                          if x['scenario'] in ('inproc', 'b2_cold_cached')] or [1])
+    min_res_cached = min([x.get('resident', 1) for x in every
+                          if x['scenario'] in ('inproc', 'b2_cold_cached', 'b2_plane')] or [1])
 
     load = ''
     if notes.get('loadavg_start'):
@@ -137,15 +106,13 @@ def render(results):
       'mount is needed (in-process, warm, memfs, squashfuse warm) is itself the median of %d '
       'reads within its run. The machine is shared and '
       'noisy: differences under ~10%% are not significant.%s\n' % (
-          ' --quick' if a.get('quick') else (
-              '' if a['size_mb'] == 1024 else ' --size-mb %d' % a['size_mb']),
-          datetime.date.today().isoformat(), m.get('git', '?'), notes.get('elapsed_s', 0) / 60,
+          command_flags(a), datetime.date.today().isoformat(), m.get('git', '?'), notes.get('elapsed_s', 0) / 60,
           a['reps'], a.get('inner', 1), load))
 
     w('## Setup\n')
     w('- **Machine**: %d CPUs (%s), %.1f GiB RAM, Linux %s, Debian %s; data on %s.' % (
         m['nproc'], m['cpu'], m['ram_gib'], m['kernel'], m['debian'], m['out_fs']))
-    w('- **Array**: float32 `%s` (%s), a smooth 3-D field plus noise; chunks `%s` (%s), blocks `%s` '
+    w('- **Main array**: float32 `%s` (%s), a smooth 3-D field plus noise; chunks `%s` (%s), blocks `%s` '
       '(%s); %s clevel %d + %s, written by c-blosc2 %s with 2 threads: %s → %s (cratio %.2f).' % (
           d['shape'], fmt_bytes(d['nbytes']), d['chunkshape'],
           fmt_bytes(4 * d['chunkshape'][0] * d['chunkshape'][1] * d['chunkshape'][2]),
@@ -153,9 +120,15 @@ def render(results):
           fmt_bytes(4 * d['blockshape'][0] * d['blockshape'][1] * d['blockshape'][2]),
           d['codec'], d['clevel'], d['filters'], m['blosc2'], fmt_bytes(d['nbytes']),
           fmt_bytes(d['cbytes']), d['nbytes'] / d['cbytes']))
-    w('- **b2ndfs**: `b2ndfs SRC MNT -o cache_size=%dM,threads=2` (other options default). '
-      'Kernel read-ahead of the mount: %s KiB.' % (
-          max(2048, 3 * a['size_mb']), notes.get('b2_read_ahead_kb', '?')))
+    w('- **Sweep**: %s. The same routes and operations (no squashfuse, no `view/` files) on a '
+      '%d MiB array of each geometry, fewer random reads and sub-cubes (see **Geometries**).' % (
+          '; '.join(e['geometry']['label'] for e in results.get('geometries', [])[1:]) or
+          'not run (--no-sweep)', a.get('sweep_size_mb', 0)))
+    w('- **b2ndfs**: `b2ndfs SRC MNT -o cache_size=%dM,threads=2` (other options default); for '
+      'reading `slices/2/` file by file, `cache_size=%dM` (about one plane of blocks, see the '
+      'targets). Kernel read-ahead of the mount: %s KiB.' % (
+          notes.get('cache_size_mb', max(2048, 3 * a['size_mb'])), notes.get('plane_cache_mb', 0),
+          notes.get('b2_read_ahead_kb', '?')))
     w('- **c-blosc2 in-process** (`bench_inprocess`): `b2nd_open` + `b2nd_to_cbuffer` / '
       '`b2nd_get_slice_cbuffer`, decompression with **nthreads = 2**; each time includes '
       '`b2nd_open` and `b2nd_free` (b2ndfs times include `open()` and `close()` of the file).')
@@ -186,18 +159,12 @@ def render(results):
           'done' if notes.get('listing', {}).get('dropped_caches') else
           'not writable here, so dentries and inodes stayed cached'))
 
-    # --- targets ---
-    w('## Targets\n')
+    render_targets(results, w)
+
+    # --- targets of earlier issues ---
+    w('## Earlier targets (main array)\n')
     w('| target | measured | ratio | goal | verdict |')
     w('| --- | --- | --- | --- | --- |')
-
-    def thr_row(label, s1, s2, op, goal, primary=True):
-        r1, r2 = res.rate(s1, op), res.rate(s2, op)
-        ratio = r1 / r2 if r1 and r2 else None
-        v, how = verdict(ratio, goal)
-        w('| %s | %s vs %s | %s | ≥ %.1fx | %s |' % (
-            label, fmt_rate(r1), fmt_rate(r2), '%.2fx' % ratio if ratio else '—', goal,
-            ('%s, %s' % (v, how)) if primary else '(info) %s' % how))
 
     def time_row(label, s1, s2, op, goal, primary=True):
         t1, t2 = res.median(s1, op), res.median(s2, op)
@@ -215,21 +182,6 @@ def render(results):
             label, fmt_time(t1), fmt_time(t2), '%.1fx' % ratio if ratio else '—', goal,
             ('%s, %s' % (v, how)) if primary else '(info) %s' % how))
 
-    thr_row('1. whole array, cold, source evicted: b2ndfs vs c-blosc2', 'b2_cold', 'inproc_drop',
-            'whole', 0.9)
-    thr_row('1b. same, source cached', 'b2_cold_cached', 'inproc', 'whole', 0.9, primary=False)
-    for axis in range(3):
-        time_row('2. slice axis %d, cold, source evicted: b2ndfs vs c-blosc2' % axis, 'b2_cold',
-                 'inproc_drop', 'slice%d' % axis, 1.2)
-    for axis in range(3):
-        time_row('2b. slice axis %d, cold, source cached' % axis, 'b2_cold_cached', 'inproc',
-                 'slice%d' % axis, 1.2, primary=False)
-    for axis in range(3):
-        time_row('2c. slice axis %d, b2ndfs warm vs c-blosc2 (cached)' % axis, 'b2_warm',
-                 'inproc', 'slice%d' % axis, 1.2, primary=False)
-    for op in BULK:
-        thr_row('3. warm %s: b2ndfs vs FUSE ceiling' % op_label(res, op).split(' (')[0], 'b2_warm',
-                'memfs', op, 0.8)
     for axis in (1, 2):
         speedup_row('4. slice axis %d, cold: b2ndfs vs squashfuse+numpy' % axis, 'b2_cold',
                     'sq_cold', 'slice%d' % axis, 10)
@@ -242,8 +194,8 @@ def render(results):
              primary=False)
     time_row('5c. same, b2ndfs warm vs c-blosc2 (cached)', 'b2_warm', 'inproc', 'viewcubes', 1.5,
              primary=False)
-    w('\nRows marked (info) are context for the row above them, not targets. Ratios of '
-      'throughput for 1 and 3 (higher is better), of time for 2 and 5 (lower is better).\n')
+    w('\nRows marked (info) are context for the row above them, not targets. Speed-ups for 4 '
+      '(higher is better), ratios of time for 5 (lower is better).\n')
 
     # --- all timings ---
     w('## All timings\n')
@@ -278,54 +230,60 @@ def render(results):
     w('')
 
     # --- listing ---
-    listing = notes.get('listing', {})
-    w('## `ls -l` of a directory of %d tiny containers\n' % listing.get('count', a['tiny_count']))
-    w('| | source directory (ext4) | b2ndfs | FUSE ceiling (memfs, as many empty directories) '
-      '| memfs answering getxattr ENODATA, as b2ndfs does |')
-    w('| --- | --- | --- | --- | --- |')
-    w('| first `ls -l` (fresh mount%s) | %s | %s | %s | %s |' % (
-        ', caches dropped' if listing.get('dropped_caches') else '',
-        fmt_time(res.median('native', 'ls_cold')), fmt_time(res.median('b2ndfs', 'ls_cold')),
-        fmt_time(res.median('memfs_dirs', 'ls_cold')),
-        fmt_time(res.median('memfs_dirs_xattr', 'ls_cold'))))
-    w('| second `ls -l` | %s | %s | %s | %s |' % (
-        fmt_time(res.median('native', 'ls_warm')), fmt_time(res.median('b2ndfs', 'ls_warm')),
-        fmt_time(res.median('memfs_dirs', 'ls_warm')),
-        fmt_time(res.median('memfs_dirs_xattr', 'ls_warm'))))
-    ls_runs = [x for x in res.records if x['scenario'] == 'b2ndfs' and x['op'] == 'ls_cold']
-    referenced = [((x.get('stats') or {}).get('containers_referenced')) for x in ls_runs]
-    referenced = [v for v in referenced if v is not None]
-    rss = [x.get('rss_kb') for x in res.records if x['scenario'] == 'b2ndfs' and x.get('rss_kb')]
-    rss_before = [x.get('rss_before_kb') for x in ls_runs if x.get('rss_before_kb')]
-    lines = sorted({x.get('lines') for x in ls_runs})
-    w('')
-    w('- Containers decoded by listing: the sources\' atimes were set to 2001 first (ext4 '
-      '`relatime` then updates the atime of any file that is read): **%s of %s** changed after '
-      'all listings. Positive control: reading one container\'s `meta.json` %s its atime '
-      '(read %s). (b2ndfs\'s `containers_referenced` counter after listing reads %s: the '
-      'lazy per-container entries that lookups create, not decoded containers.)' % (
-          listing.get('atime_changed', '?'), listing.get('count', '?'),
-          'changed' if listing.get('control_atime_changed') else '**did not change**',
-          'ok' if listing.get('control_read_ok') else 'failed',
-          ', '.join(str(v) for v in referenced) or '?'))
-    w('- Daemon peak RSS (VmHWM): %s after mounting, %s after listing (max over runs). Lines '
-      'printed by `ls -l`: %s.\n' % (
-          fmt_bytes(1024 * max(rss_before)) if rss_before else '?',
-          fmt_bytes(1024 * max(rss)) if rss else '?', ', '.join(str(x) for x in lines)))
+    listing = notes.get('listing')
+    if listing:
+        w('## `ls -l` of a directory of %d tiny containers\n' % listing.get('count', a['tiny_count']))
+        w('| | source directory (ext4) | b2ndfs | FUSE ceiling (memfs, as many empty directories) '
+          '| memfs answering getxattr ENODATA, as b2ndfs does |')
+        w('| --- | --- | --- | --- | --- |')
+        w('| first `ls -l` (fresh mount%s) | %s | %s | %s | %s |' % (
+            ', caches dropped' if listing.get('dropped_caches') else '',
+            fmt_time(res.median('native', 'ls_cold')), fmt_time(res.median('b2ndfs', 'ls_cold')),
+            fmt_time(res.median('memfs_dirs', 'ls_cold')),
+            fmt_time(res.median('memfs_dirs_xattr', 'ls_cold'))))
+        w('| second `ls -l` | %s | %s | %s | %s |' % (
+            fmt_time(res.median('native', 'ls_warm')), fmt_time(res.median('b2ndfs', 'ls_warm')),
+            fmt_time(res.median('memfs_dirs', 'ls_warm')),
+            fmt_time(res.median('memfs_dirs_xattr', 'ls_warm'))))
+        ls_runs = [x for x in res.records if x['scenario'] == 'b2ndfs' and x['op'] == 'ls_cold']
+        referenced = [((x.get('stats') or {}).get('containers_referenced')) for x in ls_runs]
+        referenced = [v for v in referenced if v is not None]
+        rss = [x.get('rss_kb') for x in res.records if x['scenario'] == 'b2ndfs' and x.get('rss_kb')]
+        rss_before = [x.get('rss_before_kb') for x in ls_runs if x.get('rss_before_kb')]
+        lines = sorted({x.get('lines') for x in ls_runs})
+        w('')
+        w('- Containers decoded by listing: the sources\' atimes were set to 2001 first (ext4 '
+          '`relatime` then updates the atime of any file that is read): **%s of %s** changed after '
+          'all listings. Positive control: reading one container\'s `meta.json` %s its atime '
+          '(read %s). (b2ndfs\'s `containers_referenced` counter after listing reads %s: the '
+          'lazy per-container entries that lookups create, not decoded containers.)' % (
+              listing.get('atime_changed', '?'), listing.get('count', '?'),
+              'changed' if listing.get('control_atime_changed') else '**did not change**',
+              'ok' if listing.get('control_read_ok') else 'failed',
+              ', '.join(str(v) for v in referenced) or '?'))
+        w('- Daemon peak RSS (VmHWM): %s after mounting, %s after listing (max over runs). Lines '
+          'printed by `ls -l`: %s.\n' % (
+              fmt_bytes(1024 * max(rss_before)) if rss_before else '?',
+              fmt_bytes(1024 * max(rss)) if rss else '?', ', '.join(str(x) for x in lines)))
 
     # --- memory ---
     w('## Daemon memory (peak RSS, VmHWM)\n')
-    cold_rss = [x.get('rss_kb') for x in res.records if x['scenario'] == 'b2_cold' and x.get('rss_kb')]
+    cold_rss = [x.get('rss_kb') for x in res.records
+                if x['scenario'] in ('b2_cold', 'b2_cold_cached') and x.get('rss_kb')]
+    plane_rss = [x.get('rss_kb') for x in res.records
+                 if x['scenario'] == 'b2_plane' and x.get('rss_kb')]
     cold_rss_whole = [x.get('rss_kb') for x in res.runs('b2_cold', 'whole') if x.get('rss_kb')]
     sq_rss = [x.get('rss_kb') for x in res.records if x['scenario'] == 'sq_cold' and x.get('rss_kb')]
-    w('| b2ndfs cold, after a whole-array read | b2ndfs cold, max over all runs | b2ndfs warm '
-      '(after everything) | memfs | squashfuse cold (max) | squashfuse warm |')
-    w('| --- | --- | --- | --- | --- | --- |')
+    w('| b2ndfs cold, after a whole-array read | b2ndfs cold, max over all runs | b2ndfs cold, '
+      'cache of one plane (%d MiB), max | b2ndfs warm (after everything) | memfs | squashfuse '
+      'cold (max) | squashfuse warm |' % notes.get('plane_cache_mb', 0))
+    w('| --- | --- | --- | --- | --- | --- | --- |')
 
     def kb(v):
         return fmt_bytes(1024 * v) if v else '—'
-    w('| %s | %s | %s | %s | %s | %s |\n' % (
+    w('| %s | %s | %s | %s | %s | %s | %s |\n' % (
         kb(max(cold_rss_whole) if cold_rss_whole else None), kb(max(cold_rss) if cold_rss else None),
+        kb(max(plane_rss) if plane_rss else None),
         kb(notes.get('b2_warm_rss_kb')), kb(notes.get('memfs_rss_kb')),
         kb(max(sq_rss) if sq_rss else None), kb(notes.get('sq_warm_rss_kb'))))
 
@@ -335,19 +293,15 @@ def render(results):
       'b2ndfs the bytes it decompressed (amplification = decompressed / returned) and the '
       'compressed bytes of blocks it read from the source (and, where the daemon counts them, '
       'in how many source reads, and all bytes read: chunk heads and metadata too).\n')
-    w('| operation | b2ndfs cold: requests · mean size | decompressed (amplif.) | compressed read '
+    w('| operation | b2ndfs cold (`slices/0/`: source cached; `slices/2/`: cache of one plane): '
+      'requests · mean size | decompressed (amplif.) | compressed read '
       '| b2ndfs warm: requests · mean size | memfs: requests · mean size · most requests in flight on the mount so far |')
     w('| --- | --- | --- | --- | --- | --- |')
 
-    def diff(run, *path):
-        """The counter's growth over the run, per repeat inside it."""
-        def get(s):
-            for k in path:
-                s = (s or {}).get(k)
-            return s or 0
-        return (get(run.get('stats')) - get(run.get('stats_before'))) / (run.get('repeat') or 1)
+    diff = res.counter
     for op in OPS:
-        cold = res.runs('b2_cold', op)
+        cold = (res.runs('b2_cold', op) or res.runs('b2_cold_cached', op) or
+                res.runs('b2_plane', op))
         warm = res.runs('b2_warm', op)
         mem = res.runs('memfs', op)
         cells = [op_label(res, op)]
@@ -423,24 +377,28 @@ def render(results):
             cpu_cell('b2_warm', op, True), cpu_cell('memfs', op, True)))
     w('')
 
+    render_sweep(results, w)
+
     # --- correctness ---
     w('## Correctness\n')
+    # The reference of each operation: c-blosc2's bytes for the same array. Reading every
+    # file of slices/0/ in name order returns the bytes of the whole array.
     reference = {}
-    for x in res.records:
+    for x in results['records']:
         if x['scenario'] == 'inproc' and x.get('checksum'):
-            reference.setdefault(x['op'], x['checksum'])
+            reference.setdefault((x.get('geometry'), x['op']), x['checksum'])
     checked = 0
     wrong = []
-    for x in res.records:
+    for x in results['records']:
         if x['scenario'] in ('memfs', 'native', 'b2ndfs') or not x.get('checksum'):
             continue
-        ref = reference.get(x['op'])
+        ref = reference.get((x.get('geometry'), 'whole' if x['op'] == 'seq0' else x['op']))
         if ref is None:
             continue
         checked += 1
         if x['checksum'] != ref:
-            wrong.append('%s %s run %d: %s, c-blosc2 gave %s' % (
-                x['scenario'], x['op'], x['rep'], x['checksum'], ref))
+            wrong.append('%s %s %s run %d: %s, c-blosc2 gave %s' % (
+                x.get('geometry'), x['scenario'], x['op'], x['rep'], x['checksum'], ref))
     if wrong:
         w('**WRONG BYTES**: %d of %d reads differ from c-blosc2\'s output:\n' % (len(wrong), checked))
         for line in wrong:
@@ -460,21 +418,25 @@ def render(results):
 
     # --- how ---
     w('## How to rerun\n')
-    w('```sh\nbash bench/run.sh              # 1 GiB array (default): about 6 minutes here\n'
-      'bash bench/run.sh --quick      # 128 MiB, fewer random reads: about 1.5 minutes\n'
+    w('```sh\nbash bench/run.sh              # 1 GiB array + the sweep at 256 MiB (default)\n'
+      'bash bench/run.sh --quick      # 128 MiB + the sweep at 64 MiB, fewer random reads\n'
+      'bash bench/run.sh --no-sweep --no-listing --ops whole,slice2,seq2\n'
       'bash bench/run.sh --size-mb 512 --reps 5\n```\n')
     w('Data is generated into `bench/out/data-SIZEmb/` (git-ignored; 2.4 GB for the default '
       'size) and reused by later runs of the same size; every run is in `bench/out/results.json`, and `python3 bench/report.py` re-renders '
       'this page from it. Programs: `bench_make_array` (data), `bench_inprocess` (c-blosc2 '
       'reference), `bench_reader` (timed reads of a file), `bench_memfs` (FUSE ceiling), '
       '`npy_reader.py` (numpy on squashfuse), driven by `bench.py`.')
-    return '\n'.join(out) + '\n'
+    text = '\n'.join(out) + '\n'
+    return text + '\n' + kept if kept else text
 
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else 'bench/out/results.json'
     with open(path) as f:
-        sys.stdout.write(render(json.load(f)))
+        results = json.load(f)
+    page = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'RESULTS.md')
+    sys.stdout.write(render(results, kept_sections(page)))
 
 
 if __name__ == '__main__':

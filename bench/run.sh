@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The b2ndfs benchmark: builds what it needs, generates the data into bench/out/,
-# runs every route side by side and writes bench/RESULTS.md.
+# runs every route side by side (the 1 GiB main array, then the geometry and
+# codec sweep on smaller arrays) and writes bench/RESULTS.md.
 #
-#   bash bench/run.sh [--size-mb N] [--quick] [--reps N] [--regen] [--help]
+#   bash bench/run.sh [--size-mb N] [--quick] [--reps N] [--no-sweep] [--regen] [--help]
 #
 # Needs /dev/fuse, fusermount3, squashfuse, mksquashfs and Debian's numpy
 # (scripts/setup.sh installs them). Run as root (or a user allowed to mount FUSE).
