@@ -299,4 +299,17 @@ Result<ListObjectsPage> ParseListObjectsV2(const std::string& xml) {
   return page;
 }
 
+std::string S3ErrorCode(const std::string& body) {
+  const size_t open = body.find("<Code>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 6;
+  const size_t close = body.find("</Code>", start);
+  if (close == std::string::npos || close == start || close - start > 64) return "";
+  const std::string code = body.substr(start, close - start);
+  for (char c : code) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return code;
+}
+
 }  // namespace b2ndfs::remote
