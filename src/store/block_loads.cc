@@ -136,6 +136,14 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
+  // A remote source starts every read at once (ByteSource::Prefetch): the
+  // reads below, one after the other without workers, then cost one round
+  // trip together.
+  if (loads.reads.size() > 1) {
+    for (const BlockLoads::Read& read : loads.reads) {
+      source_->Prefetch(read.part, read.begin, read.end - read.begin);
+    }
+  }
   ForEach(workers, loads.reads.size(), [&](size_t k) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
