@@ -117,6 +117,20 @@ Status AddOption(CommandLine& cl, const std::string& option) {
       return Status::Ok();
     }
   }
+  if (StartsWith(option, "disk_cache=")) {
+    cl.disk_cache = option.substr(11);
+    if (cl.disk_cache.empty()) return InvalidArgument("'" + option + "' needs a directory");
+    return Status::Ok();
+  }
+  if (StartsWith(option, "disk_cache_size=")) {
+    auto size = ParseSize(option.substr(16));
+    if (!size || *size < (uint64_t{1} << 20)) {
+      return InvalidArgument("bad value in '" + option +
+                             "': expected e.g. 512M or 4G (at least 1M)");
+    }
+    cl.disk_cache_size = *size;
+    return Status::Ok();
+  }
   if (option == "no_sign") {
     cl.no_sign = true;
     return Status::Ok();
@@ -228,11 +242,15 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   cl.mountpoint = positional[1];
   if (!IsRemoteSource(cl.source) &&
       (cl.timeout > 0 || cl.retries >= 0 || !cl.endpoint.empty() || !cl.region.empty() ||
-       !cl.profile.empty() || !cl.credentials.empty() || cl.no_sign)) {
+       !cl.profile.empty() || !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() ||
+       cl.disk_cache_size > 0)) {
     return InvalidArgument(
-        "timeout=, retries=, endpoint=, region=, profile=, credentials= and no_sign are for "
-        "remote sources (http://, https://, s3://), not " +
+        "timeout=, retries=, endpoint=, region=, profile=, credentials=, no_sign, disk_cache= "
+        "and disk_cache_size= are for remote sources (http://, https://, s3://), not " +
         cl.source);
+  }
+  if (cl.disk_cache_size > 0 && cl.disk_cache.empty()) {
+    return InvalidArgument("disk_cache_size= needs disk_cache=DIR");
   }
   std::string scheme = cl.source.substr(0, 5);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -292,6 +310,10 @@ std::string Usage(const std::string& program) {
          "  -o credentials=FILE    s3: keys from FILE (the ~/.aws/credentials format; not\n"
          "                         readable by every user), e.g. for systemd units\n"
          "  -o no_sign             s3: anonymous requests, for public buckets\n"
+         "  -o disk_cache=DIR      remote sources: keep fetched ranges in DIR, checked by\n"
+         "                         ETag, so that the next mount is warm (one daemon per DIR)\n"
+         "  -o disk_cache_size=SIZE  remote sources: the bound of disk_cache, least recently\n"
+         "                         used ranges deleted first (default 1G)\n"
          "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
          "  -o allow_other         let other users in (default: only the mounting user);\n"
          "                         default_permissions is added, so permission bits apply\n"

@@ -23,13 +23,15 @@ struct CommandLine {
   int max_open = 0;                   // containers kept open at once; 0: the vfs default
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
   // Remote sources (http://, https://, s3://).
-  double timeout = 0;       // seconds a remote request may take, retries included; 0: default
-  int retries = -1;         // further attempts after a transient failure; -1: default
-  std::string endpoint;     // s3: the service URL (path-style addressing)
-  std::string region;       // s3: the SigV4 region
-  std::string profile;      // s3: the ~/.aws/credentials profile
-  std::string credentials;  // s3: a credentials file (for systemd units)
-  bool no_sign = false;     // s3: anonymous requests
+  double timeout = 0;            // seconds a remote request may take, retries included; 0: default
+  int retries = -1;              // further attempts after a transient failure; -1: default
+  std::string endpoint;          // s3: the service URL (path-style addressing)
+  std::string region;            // s3: the SigV4 region
+  std::string profile;           // s3: the ~/.aws/credentials profile
+  std::string credentials;       // s3: a credentials file (for systemd units)
+  bool no_sign = false;          // s3: anonymous requests
+  std::string disk_cache;        // a directory for fetched ranges; empty: none
+  uint64_t disk_cache_size = 0;  // its bound in bytes; 0: default
   bool foreground = false;
   bool debug = false;
   bool single_threaded = false;

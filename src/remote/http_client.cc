@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "b2ndfs/remote/s3_xml.h"
 #include "b2ndfs/util/log.h"
 
 namespace b2ndfs::remote {
@@ -207,16 +208,8 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
 
 // " (NoSuchKey)": the <Code> of an S3 error document, if it is a plain word.
 std::string ErrorCode(const std::string& body) {
-  const size_t open = body.find("<Code>");
-  if (open == std::string::npos) return "";
-  const size_t start = open + 6;
-  const size_t close = body.find("</Code>", start);
-  if (close == std::string::npos || close == start || close - start > 64) return "";
-  const std::string code = body.substr(start, close - start);
-  for (char c : code) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) return "";
-  }
-  return " (" + code + ")";
+  const std::string code = S3ErrorCode(body);
+  return code.empty() ? "" : " (" + code + ")";
 }
 
 bool TransientCurlError(CURLcode code) {
@@ -276,9 +269,11 @@ void HttpClient::Release(void* curl) {
   available_.notify_one();
 }
 
-Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* transient) {
+Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* transient,
+                           ErrorKind* kind) {
   CURL* curl = static_cast<CURL*>(handle);
   *transient = false;
+  *kind = ErrorKind::kProtocol;
   // Keeps the handle's connections (keep-alive) and forgets its options.
   curl_easy_reset(curl);
   r.ResetAnswer();
@@ -322,7 +317,10 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
     }
   }
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  const auto started = Clock::now();
   const CURLcode code = curl_easy_perform(curl);
+  latency_.Record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count()));
   curl_slist_free_all(headers);
   requests_++;
   if (r.overflow) {
@@ -333,6 +331,7 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   }
   if (code != CURLE_OK) {
     *transient = TransientCurlError(code);
+    *kind = code == CURLE_OPERATION_TIMEDOUT ? ErrorKind::kTimeout : ErrorKind::kConnection;
     return Status(EIO, r.What() + ": " + curl_easy_strerror(code));
   }
   long status = 0;
@@ -340,11 +339,21 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   r.status = status;
   bytes_ += r.received;
   const std::string answer = "HTTP " + std::to_string(status) + ErrorCode(r.error_body);
-  if (status == 404 || status == 410) return Status(ENOENT, r.What() + ": " + answer);
-  if (status == 401 || status == 403) return Status(EACCES, r.What() + ": " + answer);
-  if (status == 412) return Status(ESTALE, r.What() + ": the object changed (HTTP 412)");
+  if (status == 404 || status == 410) {
+    *kind = ErrorKind::kNotFound;
+    return Status(ENOENT, r.What() + ": " + answer);
+  }
+  if (status == 401 || status == 403) {
+    *kind = ErrorKind::kDenied;
+    return Status(EACCES, r.What() + ": " + answer);
+  }
+  if (status == 412) {
+    *kind = ErrorKind::kChanged;
+    return Status(ESTALE, r.What() + ": the object changed (HTTP 412)");
+  }
   if (status == 429 || status >= 500) {
     *transient = true;
+    *kind = ErrorKind::kServer;
     return Status(EIO, r.What() + ": " + answer);
   }
   if (status < 200 || status >= 300) return Status(EIO, r.What() + ": " + answer);
@@ -359,6 +368,7 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
     return Status(EIO, r.What() + ": wrong Content-Range '" + r.content_range + "'");
   }
   if (r.version != nullptr && r.version->size >= 0 && cr->total != r.version->size) {
+    *kind = ErrorKind::kChanged;
     return Status(ESTALE, r.What() + ": the object changed (its size is now " +
                               std::to_string(cr->total) + ")");
   }
@@ -378,18 +388,19 @@ Status HttpClient::Perform(Request& r) {
   // for a moment: a reader's retried pages and the read-ahead queued behind
   // it would otherwise each wait the whole timeout, one after the other.
   if (const double down = down_until_.load(std::memory_order_relaxed); start < down) {
-    errors_++;
+    CountError(ErrorKind::kDown);
     return Status(EIO, r.What() + ": the server did not answer within " +
                            std::to_string(options_.timeout) + " s a moment ago (asked again in " +
                            std::to_string(down - start) + " s)");
   }
   thread_local std::mt19937_64 random(std::random_device{}());
   Status last = Status(EIO, r.What() + ": timed out waiting for a connection");
+  ErrorKind kind = ErrorKind::kTimeout;
   for (int attempt = 0;; ++attempt) {
     void* handle = Acquire(deadline);
     if (handle == nullptr) break;
     bool transient = false;
-    last = Attempt(handle, r, deadline - Now(), &transient);
+    last = Attempt(handle, r, deadline - Now(), &transient, &kind);
     Release(handle);
     if (last.ok()) {
       if (down_until_.load(std::memory_order_relaxed) != 0) down_until_.store(0);
@@ -404,10 +415,10 @@ Status HttpClient::Perform(Request& r) {
     std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     retries_++;
   }
-  errors_++;
   if (Now() >= deadline - 0.001) {
     last = Status(last.error_number(),
                   last.message() + " (gave up after " + std::to_string(options_.timeout) + " s)");
+    if (kind != ErrorKind::kNotFound && kind != ErrorKind::kDenied) kind = ErrorKind::kTimeout;
     if (last.error_number() == EIO) {
       down_until_.store(Now() + std::min(options_.timeout, kDownSeconds),
                         std::memory_order_relaxed);
@@ -416,8 +427,38 @@ Status HttpClient::Perform(Request& r) {
   // Names that are not there are ordinary answers; other failures are
   // logged, at most a few per second so that a dead server cannot flood
   // the log.
+  CountError(kind);
   if (last.error_number() != ENOENT && LogAllowed()) Log(LogLevel::kWarning, last.message());
   return last;
+}
+
+void HttpClient::CountError(ErrorKind kind) {
+  errors_++;
+  errors_by_kind_[static_cast<int>(kind)]++;
+}
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kTimeout:
+      return "timeout";
+    case ErrorKind::kConnection:
+      return "connection";
+    case ErrorKind::kServer:
+      return "server";
+    case ErrorKind::kNotFound:
+      return "not_found";
+    case ErrorKind::kDenied:
+      return "denied";
+    case ErrorKind::kChanged:
+      return "changed";
+    case ErrorKind::kProtocol:
+      return "protocol";
+    case ErrorKind::kDown:
+      return "server_down";
+    case ErrorKind::kCount:
+      break;
+  }
+  return "other";
 }
 
 bool HttpClient::LogAllowed() {
@@ -468,6 +509,10 @@ HttpStats HttpClient::stats() const {
   s.retries = retries_.load();
   s.errors = errors_.load();
   s.bytes_fetched = bytes_.load();
+  for (int k = 0; k < static_cast<int>(ErrorKind::kCount); ++k) {
+    s.errors_by_kind[k] = errors_by_kind_[k].load();
+  }
+  s.latency = latency_.Summarize();
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -13,6 +14,8 @@
 #include <unordered_map>
 
 #include "b2ndfs/remote/autoindex.h"
+#include "b2ndfs/util/log.h"
+#include "range_prefetch.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -71,18 +74,55 @@ uint64_t ListingHash(const std::vector<IndexEntry>& entries) {
 
 using Listing = std::shared_ptr<const std::vector<IndexEntry>>;
 
+// A Range read of one version of an object: through the disk cache when
+// there is one. A changed object's ranges are dropped from it.
+Status FetchRange(HttpClient& client, DiskCache* disk_cache, const std::string& url, int64_t offset,
+                  size_t length, uint8_t* out, const ObjectInfo& info) {
+  auto fetch = [&](int64_t at, size_t n, uint8_t* into) {
+    return client.GetRange(url, at, n, into, info);
+  };
+  Status s = disk_cache != nullptr
+                 ? disk_cache->Read(url, info.etag, info.size, offset, length, out, fetch)
+                 : fetch(offset, length, out);
+  if (s.error_number() == ESTALE && disk_cache != nullptr) disk_cache->Forget(url);
+  return s;
+}
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
 // One generation of a remote container: an object, or a sparse frame's
 // directory of objects. Every read names the version it expects.
 class ObjectSource final : public source::ByteSource {
  public:
-  ObjectSource(std::shared_ptr<HttpClient> client, std::string url, std::string name, bool sparse,
-               source::Signature signature, std::optional<ObjectInfo> frame)
+  ObjectSource(std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
+               std::shared_ptr<RangePrefetch> prefetch, std::string url, std::string name,
+               bool sparse, source::Signature signature, std::optional<ObjectInfo> frame)
       : client_(std::move(client)),
+        disk_cache_(std::move(disk_cache)),
+        prefetch_(std::move(prefetch)),
+        prefetch_id_(prefetch_->NewSourceId()),
         url_(std::move(url)),
         name_(std::move(name)),
         sparse_(sparse),
         signature_(std::move(signature)),
         frame_(std::move(frame)) {}
+
+  ~ObjectSource() override { prefetch_->Forget(prefetch_id_); }
 
   const std::string& name() const override { return name_; }
   bool sparse() const override { return sparse_; }
@@ -104,9 +144,24 @@ class ObjectSource final : public source::ByteSource {
                          std::to_string(offset) + " passes its end (" + std::to_string(info.size) +
                          " bytes)");
     }
-    Status s = client_->GetRange(PartUrl(part), offset, length, out, info);
+    if (prefetch_->Take(prefetch_id_, part, offset, length, out)) return Status::Ok();
+    Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(part), offset, length, out, info);
     if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
     return s;
+  }
+
+  void Prefetch(int64_t part, int64_t offset, size_t length) const override {
+    auto info = Part(part);
+    if (!info.ok() || offset < 0 || offset > info->size ||
+        static_cast<int64_t>(length) > info->size - offset) {
+      return;
+    }
+    // The fetch holds what it needs, not the source (which may go first).
+    prefetch_->Start(prefetch_id_, part, offset, length,
+                     [client = client_, disk_cache = disk_cache_, url = PartUrl(part),
+                      info = *info](int64_t at, size_t n, uint8_t* out) {
+                       return FetchRange(*client, disk_cache.get(), url, at, n, out, info);
+                     });
   }
 
  private:
@@ -138,6 +193,9 @@ class ObjectSource final : public source::ByteSource {
   }
 
   const std::shared_ptr<HttpClient> client_;
+  const std::shared_ptr<DiskCache> disk_cache_;
+  const std::shared_ptr<RangePrefetch> prefetch_;
+  const uint64_t prefetch_id_;
   const std::string url_;
   const std::string name_;
   const bool sparse_;
@@ -150,8 +208,10 @@ class ObjectSource final : public source::ByteSource {
 
 class ObjectFile final : public source::PlainFile {
  public:
-  ObjectFile(std::shared_ptr<HttpClient> client, std::string url, ObjectInfo info)
+  ObjectFile(std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
+             std::string url, ObjectInfo info)
       : client_(std::move(client)),
+        disk_cache_(std::move(disk_cache)),
         url_(std::move(url)),
         info_(std::move(info)),
         version_(ObjectSignature(info_)) {}
@@ -161,12 +221,13 @@ class ObjectFile final : public source::PlainFile {
     if (offset >= info_.size) return size_t{0};
     const size_t n =
         static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(length), info_.size - offset));
-    B2NDFS_RETURN_IF_ERROR(client_->GetRange(url_, offset, n, out, info_));
+    B2NDFS_RETURN_IF_ERROR(FetchRange(*client_, disk_cache_.get(), url_, offset, n, out, info_));
     return n;
   }
 
  private:
   const std::shared_ptr<HttpClient> client_;
+  const std::shared_ptr<DiskCache> disk_cache_;
   const std::string url_;
   const ObjectInfo info_;
   const source::Signature version_;
@@ -177,6 +238,7 @@ class ObjectTree final : public source::Tree {
   ObjectTree(ObjectTreeConfig config, std::shared_ptr<HttpClient> client, double revalidate)
       : revalidate_(revalidate),
         client_(std::move(client)),
+        disk_cache_(std::move(config.disk_cache)),
         base_(std::move(config.base)),
         root_(std::move(config.root)),
         root_is_dir_(config.root_is_dir),
@@ -229,8 +291,9 @@ class ObjectTree final : public source::Tree {
     } else if (!directory || head.status().error_number() != ENOENT) {
       return head.status();
     }
-    return std::shared_ptr<const source::ByteSource>(std::make_shared<ObjectSource>(
-        client_, Url(path), path, directory, std::move(signature), std::move(frame)));
+    return std::shared_ptr<const source::ByteSource>(
+        std::make_shared<ObjectSource>(client_, disk_cache_, prefetch_, Url(path), path, directory,
+                                       std::move(signature), std::move(frame)));
   }
 
   Result<std::shared_ptr<const source::PlainFile>> OpenFile(
@@ -238,19 +301,61 @@ class ObjectTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, true));
     if (info.size < 0) return Status(EIO, path + ": no Content-Length");
     return std::shared_ptr<const source::PlainFile>(
-        std::make_shared<ObjectFile>(client_, Url(path), info));
+        std::make_shared<ObjectFile>(client_, disk_cache_, Url(path), info));
   }
 
+  // "remote": this mount's one source, named by its URL without
+  // credentials: its requests, failures by kind, the latency of each
+  // attempt, and its disk cache.
   std::string StatsJson() const override {
     const HttpStats s = client_->stats();
-    auto kv = [](const char* key, uint64_t value, bool last = false) {
-      return std::string("    \"") + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
+    auto kv = [](const std::string& indent, const char* key, uint64_t value, bool last = false) {
+      return indent + "\"" + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
     };
+    const std::string in = "    ", in2 = "      ";
     std::string out = "  \"remote\": {\n";
-    out += kv("requests", s.requests);
-    out += kv("retries", s.retries);
-    out += kv("errors", s.errors);
-    out += kv("bytes_fetched", s.bytes_fetched, true);
+    out += in + "\"source\": " + JsonString(root_) + ",\n";
+    out += kv(in, "requests", s.requests);
+    out += kv(in, "retries", s.retries);
+    out += kv(in, "errors", s.errors);
+    out += in + "\"errors_by_kind\": {\n";
+    for (int k = 0; k < static_cast<int>(ErrorKind::kCount); ++k) {
+      out += kv(in2, ErrorKindName(static_cast<ErrorKind>(k)), s.errors_by_kind[k],
+                k + 1 == static_cast<int>(ErrorKind::kCount));
+    }
+    out += in + "},\n";
+    out += kv(in, "bytes_fetched", s.bytes_fetched);
+    out += in + "\"latency_us\": {\n";
+    out += kv(in2, "count", s.latency.count);
+    out += kv(in2, "p50", s.latency.p50_us);
+    out += kv(in2, "p90", s.latency.p90_us);
+    out += kv(in2, "p99", s.latency.p99_us);
+    out += kv(in2, "max", s.latency.max_us, true);
+    out += in + "},\n";
+    out += in + "\"disk_cache\": {\n";
+    const DiskCacheStats d = disk_cache_ ? disk_cache_->stats() : DiskCacheStats{};
+    out += kv(in2, "enabled", disk_cache_ ? 1 : 0);
+    out += kv(in2, "capacity_bytes", d.capacity_bytes);
+    out += kv(in2, "bytes_on_disk", d.bytes_on_disk);
+    out += kv(in2, "entries", d.entries);
+    out += kv(in2, "hits", d.hits);
+    out += kv(in2, "misses", d.misses);
+    out += kv(in2, "bytes_hit", d.bytes_hit);
+    out += kv(in2, "bytes_missed", d.bytes_missed);
+    out += kv(in2, "bytes_stored", d.bytes_stored);
+    out += kv(in2, "evictions", d.evictions);
+    out += kv(in2, "invalidations", d.invalidations);
+    out += kv(in2, "corrupt", d.corrupt);
+    out += kv(in2, "write_errors", d.write_errors, true);
+    out += in + "},\n";
+    // Ranges fetched ahead of the reads that take them (range_prefetch.h).
+    const RangePrefetch::Stats p = prefetch_->stats();
+    out += in + "\"prefetch\": {\n";
+    out += kv(in2, "started", p.started);
+    out += kv(in2, "taken", p.taken);
+    out += kv(in2, "dropped", p.dropped);
+    out += kv(in2, "failed", p.failed, true);
+    out += in + "}\n";
     out += "  },\n";
     return out;
   }
@@ -402,6 +507,8 @@ class ObjectTree final : public source::Tree {
 
   const double revalidate_;
   const std::shared_ptr<HttpClient> client_;
+  const std::shared_ptr<DiskCache> disk_cache_;
+  const std::shared_ptr<RangePrefetch> prefetch_ = std::make_shared<RangePrefetch>();
   const std::string base_;  // the root's request URL, without a trailing '/'
   const std::string root_;  // its name, without credentials
   const bool root_is_dir_;
@@ -413,6 +520,17 @@ class ObjectTree final : public source::Tree {
 };
 
 }  // namespace
+
+std::shared_ptr<DiskCache> OpenConfiguredDiskCache(const RemoteOptions& options) {
+  if (options.disk_cache_dir.empty()) return nullptr;
+  auto cache = DiskCache::Open(options.disk_cache_dir, options.disk_cache_size);
+  if (!cache.ok()) {
+    Log(LogLevel::kWarning, "mounting without the disk cache: " + cache.status().message() + " (" +
+                                std::strerror(cache.status().error_number()) + ")");
+    return nullptr;
+  }
+  return std::shared_ptr<DiskCache>(std::move(cache).value());
+}
 
 Result<std::shared_ptr<source::Tree>> OpenObjectTree(ObjectTreeConfig config,
                                                      std::shared_ptr<HttpClient> client,

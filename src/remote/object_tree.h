@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "b2ndfs/remote/autoindex.h"
+#include "b2ndfs/remote/disk_cache.h"
 #include "b2ndfs/remote/http_client.h"
+#include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
 
@@ -33,7 +35,13 @@ struct ObjectTreeConfig {
   using Lister = std::function<Result<std::vector<IndexEntry>>(const std::string& path,
                                                                const std::string& url)>;
   Lister list;
+  // Optional: where fetched ranges are kept (disk_cache.h).
+  std::shared_ptr<DiskCache> disk_cache;
 };
+
+// The disk cache `options` ask for, or null (none asked for, or it cannot be
+// opened: logged, the mount goes on without it).
+std::shared_ptr<DiskCache> OpenConfiguredDiskCache(const RemoteOptions& options);
 
 // The tree; checks that the root answers (a listing for a directory, a HEAD
 // for an object) before returning.

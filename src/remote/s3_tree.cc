@@ -223,6 +223,7 @@ Result<std::shared_ptr<source::Tree>> OpenS3Tree(const std::string& url, const S
   config.root = "s3://" + s3.bucket + (prefix.empty() ? "" : "/" + prefix);
   config.base = bucket_url + (prefix.empty() ? "" : "/" + EncodeKey(prefix));
   config.root_is_dir = true;
+  config.disk_cache = OpenConfiguredDiskCache(options.remote);
   if (!explicit_dir) {
     // A PREFIX naming an object is one container; else a directory.
     auto head = client->Head(config.base);

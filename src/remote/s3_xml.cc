@@ -72,6 +72,15 @@ class Parser {
   Status Bad(const std::string& what) const {
     return Status(EIO, "malformed XML at byte " + std::to_string(pos_) + ": " + what);
   }
+  // An element name for a message: the document is untrusted, so at most a
+  // short printable prefix of it goes to the log (found by fuzz_s3_xml).
+  static std::string Shown(const std::string& name) {
+    std::string out;
+    for (char c : name.substr(0, 32)) {
+      out += (c >= 0x21 && c < 0x7f) ? c : '?';
+    }
+    return name.size() > 32 ? out + "..." : out;
+  }
   void SkipSpace() {
     while (pos_ < s_.size() && std::strchr(" \t\r\n", s_[pos_]) != nullptr && s_[pos_] != '\0') {
       ++pos_;
@@ -193,7 +202,7 @@ class Parser {
     }
     for (;;) {  // content
       B2NDFS_RETURN_IF_ERROR(Text('<', &e->text));
-      if (pos_ >= s_.size()) return Bad("<" + e->name + "> is not closed");
+      if (pos_ >= s_.size()) return Bad("<" + Shown(e->name) + "> is not closed");
       if (s_.compare(pos_, 2, "</") == 0) {
         pos_ += 2;
         B2NDFS_ASSIGN_OR_RETURN(const std::string closing, Name());
@@ -297,6 +306,19 @@ Result<ListObjectsPage> ParseListObjectsV2(const std::string& xml) {
     return Status(EIO, "a truncated listing without <NextContinuationToken>");
   }
   return page;
+}
+
+std::string S3ErrorCode(const std::string& body) {
+  const size_t open = body.find("<Code>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 6;
+  const size_t close = body.find("</Code>", start);
+  if (close == std::string::npos || close == start || close - start > 64) return "";
+  const std::string code = body.substr(start, close - start);
+  for (char c : code) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return code;
 }
 
 }  // namespace b2ndfs::remote

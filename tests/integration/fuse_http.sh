@@ -5,7 +5,9 @@
 # single container URL; then faults: 404, 403, 503 answered with retries and
 # then EIO within the timeout, nginx stopped mid-read (EIO within the
 # timeout, the mount stays alive) and restarted (reads work again), and an
-# object replaced on the server (its new version is served).
+# object replaced on the server (its new version is served). A mount through
+# a proxy adding 20 ms round trips reads byte-exact with overlapping requests
+# (remote.prefetch) and shows the latency in remote.latency_us.
 # Usage: fuse_http.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
@@ -99,6 +101,27 @@ log "503: EIO after $(elapsed "$t0") s"
 retries=$(stats_field "$MB" remote.retries)
 ((${retries:-0} >= 2)) || fail "503 answers were not retried (remote.retries=$retries)"
 grep -q "HTTP 503" "$MB.log" || fail "the 503 failure is not logged: $(tail -3 "$MB.log")"
+server_errors=$(stats_field "$MB" remote.errors_by_kind.server)
+((${server_errors:-0} >= 1)) || fail "503 failures are not counted as server errors ($server_errors)"
+
+# A long link (20 ms round trips through a delaying proxy): byte-exact, the
+# request latency percentiles show it, and a plan's reads overlap (ranges
+# prefetched and taken).
+PROXY_PORT=$(free_port)
+python3 "$(dirname "${BASH_SOURCE[0]}")/latency_proxy.py" "$PROXY_PORT" "127.0.0.1:$NGINX_PORT" 10 \
+  >"$X/proxy.out" 2>&1 &
+ITEST_PIDS+=($!)
+wait_until 10 grep -q ready "$X/proxy.out" || fail "the latency proxy did not start: $(cat "$X/proxy.out")"
+ML=$TMP/mnt_latency
+mount_fs "http://127.0.0.1:$PROXY_PORT/fx/" "$ML" -o cache_size=32M || exit 1
+want_data "$R" medium/image_u2.b2nd "$X/want_large_fx"
+t0=$(now)
+check "a sequential read over 20 ms round trips" cmp "$ML/medium/image_u2.b2nd/data" "$X/want_large_fx"
+log "sequential read of medium/image_u2.b2nd/data over 20 ms round trips: $(elapsed "$t0") s"
+p50=$(stats_field "$ML" remote.latency_us.p50)
+((${p50:-0} >= 15000)) || fail "remote.latency_us.p50 is $p50 us over 20 ms round trips"
+taken=$(stats_field "$ML" remote.prefetch.taken)
+((${taken:-0} > 0)) || fail "no prefetched range was taken (remote.prefetch: $(stats_field "$ML" remote.prefetch.started) started)"
 
 # nginx stopped in the middle of a slow read: EIO within the timeout, the
 # mount stays alive; restarted: reads work again.
@@ -125,7 +148,7 @@ nginx_restart || exit 1
 check "reads work after nginx restarts" cmp "$MS/good.b2nd/data" "$X/want_2d"
 check "the first mount still reads" cmp "$MF/large.b2nd/data" "$X/want_large"
 
-for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS"; do
+for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS" "$ML"; do
   check "fusermount3 -u $mnt" fusermount3 -u "$mnt"
 done
 finish

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/util/latency.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::remote {
@@ -83,11 +84,27 @@ struct HttpOptions {
       extra_headers;
 };
 
+// Why a request failed in the end (HttpStats::errors_by_kind).
+enum class ErrorKind {
+  kTimeout,     // no answer within the timeout
+  kConnection,  // refused, reset, DNS, TLS
+  kServer,      // 5xx or 429 after the retries
+  kNotFound,    // 404, 410
+  kDenied,      // 401, 403
+  kChanged,     // 412 or another total size: the object changed
+  kProtocol,    // a 200 to a Range, a wrong Content-Range, a short body, ...
+  kDown,        // not sent: the server did not answer a moment ago
+  kCount
+};
+const char* ErrorKindName(ErrorKind kind);
+
 struct HttpStats {
   uint64_t requests = 0;  // attempts, retries included
   uint64_t retries = 0;
   uint64_t errors = 0;  // requests that failed in the end
+  uint64_t errors_by_kind[static_cast<int>(ErrorKind::kCount)] = {};
   uint64_t bytes_fetched = 0;
+  LatencyHistogram::Summary latency;  // of each attempt, answered or not
 };
 
 class HttpClient {
@@ -116,7 +133,9 @@ class HttpClient {
 
  private:
   Status Perform(Request& request);
-  Status Attempt(void* curl, Request& request, double seconds_left, bool* transient);
+  Status Attempt(void* curl, Request& request, double seconds_left, bool* transient,
+                 ErrorKind* kind);
+  void CountError(ErrorKind kind);
   void* Acquire(double deadline);
   void Release(void* curl);
   bool LogAllowed();
@@ -129,6 +148,8 @@ class HttpClient {
   double log_window_start_ = 0;  // guarded by mutex_, as logged_in_window_
   int logged_in_window_ = 0;
   std::atomic<uint64_t> requests_{0}, retries_{0}, errors_{0}, bytes_{0};
+  std::atomic<uint64_t> errors_by_kind_[static_cast<int>(ErrorKind::kCount)] = {};
+  LatencyHistogram latency_;
   std::atomic<double> down_until_{0};  // Now() before which requests fail at once
 };
 

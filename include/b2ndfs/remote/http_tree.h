@@ -16,6 +16,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,11 @@ namespace b2ndfs::remote {
 struct RemoteOptions {
   HttpOptions http;
   double revalidate = 1.0;  // seconds a listing or HEAD answer is reused
+  // A local cache of fetched ranges (disk_cache.h); empty: none. A cache
+  // that cannot be opened (another daemon holds it) is logged and left out.
+  std::string disk_cache_dir;
+  uint64_t disk_cache_size = kDefaultDiskCacheSize;
+  static constexpr uint64_t kDefaultDiskCacheSize = uint64_t{1} << 30;
 };
 
 // True for the URLs b2ndfs treats as remote sources (http://, https://,

@@ -38,6 +38,11 @@ struct ListObjectsPage {
 // answer says <EncodingType>url</EncodingType>.
 Result<ListObjectsPage> ParseListObjectsV2(const std::string& xml);
 
+// The <Code> of an S3 error document ("NoSuchKey"), or "" when there is none
+// or it is not a plain word of at most 64 letters and digits (it goes into
+// messages).
+std::string S3ErrorCode(const std::string& body);
+
 // "2009-10-12T17:50:30.000Z" (ISO 8601, UTC, optional fraction) as seconds
 // since the epoch.
 std::optional<int64_t> ParseIso8601(const std::string& text);

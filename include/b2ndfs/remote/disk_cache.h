@@ -1,0 +1,123 @@
+// remote/disk_cache: a node-local cache, on disk, of the byte ranges fetched
+// from remote objects, so that a node's second mount of the same store is
+// warm (-o disk_cache=DIR,disk_cache_size=SIZE).
+//
+// What is kept: the bytes of ranges exactly as they were fetched (compressed
+// chunk bytes; nothing is decoded), one file per range under
+// DIR/ranges/<URL key>/<version key>-<offset>-<length>. Both keys are hashes:
+// the URL's without credentials or query (RedactUrl), and the version's (its
+// ETag and size), so no name, key or secret is ever written to the directory.
+// Versions: a range is served only for the ETag and size it was fetched at
+// (they are in its key, and again in its header). Storing a range of another
+// version of a URL, or Forget() (a request found the object changed), drops
+// every range of the old versions: old bytes cannot come back, even if the
+// object's ETag later returns to an old value.
+// Crash safety: a range is written to DIR/tmp and renamed into place; its
+// header and every 64 KiB segment carry a checksum, checked on each read. A
+// torn, truncated or otherwise corrupt file is a miss (and is deleted), never
+// wrong bytes. Temporary files left by a crash are deleted by Open().
+// Bounds: the files' bytes stay within the capacity; the least recently used
+// ranges are deleted first (recency survives restarts through the files'
+// mtimes). A range larger than a quarter of the capacity is not kept.
+// Ownership: one process per DIR. Open() takes an exclusive flock on DIR/lock
+// for the cache's lifetime (inherited by a daemon's forked child); a second
+// process gets EBUSY and mounts without the cache.
+// Errors: Open() fails with the errno of what went wrong; Read() returns the
+// fetch's Status; the cache's own I/O failures only make misses.
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::remote {
+
+struct DiskCacheStats {
+  uint64_t capacity_bytes = 0;
+  uint64_t bytes_on_disk = 0;  // files' bytes (headers included)
+  uint64_t entries = 0;
+  uint64_t hits = 0;    // reads served from disk alone
+  uint64_t misses = 0;  // reads that fetched some or all of their bytes
+  uint64_t bytes_hit = 0;
+  uint64_t bytes_missed = 0;
+  uint64_t bytes_stored = 0;
+  uint64_t evictions = 0;
+  uint64_t corrupt = 0;        // files found torn or corrupt (and deleted)
+  uint64_t write_errors = 0;   // ranges that could not be stored
+  uint64_t invalidations = 0;  // ranges dropped as of an old version
+};
+
+class DiskCache {
+ public:
+  // Bytes of a range covered by one checksum.
+  static constexpr size_t kSegmentBytes = 64 << 10;
+
+  // Opens DIR (created if missing, mode 0700) and takes its lock; indexes
+  // the ranges already there and deletes what is over `capacity`. EBUSY if
+  // another process holds the lock.
+  static Result<std::unique_ptr<DiskCache>> Open(const std::string& dir, uint64_t capacity);
+  ~DiskCache();
+  DiskCache(const DiskCache&) = delete;
+  DiskCache& operator=(const DiskCache&) = delete;
+
+  // Fetches `length` bytes at `offset` of the object into `out` (the
+  // network: what the cache does not hold).
+  using Fetch = std::function<Status(int64_t offset, size_t length, uint8_t* out)>;
+
+  // Reads `length` bytes at `offset` of object `url` at version (`etag`,
+  // `size`): the bytes held for that version from disk, the rest through
+  // `fetch` (one request spanning what is missing), which are then kept. An
+  // empty `etag` bypasses the cache. Returns fetch's Status.
+  Status Read(const std::string& url, const std::string& etag, int64_t size, int64_t offset,
+              size_t length, uint8_t* out, const Fetch& fetch);
+
+  // Drops every range of `url` (a request found that it changed).
+  void Forget(const std::string& url);
+
+  DiskCacheStats stats() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Entry;
+  using EntryList = std::list<Entry>;
+  // A URL's ranges (of one version): by (offset, length).
+  struct Object {
+    uint64_t version = 0;
+    int64_t max_length = 0;
+    std::map<std::pair<int64_t, int64_t>, EntryList::iterator> ranges;
+  };
+
+  DiskCache(std::string dir, uint64_t capacity, int lock_fd);
+  void Scan();
+  std::string PathOf(const Entry& e) const;
+  // Inserts a stored file into the index (mutex_ held); drops other versions.
+  void Insert(Entry entry);
+  void DropObject(uint64_t url_key);  // mutex_ held
+  void Drop(EntryList::iterator it);  // mutex_ held; unlinks the file
+  void Evict();                       // mutex_ held
+  void Store(uint64_t url_key, uint64_t version_key, const std::string& etag, int64_t offset,
+             const uint8_t* bytes, size_t length);
+  bool ReadEntry(const Entry& e, const std::string& etag, int64_t offset, size_t length,
+                 uint8_t* out) const;
+
+  const std::string dir_;
+  const uint64_t capacity_;
+  const int lock_fd_;
+  mutable std::mutex mutex_;  // leaf lock; guards everything below
+  EntryList lru_;             // most recently used first
+  std::map<uint64_t, Object> objects_;
+  uint64_t bytes_on_disk_ = 0;
+  uint64_t temp_counter_ = 0;
+  DiskCacheStats counters_;  // the counting members only
+};
+
+}  // namespace b2ndfs::remote

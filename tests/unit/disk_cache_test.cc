@@ -1,0 +1,237 @@
+// remote/disk_cache: what is served from disk and what is fetched, versions
+// (ETag), torn and corrupt files, restarts, the lock, the bound.
+#include "b2ndfs/remote/disk_cache.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace b2ndfs;
+using namespace b2ndfs::remote;
+
+namespace {
+
+// The "object": deterministic bytes, with a count of what was fetched.
+struct Origin {
+  std::vector<uint8_t> bytes;
+  int fetches = 0;
+  int64_t fetched_bytes = 0;
+  explicit Origin(size_t n, uint8_t salt = 0) : bytes(n) {
+    for (size_t i = 0; i < n; ++i)
+      bytes[i] = static_cast<uint8_t>((i * 131 + i / 977 + salt) & 255);
+  }
+  DiskCache::Fetch fetch() {
+    return [this](int64_t offset, size_t length, uint8_t* out) {
+      ++fetches;
+      fetched_bytes += static_cast<int64_t>(length);
+      if (offset < 0 ||
+          offset + static_cast<int64_t>(length) > static_cast<int64_t>(bytes.size())) {
+        return Status(EIO, "out of range");
+      }
+      std::copy(bytes.begin() + offset, bytes.begin() + offset + static_cast<int64_t>(length), out);
+      return Status::Ok();
+    };
+  }
+};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/b2ndfs_disk_cache_XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = dir + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      for (auto& f : Files(path)) out.push_back(f);
+    } else {
+      out.push_back(path);
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+const std::string kUrl = "http://user:secret@example.org/data/a.b2nd";
+
+std::vector<uint8_t> ReadVia(DiskCache& cache, Origin& origin, const std::string& etag,
+                             int64_t offset, size_t length) {
+  std::vector<uint8_t> out(length, 0xEE);
+  REQUIRE(cache
+              .Read(kUrl, etag, static_cast<int64_t>(origin.bytes.size()), offset, length,
+                    out.data(), origin.fetch())
+              .ok());
+  return out;
+}
+
+std::vector<uint8_t> Slice(const Origin& o, int64_t offset, size_t length) {
+  return std::vector<uint8_t>(o.bytes.begin() + offset,
+                              o.bytes.begin() + offset + static_cast<int64_t>(length));
+}
+
+}  // namespace
+
+TEST_CASE("a range is fetched once, then served from disk; only missing bytes are fetched") {
+  TempDir dir;
+  auto cache = DiskCache::Open(dir.path + "/c", 64 << 20);
+  REQUIRE(cache.ok());
+  Origin origin(1 << 20);
+  CHECK(ReadVia(**cache, origin, "\"e1\"", 1000, 200000) == Slice(origin, 1000, 200000));
+  CHECK(origin.fetches == 1);
+  CHECK(ReadVia(**cache, origin, "\"e1\"", 5000, 100000) == Slice(origin, 5000, 100000));
+  CHECK(origin.fetches == 1);
+  // Overlapping the end: only [201000, 300000) comes from the origin.
+  CHECK(ReadVia(**cache, origin, "\"e1\"", 150000, 150000) == Slice(origin, 150000, 150000));
+  CHECK(origin.fetches == 2);
+  CHECK(origin.fetched_bytes == 200000 + 99000);
+  // Two held ranges cover it together.
+  CHECK(ReadVia(**cache, origin, "\"e1\"", 0 + 1000, 299000) == Slice(origin, 1000, 299000));
+  CHECK(origin.fetches == 2);
+  const DiskCacheStats s = (*cache)->stats();
+  CHECK(s.hits == 2);
+  CHECK(s.misses == 2);
+  CHECK(s.entries == 2);
+  // No name or secret of the URL is written anywhere.
+  for (const auto& f : Files(dir.path)) {
+    CHECK(f.find("secret") == std::string::npos);
+    CHECK(f.find("example") == std::string::npos);
+    std::ifstream in(f, std::ios::binary);
+    const std::string content((std::istreambuf_iterator<char>(in)), {});
+    CHECK(content.find("secret") == std::string::npos);
+  }
+}
+
+TEST_CASE("a range is served only for the ETag it was fetched at, and old versions go") {
+  TempDir dir;
+  auto cache = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(cache.ok());
+  Origin v1(300000, 0), v2(300000, 7);
+  CHECK(ReadVia(**cache, v1, "\"v1\"", 0, 100000) == Slice(v1, 0, 100000));
+  CHECK(ReadVia(**cache, v2, "\"v2\"", 0, 100000) == Slice(v2, 0, 100000));
+  CHECK(v2.fetches == 1);
+  CHECK((*cache)->stats().invalidations == 1);
+  // v1's bytes are gone: asking for v1 again fetches (and never serves v2's).
+  CHECK(ReadVia(**cache, v1, "\"v1\"", 0, 100000) == Slice(v1, 0, 100000));
+  CHECK(v1.fetches == 2);
+  // The same ETag with another size is another version too.
+  Origin longer(400000, 0);
+  CHECK(ReadVia(**cache, longer, "\"v1\"", 0, 1000) == Slice(longer, 0, 1000));
+  CHECK(longer.fetches == 1);
+  // Forget drops everything of the URL.
+  (*cache)->Forget(kUrl);
+  CHECK((*cache)->stats().entries == 0);
+  // No ETag: no caching.
+  Origin plain(1000);
+  ReadVia(**cache, plain, "", 0, 100);
+  ReadVia(**cache, plain, "", 0, 100);
+  CHECK(plain.fetches == 2);
+}
+
+TEST_CASE("torn, truncated and corrupt files are misses, never wrong bytes") {
+  TempDir dir;
+  Origin origin(500000);
+  auto cache = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(cache.ok());
+  ReadVia(**cache, origin, "\"e\"", 0, 300000);
+  auto files = Files(dir.path + "/ranges");
+  REQUIRE(files.size() == 1);
+  SECTION("a flipped byte in a segment") {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1000, std::ios::end);
+    f.put('\x5a' ^ static_cast<char>(origin.bytes[300000 - 1000]));
+  }
+  SECTION("a flipped byte in the header") {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    char c = 0;
+    f.seekg(40);
+    f.get(c);
+    f.seekp(40);
+    f.put(static_cast<char>(c ^ 1));
+  }
+  SECTION("cut short") { REQUIRE(::truncate(files[0].c_str(), 200000) == 0); }
+  SECTION("emptied") { REQUIRE(::truncate(files[0].c_str(), 0) == 0); }
+  const int before = origin.fetches;
+  CHECK(ReadVia(**cache, origin, "\"e\"", 0, 300000) == Slice(origin, 0, 300000));
+  CHECK(origin.fetches == before + 1);
+  CHECK((*cache)->stats().corrupt == 1);
+  // Stored afresh: served from disk again.
+  CHECK(ReadVia(**cache, origin, "\"e\"", 0, 300000) == Slice(origin, 0, 300000));
+  CHECK(origin.fetches == before + 1);
+}
+
+TEST_CASE("ranges survive a restart; temporary files of a crash are deleted") {
+  TempDir dir;
+  Origin origin(200000);
+  {
+    auto cache = DiskCache::Open(dir.path, 64 << 20);
+    REQUIRE(cache.ok());
+    ReadVia(**cache, origin, "\"e\"", 10, 150000);
+  }
+  std::ofstream(dir.path + "/tmp/123.4") << "half a range";
+  auto cache = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(cache.ok());
+  CHECK(Files(dir.path + "/tmp").empty());
+  CHECK((*cache)->stats().entries == 1);
+  CHECK(ReadVia(**cache, origin, "\"e\"", 100, 1000) == Slice(origin, 100, 1000));
+  CHECK(origin.fetches == 1);
+}
+
+TEST_CASE("one process per directory") {
+  TempDir dir;
+  auto first = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(first.ok());
+  auto second = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().error_number() == EBUSY);
+  first = Status(EIO, "closed");
+  CHECK(DiskCache::Open(dir.path, 64 << 20).ok());
+}
+
+TEST_CASE("the files stay within the capacity, least recently used deleted first") {
+  TempDir dir;
+  Origin origin(4 << 20);
+  auto cache = DiskCache::Open(dir.path, 1 << 20);
+  REQUIRE(cache.ok());
+  const size_t n = 200 << 10;
+  for (int i = 0; i < 4; ++i) ReadVia(**cache, origin, "\"e\"", i * (256 << 10), n);
+  ReadVia(**cache, origin, "\"e\"", 0, n);  // the first is now the most recent
+  for (int i = 4; i < 8; ++i) ReadVia(**cache, origin, "\"e\"", i * (256 << 10), n);
+  const DiskCacheStats s = (*cache)->stats();
+  CHECK(s.bytes_on_disk <= s.capacity_bytes);
+  CHECK(s.evictions >= 3);
+  uint64_t on_disk = 0;
+  for (const auto& f : Files(dir.path + "/ranges")) {
+    struct stat st;
+    REQUIRE(::stat(f.c_str(), &st) == 0);
+    on_disk += static_cast<uint64_t>(st.st_size);
+  }
+  CHECK(on_disk == s.bytes_on_disk);
+  const int before = origin.fetches;
+  CHECK(ReadVia(**cache, origin, "\"e\"", 0, n) == Slice(origin, 0, n));
+  CHECK(origin.fetches == before);  // kept: it was used recently
+  CHECK(ReadVia(**cache, origin, "\"e\"", 256 << 10, n) == Slice(origin, 256 << 10, n));
+  CHECK(origin.fetches == before + 1);  // evicted
+  // A range over a quarter of the capacity is served but not kept.
+  ReadVia(**cache, origin, "\"e\"", 3 << 20, 300 << 10);
+  ReadVia(**cache, origin, "\"e\"", 3 << 20, 300 << 10);
+  CHECK(origin.fetches == before + 3);
+}
