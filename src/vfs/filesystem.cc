@@ -486,6 +486,7 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
   if (!node) return Status(ESTALE, "stale handle");
   if ((flags & O_ACCMODE) != O_RDONLY) return Status(EROFS, "read-only file system");
   FileHandle handle;
+  handle.remote = tree_->remote();
   switch (node->type) {
     case NodeType::kFile: {
       B2NDFS_ASSIGN_OR_RETURN(handle.passthrough, tree_->OpenFile(node->path));
@@ -500,6 +501,7 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
     }
     case NodeType::kStatsFile:
       handle.snapshot = std::make_shared<const std::string>(StatsJson());
+      handle.remote = false;    // made here, in memory
       handle.direct_io = true;  // its size changes between opens
       return handle;
     case NodeType::kInside: {
