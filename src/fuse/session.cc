@@ -98,6 +98,11 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   // read-ahead in the kernel (AsyncReads keeps them off our threads).
   conn->max_background = 64;
   conn->congestion_threshold = 48;
+  // A reader of a remote file must stay killable: the kernel waits for
+  // asynchronous direct I/O uninterruptibly (no FUSE_INTERRUPT is sent),
+  // for a synchronous O_DIRECT read it does not (AsyncReads answers a waiting
+  // one EINTR at once).
+  if (state->fs->remote()) conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {

@@ -481,6 +481,8 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
   return Status(EIO, "unknown node type");
 }
 
+bool Filesystem::remote() const { return tree_->remote(); }
+
 Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
   auto node = Find(ino);
   if (!node) return Status(ESTALE, "stale handle");

@@ -172,6 +172,8 @@ class Filesystem {
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
   const Options& options() const { return options_; }
+  // Reads may wait on the network (Tree::remote()).
+  bool remote() const;
 
  private:
   friend class ContainerEntry;
