@@ -113,7 +113,6 @@ grep -q '"shape"' "$X/meta.json" || fail "meta.json has no shape: $(head -c 200 
 check "fast/f.b2nd/data reads" cmp "$M/fast/f.b2nd/data" "$X/want_f"
 check "fast/v.b2nd/data reads" cmp "$M/fast/v.b2nd/data" "$X/want_v"
 quick=$(elapsed "$t1")
-quick_done=$(now)
 still=0
 readers_running && still=1
 for p in "${READER_PIDS[@]}"; do
@@ -123,7 +122,8 @@ done
 slow=$(elapsed "$t0")
 log "$READERS slow reads took ${slow} s; ls, meta.json and 2 fast objects meanwhile ${quick} s"
 ((still)) || fail "the slow readers were done before ls/meta.json/fast reads were (${quick} s vs ${slow} s)"
-awk -v q="$quick" -v s="$slow" 'BEGIN { exit !(q * 3 < s) }' ||
+# (With reads on the request threads this was 5.9 s against 7.3 s.)
+awk -v q="$quick" -v s="$slow" 'BEGIN { exit !(q * 2 < s) }' ||
   fail "ls/meta.json/fast reads took ${quick} s, not well under the slow reads' ${slow} s"
 for ((n = 0; n < READERS; n++)); do
   reader_status "$n" || { fail "slow reader $n failed: $(cat "$X/dd.err")"; continue; }
@@ -131,13 +131,13 @@ for ((n = 0; n < READERS; n++)); do
   cmp -s "$X/a.$n" <(tail -c +$((off + 1)) "$X/want_slow" | head -c 65536) ||
     fail "slow reader $n (offset $off) read wrong bytes"
 done
-: "$quick_done"
 
 # --- readers killed while their reads wait ----------------------------------
 # O_DIRECT: each read is one FUSE request its reader waits for (no page
 # cache), so a SIGKILL reaches the daemon as FUSE_INTERRUPT. Waiting reads are
 # answered EINTR at once; only the 2 running ones (per file) finish first.
-# Without that, the readers would be gone only after every queued read ran.
+# Without that, the readers would be gone only after every queued read ran;
+# the daemon's count (checked at the end) says how many were answered so.
 SLOW_SIZE=$((SLOW_SIZE - 65536 * READERS))
 DD_FLAGS=iflag=direct start_readers k "$M/slow/s3.b2nd/data"
 sleep 0.5
@@ -147,10 +147,7 @@ t2=$(now)
 for p in "${READER_PIDS[@]}"; do
   exits_within 60 "$p" >/dev/null || fail "a killed reader (pid $p) is still there after 60 s"
 done
-gone=$(elapsed "$t2")
-log "killed readers gone after ${gone} s"
-awk -v g="$gone" -v s="$slow" 'BEGIN { exit !(g * 2 < s) }' ||
-  fail "killed readers took ${gone} s to go, not well under the ${slow} s of $READERS slow reads"
+log "killed readers gone after $(elapsed "$t2") s"
 check "the mount still answers after killed readers" cmp "$M/fast/f.b2nd/data" "$X/want_f"
 check "slow/s3.b2nd/meta.json after killed readers" cat "$M/slow/s3.b2nd/meta.json" >/dev/null
 
@@ -184,6 +181,9 @@ line=$(grep -o 'remote reads: .*' "$M.log")
 log "daemon: $line"
 read -r deferred interrupted < <(sed -E 's/remote reads: ([0-9]+) off.* ([0-9]+) interrupted.*/\1 \2/' <<<"$line")
 ((${deferred:-0} > 0)) || fail "no read went through the executor: '$line'"
-((${interrupted:-0} > 0)) || fail "no waiting read was answered on FUSE_INTERRUPT: '$line'"
+# At most 2 of the killed readers' reads were running (one file); a few
+# more may have been done before the kill.
+((${interrupted:-0} >= READERS / 2)) ||
+  fail "only ${interrupted:-0} of the $READERS killed readers' reads were answered on FUSE_INTERRUPT: '$line'"
 
 finish
