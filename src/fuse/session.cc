@@ -512,7 +512,9 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   auto invalidator = std::make_unique<Invalidator>(session);
   filesystem.SetInvalidateCallback(
       [&invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
-  state.async_reads = std::make_unique<AsyncReads>(AsyncReads::Options{});
+  // Only a remote source has reads that wait on the network (no idle threads
+  // for local mounts).
+  if (filesystem.remote()) state.async_reads = std::make_unique<AsyncReads>(AsyncReads::Options{});
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {
@@ -531,7 +533,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     }
   }
   // Before the unmount (replies need the channel) and the handles' release.
-  state.async_reads->Shutdown();
+  if (state.async_reads) state.async_reads->Shutdown();
   filesystem.SetInvalidateCallback(nullptr);
   invalidator.reset();
   fuse_session_unmount(session);
