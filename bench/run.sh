@@ -12,6 +12,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build-bench}"
 OUT="$ROOT/bench/out"
+for a in "$@"; do [[ $a == --remote ]] && exec bash "$ROOT/bench/remote.sh"; done  # bench/REMOTE.md
 
 for a in "$@"; do
   if [[ $a == -h || $a == --help ]]; then exec /usr/bin/python3 "$ROOT/bench/bench.py" --help; fi

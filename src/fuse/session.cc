@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "async_reads.h"
 #include "b2ndfs/util/log.h"
 
 namespace b2ndfs::fuse {
@@ -31,6 +32,7 @@ struct DirHandle {
 struct State {
   vfs::Filesystem* fs = nullptr;
   size_t max_read = 1 << 20;
+  std::unique_ptr<AsyncReads> async_reads;  // remote reads; null until the loop runs
   // Handles the kernel has not released yet. On SIGTERM or a forced unmount
   // it never will: they are freed when the session ends.
   std::mutex handles_mutex;  // leaf lock
@@ -90,6 +92,17 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   // The source is read-only for us: no need for the kernel to ask before
   // every read whether cached pages are still valid (open decides).
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  // Read-ahead requests are "background" ones, of which the kernel lets only
+  // max_background (default 12) be outstanding per mount: a dozen readers of
+  // a slow remote object would hold them all and stall every other file's
+  // read-ahead in the kernel (AsyncReads keeps them off our threads).
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  // A reader of a remote file must stay killable: the kernel waits for
+  // asynchronous direct I/O uninterruptibly (no FUSE_INTERRUPT is sent),
+  // for a synchronous O_DIRECT read it does not (AsyncReads answers a waiting
+  // one EINTR at once).
+  if (state->fs->remote()) conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -252,7 +265,9 @@ void ServeRead(fuse_req_t req, vfs::FileHandle& handle, size_t size, off_t offse
   fuse_reply_buf(req, reinterpret_cast<const char*>(buffer), *n);
 }
 
-void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t offset, struct fuse_file_info* fi) {
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, struct fuse_file_info* fi) {
+  // Remote reads are answered on AsyncReads' workers, which call OpRead again.
+  if (DeferRead(StateOf(req).async_reads.get(), req, ino, size, offset, fi, OpRead)) return;
   Trampoline(req,
              [&] { ServeRead(req, *reinterpret_cast<vfs::FileHandle*>(fi->fh), size, offset); });
 }
@@ -515,6 +530,9 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   auto invalidator = std::make_unique<Invalidator>(session);
   filesystem.SetInvalidateCallback(
       [&invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
+  // Only a remote source has reads that wait on the network (no idle threads
+  // for local mounts).
+  if (filesystem.remote()) state.async_reads = std::make_unique<AsyncReads>(AsyncReads::Options{});
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {
@@ -532,6 +550,8 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
       fuse_loop_cfg_destroy(config);
     }
   }
+  // Before the unmount (replies need the channel) and the handles' release.
+  if (state.async_reads) state.async_reads->Shutdown();
   filesystem.SetInvalidateCallback(nullptr);
   invalidator.reset();
   fuse_session_unmount(session);

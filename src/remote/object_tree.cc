@@ -246,6 +246,7 @@ class ObjectTree final : public source::Tree {
         start_time_(static_cast<int64_t>(::time(nullptr))) {}
 
   const std::string& root() const override { return root_; }
+  bool remote() const override { return true; }
 
   Result<struct stat> Stat(const std::string& path) const override {
     if (path == root_) {

@@ -481,11 +481,14 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
   return Status(EIO, "unknown node type");
 }
 
+bool Filesystem::remote() const { return tree_->remote(); }
+
 Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
   auto node = Find(ino);
   if (!node) return Status(ESTALE, "stale handle");
   if ((flags & O_ACCMODE) != O_RDONLY) return Status(EROFS, "read-only file system");
   FileHandle handle;
+  handle.remote = tree_->remote();
   switch (node->type) {
     case NodeType::kFile: {
       B2NDFS_ASSIGN_OR_RETURN(handle.passthrough, tree_->OpenFile(node->path));
@@ -500,6 +503,7 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
     }
     case NodeType::kStatsFile:
       handle.snapshot = std::make_shared<const std::string>(StatsJson());
+      handle.remote = false;    // made here, in memory
       handle.direct_io = true;  // its size changes between opens
       return handle;
     case NodeType::kInside: {

@@ -68,6 +68,9 @@ class Tree {
   // The tree's own members of .b2ndfs/stats: JSON object members, each line
   // indented by two spaces and ending with ",\n" (empty if none).
   virtual std::string StatsJson() const = 0;
+  // True when reads may wait on the network (a web server, an object store):
+  // the FUSE layer then answers them off its request threads.
+  virtual bool remote() const { return false; }
 };
 
 // Local directories and files. `max_descriptors` bounds the descriptors held

@@ -105,6 +105,9 @@ struct FileHandle {
   std::shared_ptr<const std::string> snapshot;  // generated files (stats)
   bool keep_cache = true;                       // false when a plain file changed since
   bool direct_io = false;                       // for generated files whose size is not fixed
+  // Reads may wait on the network (a remote tree's file): the FUSE layer
+  // answers them off its request threads.
+  bool remote = false;
 };
 
 // Attributes plus how long the kernel may cache them: names inside a
@@ -169,6 +172,8 @@ class Filesystem {
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
   const Options& options() const { return options_; }
+  // Reads may wait on the network (Tree::remote()).
+  bool remote() const;
 
  private:
   friend class ContainerEntry;
