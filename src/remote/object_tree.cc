@@ -15,7 +15,6 @@
 
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/util/log.h"
-#include "range_prefetch.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -110,19 +109,15 @@ std::string JsonString(const std::string& text) {
 class ObjectSource final : public source::ByteSource {
  public:
   ObjectSource(std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
-               std::shared_ptr<RangePrefetch> prefetch, std::string url, std::string name,
-               bool sparse, source::Signature signature, std::optional<ObjectInfo> frame)
+               std::string url, std::string name, bool sparse, source::Signature signature,
+               std::optional<ObjectInfo> frame)
       : client_(std::move(client)),
         disk_cache_(std::move(disk_cache)),
-        prefetch_(std::move(prefetch)),
-        prefetch_id_(prefetch_->NewSourceId()),
         url_(std::move(url)),
         name_(std::move(name)),
         sparse_(sparse),
         signature_(std::move(signature)),
         frame_(std::move(frame)) {}
-
-  ~ObjectSource() override { prefetch_->Forget(prefetch_id_); }
 
   const std::string& name() const override { return name_; }
   bool sparse() const override { return sparse_; }
@@ -144,24 +139,9 @@ class ObjectSource final : public source::ByteSource {
                          std::to_string(offset) + " passes its end (" + std::to_string(info.size) +
                          " bytes)");
     }
-    if (prefetch_->Take(prefetch_id_, part, offset, length, out)) return Status::Ok();
     Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(part), offset, length, out, info);
     if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
     return s;
-  }
-
-  void Prefetch(int64_t part, int64_t offset, size_t length) const override {
-    auto info = Part(part);
-    if (!info.ok() || offset < 0 || offset > info->size ||
-        static_cast<int64_t>(length) > info->size - offset) {
-      return;
-    }
-    // The fetch holds what it needs, not the source (which may go first).
-    prefetch_->Start(prefetch_id_, part, offset, length,
-                     [client = client_, disk_cache = disk_cache_, url = PartUrl(part),
-                      info = *info](int64_t at, size_t n, uint8_t* out) {
-                       return FetchRange(*client, disk_cache.get(), url, at, n, out, info);
-                     });
   }
 
  private:
@@ -194,8 +174,6 @@ class ObjectSource final : public source::ByteSource {
 
   const std::shared_ptr<HttpClient> client_;
   const std::shared_ptr<DiskCache> disk_cache_;
-  const std::shared_ptr<RangePrefetch> prefetch_;
-  const uint64_t prefetch_id_;
   const std::string url_;
   const std::string name_;
   const bool sparse_;
@@ -292,9 +270,8 @@ class ObjectTree final : public source::Tree {
     } else if (!directory || head.status().error_number() != ENOENT) {
       return head.status();
     }
-    return std::shared_ptr<const source::ByteSource>(
-        std::make_shared<ObjectSource>(client_, disk_cache_, prefetch_, Url(path), path, directory,
-                                       std::move(signature), std::move(frame)));
+    return std::shared_ptr<const source::ByteSource>(std::make_shared<ObjectSource>(
+        client_, disk_cache_, Url(path), path, directory, std::move(signature), std::move(frame)));
   }
 
   Result<std::shared_ptr<const source::PlainFile>> OpenFile(
@@ -348,14 +325,6 @@ class ObjectTree final : public source::Tree {
     out += kv(in2, "invalidations", d.invalidations);
     out += kv(in2, "corrupt", d.corrupt);
     out += kv(in2, "write_errors", d.write_errors, true);
-    out += in + "},\n";
-    // Ranges fetched ahead of the reads that take them (range_prefetch.h).
-    const RangePrefetch::Stats p = prefetch_->stats();
-    out += in + "\"prefetch\": {\n";
-    out += kv(in2, "started", p.started);
-    out += kv(in2, "taken", p.taken);
-    out += kv(in2, "dropped", p.dropped);
-    out += kv(in2, "failed", p.failed, true);
     out += in + "}\n";
     out += "  },\n";
     return out;
@@ -509,7 +478,6 @@ class ObjectTree final : public source::Tree {
   const double revalidate_;
   const std::shared_ptr<HttpClient> client_;
   const std::shared_ptr<DiskCache> disk_cache_;
-  const std::shared_ptr<RangePrefetch> prefetch_ = std::make_shared<RangePrefetch>();
   const std::string base_;  // the root's request URL, without a trailing '/'
   const std::string root_;  // its name, without credentials
   const bool root_is_dir_;

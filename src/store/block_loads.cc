@@ -139,13 +139,6 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
-  // A remote source starts every read at once (ByteSource::Prefetch): the
-  // reads of this plan then cost one round trip together.
-  if (loads.reads.size() > 1) {
-    for (const BlockLoads::Read& read : loads.reads) {
-      source_->Prefetch(read.part, read.begin, read.end - read.begin);
-    }
-  }
   // Reads the source bytes of read k and rebases its chunk heads.
   auto fetch = [&](size_t k) {
     BlockLoads::Read& read = loads.reads[k];

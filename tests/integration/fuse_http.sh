@@ -6,8 +6,8 @@
 # then EIO within the timeout, nginx stopped mid-read (EIO within the
 # timeout, the mount stays alive) and restarted (reads work again), and an
 # object replaced on the server (its new version is served). A mount through
-# a proxy adding 20 ms round trips reads byte-exact with overlapping requests
-# (remote.prefetch) and shows the latency in remote.latency_us.
+# a proxy adding 20 ms round trips reads byte-exact and shows the latency in
+# remote.latency_us.
 # Usage: fuse_http.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
@@ -104,9 +104,8 @@ grep -q "HTTP 503" "$MB.log" || fail "the 503 failure is not logged: $(tail -3 "
 server_errors=$(stats_field "$MB" remote.errors_by_kind.server)
 ((${server_errors:-0} >= 1)) || fail "503 failures are not counted as server errors ($server_errors)"
 
-# A long link (20 ms round trips through a delaying proxy): byte-exact, the
-# request latency percentiles show it, and a plan's reads overlap (ranges
-# prefetched and taken).
+# A long link (20 ms round trips through a delaying proxy): byte-exact, and
+# the request latency percentiles show it.
 PROXY_PORT=$(free_port)
 python3 "$(dirname "${BASH_SOURCE[0]}")/latency_proxy.py" "$PROXY_PORT" "127.0.0.1:$NGINX_PORT" 10 \
   >"$X/proxy.out" 2>&1 &
@@ -120,8 +119,6 @@ check "a sequential read over 20 ms round trips" cmp "$ML/medium/image_u2.b2nd/d
 log "sequential read of medium/image_u2.b2nd/data over 20 ms round trips: $(elapsed "$t0") s"
 p50=$(stats_field "$ML" remote.latency_us.p50)
 ((${p50:-0} >= 15000)) || fail "remote.latency_us.p50 is $p50 us over 20 ms round trips"
-taken=$(stats_field "$ML" remote.prefetch.taken)
-((${taken:-0} > 0)) || fail "no prefetched range was taken (remote.prefetch: $(stats_field "$ML" remote.prefetch.started) started)"
 
 # nginx stopped in the middle of a slow read: EIO within the timeout, the
 # mount stays alive; restarted: reads work again.

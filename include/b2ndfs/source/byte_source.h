@@ -66,15 +66,6 @@ class ByteSource {
   // costs, in bytes (a syscall pair locally, a round trip remotely). Readers
   // also cap the bytes they drop (store/read_plan.h).
   virtual int64_t coalesce_gap() const { return kDefaultCoalesceGap; }
-  // A hint: `length` bytes at `offset` of a part will be Read() soon, as
-  // exactly that range. A remote source starts fetching it in the background,
-  // so that reads a caller makes one after the other overlap their round
-  // trips; a local one does nothing. Never fails (the Read reports errors).
-  virtual void Prefetch(int64_t part, int64_t offset, size_t length) const {
-    (void)part;
-    (void)offset;
-    (void)length;
-  }
   static constexpr int64_t kDefaultCoalesceGap = 32 << 10;
 };
 
