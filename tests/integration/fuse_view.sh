@@ -77,10 +77,15 @@ def random_term(n):
 
 
 def random_expr():
-    terms = [random_term(n) for n in a.shape]
-    del terms[rng.randint(1, len(terms)):]  # missing trailing axes mean ':'
-    if rng.random() < 0.3:
-        terms.insert(rng.randint(0, len(terms)), "...")
+    kept = rng.randint(1, a.ndim)  # missing trailing axes mean ':'
+    if rng.random() >= 0.3:
+        return ",".join(random_term(n) for n in a.shape[:kept])
+    # Terms after `...` index the last axes: each is drawn for the axis it
+    # lands on (an index valid for axis 0 may be out of range for axis 2).
+    before = rng.randint(0, kept)
+    after = kept - before
+    terms = [random_term(n) for n in a.shape[:before]] + ["..."]
+    terms += [random_term(n) for n in a.shape[a.ndim - after:]] if after else []
     return ",".join(terms)
 
 
