@@ -1,5 +1,6 @@
 #include "b2ndfs/remote/autoindex.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +132,79 @@ class JsonReader {
   size_t pos_ = 0;
 };
 
+// The next position of NEEDLE at or after a position that only grows,
+// searched again only once passed.
+class NextOccurrence {
+ public:
+  NextOccurrence(const std::string& text, const char* needle) : text_(text), needle_(needle) {}
+  size_t From(size_t pos) {
+    if (!searched_ || (found_ != std::string::npos && found_ < pos)) {
+      found_ = text_.find(needle_, pos);
+      searched_ = true;
+    }
+    return found_;
+  }
+
+ private:
+  const std::string& text_;
+  const char* needle_;
+  size_t found_ = std::string::npos;
+  bool searched_ = false;
+};
+
+constexpr size_t kMaxColumnsAfterLink = 128;
+
+// &amp; &lt; &gt; &quot; &#39; in one pass; other text is kept as it is.
+std::string DecodeHtmlEntities(const std::string& in) {
+  static const std::pair<const char*, char> kEntities[] = {
+      {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&#39;", '\''}};
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {
+    bool replaced = false;
+    if (in[i] == '&') {
+      for (const auto& [entity, c] : kEntities) {
+        const size_t n = std::strlen(entity);
+        if (in.compare(i, n, entity) == 0) {
+          out += c;
+          i += n;
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) out += in[i++];
+  }
+  return out;
+}
+
+// " 10-Jun-2025 05:00    1234" (or "-" for a directory's size).
+void ParseNginxDateAndSize(const std::string& rest, IndexEntry& e) {
+  char month[4] = {0};
+  int day = 0, year = 0, hour = 0, minute = 0;
+  char size_text[32] = {0};
+  if (std::sscanf(rest.c_str(), " %2d-%3s-%4d %2d:%2d %31s", &day, month, &year, &hour, &minute,
+                  size_text) != 6) {
+    return;
+  }
+  static const char* const kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  for (int m = 0; m < 12; ++m) {
+    if (std::string(month) == kMonths[m]) {
+      struct tm tm {};
+      tm.tm_mday = day;
+      tm.tm_mon = m;
+      tm.tm_year = year - 1900;
+      tm.tm_hour = hour;
+      tm.tm_min = minute;
+      e.mtime = static_cast<int64_t>(::timegm(&tm));
+    }
+  }
+  char* num_end = nullptr;
+  const long long size = std::strtoll(size_text, &num_end, 10);
+  if (!e.directory && num_end != size_text && *num_end == '\0' && size >= 0) e.size = size;
+}
+
 }  // namespace
 
 std::string EncodePathSegment(const std::string& segment) { return PercentEncode(segment, false); }
@@ -192,6 +266,11 @@ Result<std::vector<IndexEntry>> ParseAutoindexJson(const std::string& text) {
 
 Result<std::vector<IndexEntry>> ParseAutoindexHtml(const std::string& text) {
   std::vector<IndexEntry> entries;
+  // Every search below starts at or after the previous one's start, and the
+  // next newline and "</a>" are remembered until passed: a page of any shape
+  // is parsed in time linear in its size (a served page is untrusted).
+  NextOccurrence next_newline(text, "\n");
+  NextOccurrence next_anchor_end(text, "</a>");
   size_t pos = 0;
   for (;;) {
     // <a href="..."> (case-insensitive tag and attribute, either quote).
@@ -213,19 +292,9 @@ Result<std::vector<IndexEntry>> ParseAutoindexHtml(const std::string& text) {
     if (h == std::string::npos || h + 5 >= tag.size()) continue;
     const char quote = tag[h + 5];
     if (quote != '"' && quote != '\'') continue;
-    const size_t end = text.find(quote, a + h + 6);
-    if (end == std::string::npos || end > close) continue;
-    std::string href = text.substr(a + h + 6, end - (a + h + 6));
-    // HTML entities first (&amp; in a link), then %XX.
-    for (const auto& [entity, c] : {std::pair<const char*, char>{"&amp;", '&'},
-                                    {"&lt;", '<'},
-                                    {"&gt;", '>'},
-                                    {"&quot;", '"'},
-                                    {"&#39;", '\''}}) {
-      for (size_t p; (p = href.find(entity)) != std::string::npos;) {
-        href.replace(p, std::strlen(entity), 1, c);
-      }
-    }
+    const size_t end = tag.find(quote, h + 6);  // within the tag
+    if (end == std::string::npos) continue;
+    std::string href = DecodeHtmlEntities(text.substr(a + h + 6, end - (h + 6)));
     if (href.empty() || href[0] == '/' || href[0] == '?' || href[0] == '#' ||
         href.find("://") != std::string::npos || href.find_first_of("?#") != std::string::npos) {
       continue;
@@ -237,34 +306,14 @@ Result<std::vector<IndexEntry>> ParseAutoindexHtml(const std::string& text) {
     e.name = DecodePercent(href);
     if (!AcceptableName(e.name)) continue;
     // nginx's page: "</a>   10-Jun-2025 05:00    1234" up to the line's end.
-    const size_t line_end = text.find('\n', pos);
-    const size_t a_end = text.find("</a>", pos);
+    const size_t line_end = next_newline.From(pos);
+    const size_t a_end = next_anchor_end.From(pos);
     if (a_end != std::string::npos && (line_end == std::string::npos || a_end < line_end)) {
-      const std::string rest = text.substr(
-          a_end + 4, (line_end == std::string::npos ? text.size() : line_end) - (a_end + 4));
-      char month[4] = {0};
-      int day = 0, year = 0, hour = 0, minute = 0;
-      long long size = -1;
-      char size_text[32] = {0};
-      if (std::sscanf(rest.c_str(), " %2d-%3s-%4d %2d:%2d %31s", &day, month, &year, &hour, &minute,
-                      size_text) == 6) {
-        static const char* const kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-        for (int m = 0; m < 12; ++m) {
-          if (std::string(month) == kMonths[m]) {
-            struct tm tm {};
-            tm.tm_mday = day;
-            tm.tm_mon = m;
-            tm.tm_year = year - 1900;
-            tm.tm_hour = hour;
-            tm.tm_min = minute;
-            e.mtime = static_cast<int64_t>(::timegm(&tm));
-          }
-        }
-        char* num_end = nullptr;
-        size = std::strtoll(size_text, &num_end, 10);
-        if (!e.directory && num_end != size_text && *num_end == '\0' && size >= 0) e.size = size;
-      }
+      const size_t rest_end = line_end == std::string::npos ? text.size() : line_end;
+      // nginx pads the date and size into well under 128 columns.
+      const std::string rest =
+          text.substr(a_end + 4, std::min<size_t>(rest_end - (a_end + 4), kMaxColumnsAfterLink));
+      ParseNginxDateAndSize(rest, e);
     }
     entries.push_back(std::move(e));
   }

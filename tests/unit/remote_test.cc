@@ -93,6 +93,28 @@ TEST_CASE("nginx autoindex HTML") {
   CHECK(ParseAutoindexHtml("<a href=\"a%2Fb\">x</a><a href=\"%2E%2E/\">y</a>")->empty());
 }
 
+TEST_CASE("nginx autoindex HTML of a hostile shape parses in linear time") {
+  // 300,000 links on one line and no "</a>": a parser that searched to the
+  // end of the page for each link's line or "</a>" would take hours here.
+  std::string one_line;
+  constexpr int kLinks = 300000;
+  for (int i = 0; i < kLinks; ++i) one_line += "<a href=\"f" + std::to_string(i) + "\">";
+  auto entries = ParseAutoindexHtml(one_line);
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == kLinks);
+  CHECK(entries->back() == IndexEntry{"f" + std::to_string(kLinks - 1), false, -1, 0});
+  // One link whose name is 1 MB of entities: decoded in one pass.
+  std::string entities;
+  for (int i = 0; i < 200000; ++i) entities += "&amp;";
+  auto one = ParseAutoindexHtml("<a href=\"" + entities + "\">x</a>   06-Nov-1994 08:49  5\n");
+  REQUIRE(one.ok());
+  REQUIRE(one->size() == 1);
+  CHECK((*one)[0].name == std::string(200000, '&'));
+  CHECK((*one)[0].size == 5);
+  // Entities are decoded once: "&amp;lt;" is the text "&lt;".
+  CHECK(ParseAutoindexHtml("<a href=\"a&amp;lt;b\">x</a>")->at(0).name == "a&lt;b");
+}
+
 TEST_CASE("percent-encoding of path segments") {
   CHECK(EncodePathSegment("a b+c%/d.b2nd~_-") == "a%20b%2Bc%25%2Fd.b2nd~_-");
   CHECK(DecodePercent(EncodePathSegment("caf\xc3\xa9 #?&")) == "caf\xc3\xa9 #?&");
