@@ -7,9 +7,9 @@
 #   asan  the same suite built with AddressSanitizer + UBSan (LeakSanitizer
 #         included) in BUILD-asan;
 #   tsan  a ThreadSanitizer build (-DB2NDFS_TSAN=ON) in BUILD-tsan running
-#         the concurrency and stress tests and the cache/worker unit tests
-#         (B2NDFS_TSAN_TESTS, a ctest -R regex); a TSan report from any
-#         process (the daemons too) fails the pass;
+#         the concurrency, stress and remote-read tests and the cache, worker
+#         and read-plan unit tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a
+#         TSan report from any process (the daemons too) fails the pass;
 #   fuzz  a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh).
 # Then one summary line per pass and a last line "N passed, N failed": ctest
 # tests over all passes (skipped ones are neither), each fuzz target one
@@ -31,7 +31,7 @@ if [[ ${B2NDFS_MINBASE:-0} == 1 ]]; then
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
-TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk)|stress\..*|unit\..*(cache|worker|pool).*)$}"
+TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http)|stress\..*|unit\..*(cache|worker|pool|read_plan).*)$}"
 LOGS="$BUILD-testlogs"
 mkdir -p "$LOGS"
 
