@@ -6,6 +6,7 @@
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -111,6 +112,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     read.nblocks = r.members.size();
     for (size_t m : r.members) {
       const size_t i = span_block[m];
+      read.blocks.push_back(i);
       BlockLoads::Block& b = loads.blocks[i];
       const size_t c = block_chunk[i];
       auto view = std::find_if(read.views.begin(), read.views.end(),
@@ -139,20 +141,52 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
-  // Reads the source bytes of read k and rebases its chunk heads.
-  auto fetch = [&](size_t k) {
+  const bool sparse = source_->sparse();
+  // Where block i's compressed bytes are in its part.
+  auto part_span = [&](size_t i) {
+    const BlockLoads::Block& b = loads.blocks[i];
+    const BlockLoads::View& view = loads.views[static_cast<size_t>(b.view)];
+    const int64_t base = sparse ? 0 : loads.chunks[view.chunk].ref.offset;
+    return std::make_pair(base + b.span.begin, base + b.span.end);
+  };
+  // Reads the source bytes of read k that its blocks still need (block
+  // `first` needs them now) and rebases its chunk heads.
+  auto fetch = [&](size_t k, size_t first) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
     read.buffer = std::make_unique<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
     uint8_t* bytes = read.buffer->data() + read.heads_bytes;
-    read.status = ReadSource(read.part, read.begin, length, bytes);
+    // Blocks another reader loaded since the plan was made are not fetched
+    // again (DecodePlanned loads such a block alone should it be evicted
+    // before its turn).
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i : read.blocks) {
+      const BlockLoads::Block& b = loads.blocks[i];
+      if (i != first && context_->cache->Contains(
+                            cache::Key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock})) {
+        continue;
+      }
+      const auto [begin, end] = part_span(i);
+      lo = std::min(lo, begin);
+      hi = std::max(hi, end);
+    }
+    if (lo >= hi) return;
+    read.fetched_begin = lo;
+    read.fetched_end = hi;
+    SpanFlights::Counts counts;
+    read.status = meta_->flights.Fetch(
+        read.part, lo, hi, bytes + (lo - read.begin),
+        [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
+          return ReadSource(part, offset, n, out);
+        },
+        &read.owned, &counts);
+    GlobalReadStats().bytes_fetched += static_cast<uint64_t>(counts.read);
+    GlobalReadStats().bytes_shared += static_cast<uint64_t>(counts.shared);
     if (!read.status.ok()) return;
-    GlobalReadStats().bytes_fetched += static_cast<uint64_t>(length);
     if (read.nblocks > 1) {
       GlobalReadStats().coalesced_reads++;
       GlobalReadStats().coalesced_blocks += read.nblocks;
     }
-    const bool sparse = source_->sparse();
     for (size_t v : read.views) {
       BlockLoads::View& view = loads.views[v];
       const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
@@ -179,7 +213,11 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      std::call_once(fetched[k], fetch, k);
+      std::call_once(fetched[k], fetch, k, i);
+      const auto [begin, end] = part_span(i);
+      const BlockLoads::Read& read = loads.reads[k];
+      if (begin < read.fetched_begin || end > read.fetched_end)
+        return DecodeBlock(b.chunk, b.block);
       return DecodePlanned(loads, i);
     });
     if (value.ok()) {
@@ -189,7 +227,13 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
                                             std::to_string(b.block));
     }
   });
-  for (BlockLoads::Read& read : loads.reads) read.buffer.reset();
+  // The blocks are in the cache now (or failed): their bytes are no longer
+  // worth sharing.
+  for (BlockLoads::Read& read : loads.reads) {
+    meta_->flights.Release(read.owned);
+    read.owned.clear();
+    read.buffer.reset();
+  }
 }
 
 Result<cache::Value> Container::DecodePlanned(const BlockLoads& loads, size_t index) const {

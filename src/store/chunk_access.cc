@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
 #include "container_internal.h"
 
@@ -136,6 +137,33 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
     }
     return cache::Value(std::move(head));
   });
+}
+
+// A remote read waits one round trip for the heads of its chunks before it
+// can ask for their blocks. Fetched as the container opens (on the workers:
+// the open does not wait), they are usually there by the first read, which
+// then also finds the connections they opened. Only for few chunks: a huge
+// array would pay a request per chunk it may never read.
+void Container::PrefetchChunkHeads() const {
+  if (!ok() || !source_->remote() || context_->workers == nullptr ||
+      meta_->nchunks > kOpenHeadsMaxChunks) {
+    return;
+  }
+  auto self = shared_from_this();
+  for (int64_t c = 0; c < meta_->nchunks; ++c) {
+    const bool queued = context_->workers->TrySubmit(
+        [self, c] {
+          try {
+            auto ref = self->LocateChunk(c);
+            if (!ref.ok() || ref->kind != format::ChunkKind::kStored) return;
+            (void)self->FetchChunkHead(c);
+          } catch (...) {
+            // Best effort: a read fetches the head again and reports errors.
+          }
+        },
+        static_cast<size_t>(kOpenHeadsMaxChunks));
+    if (!queued) break;
+  }
 }
 
 Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const {

@@ -280,11 +280,16 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   wanted.erase(std::remove_if(wanted.begin(), wanted.end(), cached), wanted.end());
   auto self = shared_from_this();
   const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;
-  // A few neighbouring blocks per task, loaded as one plan: their bytes come
-  // in shared reads. What a task holds is bounded by its blocks' compressed
-  // bytes (plus the plan's waste), and at most size() tasks run at once.
-  for (size_t from = 0; from < wanted.size(); from += kPrefetchBlocksPerTask) {
-    const size_t to = std::min(wanted.size(), from + kPrefetchBlocksPerTask);
+  // Neighbouring blocks, kPrefetchBytesPerTask of them per task, loaded as
+  // one plan: their bytes come in few large reads. What a task holds is
+  // bounded by its blocks' compressed bytes (plus the plan's waste), and at
+  // most size() tasks run at once.
+  for (size_t from = 0, to = 0; from < wanted.size(); from = to) {
+    int64_t bytes = 0;
+    while (to < wanted.size() && (to == from || bytes < kPrefetchBytesPerTask)) {
+      bytes += layout_->BlockItems(wanted[to].first, wanted[to].second) * itemsize;
+      ++to;
+    }
     std::vector<std::pair<int64_t, int64_t>> group(wanted.begin() + static_cast<ptrdiff_t>(from),
                                                    wanted.begin() + static_cast<ptrdiff_t>(to));
     const bool queued = context_->workers->TrySubmit(
