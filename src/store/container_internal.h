@@ -119,6 +119,9 @@ constexpr int64_t kOpenHeadsMaxChunks = 64;
 // KiB rather than per block), and a window of read-ahead still makes a few
 // tasks to run in parallel.
 constexpr int64_t kPrefetchBytesPerTask = int64_t{2} << 20;
+// Remote: larger, as every request costs a round trip (and a server's
+// per-request work).
+constexpr int64_t kRemotePrefetchBytesPerTask = int64_t{4} << 20;
 
 // Idle bound decompressors kept per container: a few, since such containers
 // are rare and each context holds the block buffers of its last chunk.

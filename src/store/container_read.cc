@@ -284,9 +284,11 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   // one plan: their bytes come in few large reads. What a task holds is
   // bounded by its blocks' compressed bytes (plus the plan's waste), and at
   // most size() tasks run at once.
+  const int64_t task_bytes =
+      source_->remote() ? kRemotePrefetchBytesPerTask : kPrefetchBytesPerTask;
   for (size_t from = 0, to = 0; from < wanted.size(); from = to) {
     int64_t bytes = 0;
-    while (to < wanted.size() && (to == from || bytes < kPrefetchBytesPerTask)) {
+    while (to < wanted.size() && (to == from || bytes < task_bytes)) {
       bytes += layout_->BlockItems(wanted[to].first, wanted[to].second) * itemsize;
       ++to;
     }
