@@ -206,8 +206,23 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   // with decoding, a read whose blocks another reader loaded meanwhile is
   // skipped, and the workers are woken once per plan rather than twice (on
   // a busy machine every wake-up can wait for a CPU).
+  // Every read's first block is handed out first: the first tasks start as
+  // many reads as there are threads, rather than several threads waiting for
+  // one read while the next ones are not asked for yet (a round trip each).
+  std::vector<size_t> order;
+  order.reserve(loads.blocks.size());
+  std::vector<bool> first(loads.blocks.size(), false);
+  for (const BlockLoads::Read& read : loads.reads) {
+    if (read.blocks.empty()) continue;
+    order.push_back(read.blocks.front());
+    first[read.blocks.front()] = true;
+  }
+  for (size_t i = 0; i < loads.blocks.size(); ++i) {
+    if (!first[i]) order.push_back(i);
+  }
   std::unique_ptr<std::once_flag[]> fetched(new std::once_flag[loads.reads.size()]);
-  ForEach(workers, loads.blocks.size(), [&](size_t i) {
+  ForEach(workers, order.size(), [&](size_t j) {
+    const size_t i = order[j];
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock};
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {

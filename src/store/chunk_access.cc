@@ -140,29 +140,26 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
 }
 
 // A remote read waits one round trip for the heads of its chunks before it
-// can ask for their blocks. Fetched as the container opens (on the workers:
-// the open does not wait), they are usually there by the first read, which
-// then also finds the connections they opened. Only for few chunks: a huge
-// array would pay a request per chunk it may never read.
-void Container::PrefetchChunkHeads() const {
-  if (!ok() || !source_->remote() || context_->workers == nullptr ||
-      meta_->nchunks > kOpenHeadsMaxChunks) {
-    return;
-  }
-  auto self = shared_from_this();
-  for (int64_t c = 0; c < meta_->nchunks; ++c) {
-    const bool queued = context_->workers->TrySubmit(
-        [self, c] {
-          try {
-            auto ref = self->LocateChunk(c);
-            if (!ref.ok() || ref->kind != format::ChunkKind::kStored) return;
-            (void)self->FetchChunkHead(c);
-          } catch (...) {
-            // Best effort: a read fetches the head again and reports errors.
-          }
-        },
-        static_cast<size_t>(kOpenHeadsMaxChunks));
-    if (!queued) break;
+// can ask for their blocks. Fetched as the container opens, in parallel (one
+// more round trip for the open, which costs three already), every later read
+// saves it, and finds the connections they opened. Only for few chunks: a
+// huge array would pay a request per chunk it may never read. Errors are left
+// to the reads, which fetch a missing head again and say why.
+void Container::FetchChunkHeads() const {
+  if (!ok() || !source_->remote() || meta_->nchunks > kOpenHeadsMaxChunks) return;
+  auto fetch = [this](size_t c) {
+    try {
+      auto ref = LocateChunk(static_cast<int64_t>(c));
+      if (!ref.ok() || ref->kind != format::ChunkKind::kStored) return;
+      (void)FetchChunkHead(static_cast<int64_t>(c));
+    } catch (...) {
+    }
+  };
+  const size_t n = static_cast<size_t>(meta_->nchunks);
+  if (context_->workers != nullptr) {
+    context_->workers->ParallelFor(n, fetch);
+  } else {
+    for (size_t c = 0; c < n; ++c) fetch(c);
   }
 }
 

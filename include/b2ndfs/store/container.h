@@ -156,9 +156,9 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
   Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
   Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
-  // Starts fetching the chunk heads of a remote container with few chunks
-  // on the workers (chunk_access.cc).
-  void PrefetchChunkHeads() const;
+  // Fetches the chunk heads of a remote container with few chunks, in
+  // parallel (chunk_access.cc).
+  void FetchChunkHeads() const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
   // The pool to decode a chunk with: the mount's, or this array's bound one.
   Result<codec::DecompressorPool*> DecompressorsFor(const codec::ChunkInfo& info) const;
