@@ -154,7 +154,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   auto fetch = [&](size_t k, size_t first) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
-    read.buffer = std::make_unique<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
+    read.buffer = std::make_shared<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
     uint8_t* bytes = read.buffer->data() + read.heads_bytes;
     // Blocks another reader loaded since the plan was made are not fetched
     // again (DecodePlanned loads such a block alone should it be evicted
@@ -175,7 +175,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     read.fetched_end = hi;
     SpanFlights::Counts counts;
     read.status = meta_->flights.Fetch(
-        read.part, lo, hi, bytes + (lo - read.begin),
+        read.part, lo, hi, std::shared_ptr<uint8_t>(read.buffer, bytes + (lo - read.begin)),
         [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
           return ReadSource(part, offset, n, out);
         },

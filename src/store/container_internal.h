@@ -92,7 +92,8 @@ struct Container::BlockLoads {
     int64_t fetched_begin = 0;
     int64_t fetched_end = 0;
     SpanFlights::Owned owned;
-    std::unique_ptr<cache::Bytes> buffer;
+    // Shared: the bytes it fetched are lent to other plans (SpanFlights).
+    std::shared_ptr<cache::Bytes> buffer;
     Status status;
   };
   std::vector<Block> blocks;

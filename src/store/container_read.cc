@@ -288,7 +288,12 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
       source_->remote() ? kRemotePrefetchBytesPerTask : kPrefetchBytesPerTask;
   for (size_t from = 0, to = 0; from < wanted.size(); from = to) {
     int64_t bytes = 0;
-    while (to < wanted.size() && (to == from || bytes < task_bytes)) {
+    // A task also ends where a chunk ends, once it has a quarter of its
+    // bytes: the next chunk's blocks are elsewhere in the source (their own
+    // request anyway), and another task decodes them in parallel.
+    while (to < wanted.size() &&
+           (to == from || (bytes < task_bytes &&
+                           (wanted[to].first == wanted[to - 1].first || bytes < task_bytes / 4)))) {
       bytes += layout_->BlockItems(wanted[to].first, wanted[to].second) * itemsize;
       ++to;
     }

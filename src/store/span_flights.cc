@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <new>
 
 namespace b2ndfs::store {
 
-Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end, uint8_t* out,
-                          const ReadFn& read, Owned* owned, Counts* counts) {
+Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end,
+                          const std::shared_ptr<uint8_t>& out, const ReadFn& read, Owned* owned,
+                          Counts* counts) {
   if (end <= begin) return Status::Ok();
   Owned joined, mine;
   {
@@ -37,21 +40,20 @@ Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end, uint8_t* out
   Status status;
   for (const std::shared_ptr<Flight>& f : mine) {
     const int64_t n = f->end - f->begin;
+    uint8_t* into = out.get() + (f->begin - begin);
+    // Whatever happens, the flight lands: others wait for it.
     Status s;
-    std::unique_ptr<uint8_t[]> bytes;
     try {
-      bytes.reset(new uint8_t[static_cast<size_t>(n)]);
-      s = read(part, f->begin, n, bytes.get());
+      s = read(part, f->begin, n, into);
     } catch (const std::bad_alloc&) {
       s = Status(ENOMEM, "out of memory");
+    } catch (const std::exception& e) {
+      s = Status(EIO, e.what());
     }
-    if (s.ok()) {
-      std::memcpy(out + (f->begin - begin), bytes.get(), static_cast<size_t>(n));
-      counts->read += n;
-    }
+    if (s.ok()) counts->read += n;
     {
       std::lock_guard<std::mutex> lock(f->mutex);
-      f->bytes = std::move(bytes);
+      if (s.ok()) f->bytes = std::shared_ptr<const uint8_t>(out, into);
       f->status = s;
       f->done = true;
     }
@@ -74,14 +76,14 @@ Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end, uint8_t* out
       ok = f->status.ok();
     }
     if (ok) {
-      std::memcpy(out + (from - begin), f->bytes.get() + (from - f->begin),
+      std::memcpy(out.get() + (from - begin), f->bytes.get() + (from - f->begin),
                   static_cast<size_t>(to - from));
       counts->shared += to - from;
       continue;
     }
     // Its owner's read failed (perhaps only for its own reasons): try once
     // more for this fetch, unshared.
-    Status s = read(part, from, to - from, out + (from - begin));
+    Status s = read(part, from, to - from, out.get() + (from - begin));
     if (s.ok()) {
       counts->read += to - from;
     } else if (status.ok()) {

@@ -41,7 +41,9 @@ class SpanFlights {
     std::condition_variable landed;
     bool done = false;
     Status status;
-    std::unique_ptr<uint8_t[]> bytes;  // end - begin of them, once done and ok
+    // end - begin of them, once done and ok: in the owner's buffer, kept
+    // alive by whoever still holds the flight.
+    std::shared_ptr<const uint8_t> bytes;
   };
   using Owned = std::vector<std::shared_ptr<Flight>>;
   using ReadFn = std::function<Status(int64_t part, int64_t offset, int64_t length, uint8_t* out)>;
@@ -52,10 +54,12 @@ class SpanFlights {
   };
 
   // Fills `out` with bytes [begin, end) of `part`. The pieces it reads are
-  // added to `owned`: pass them to Release() once their bytes are no longer
-  // worth sharing. A piece another fetch failed to read is read again here.
-  Status Fetch(int64_t part, int64_t begin, int64_t end, uint8_t* out, const ReadFn& read,
-               Owned* owned, Counts* counts);
+  // lent to other fetches straight from `out` (which their flights keep
+  // alive), and added to `owned`: pass them to Release() once their bytes are
+  // no longer worth sharing. A piece another fetch failed to read is read
+  // again here.
+  Status Fetch(int64_t part, int64_t begin, int64_t end, const std::shared_ptr<uint8_t>& out,
+               const ReadFn& read, Owned* owned, Counts* counts);
   void Release(const Owned& owned);
 
  private:
