@@ -2,7 +2,8 @@
 // chunk heads, are grouped into few source reads (read_plan.h), and the
 // blocks are decoded straight from the read buffers into their cache
 // entries, in one round of parallel tasks (a read is made by the first task
-// that needs it). A read that serves blocks of several
+// that needs it, and fetches only the bytes no other plan has in flight:
+// span_flights.h). A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
@@ -220,6 +221,19 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   for (size_t i = 0; i < loads.blocks.size(); ++i) {
     if (!first[i]) order.push_back(i);
   }
+  // Once the blocks are in the cache (or failed, or an exception passes
+  // by), the reads' bytes are no longer worth sharing.
+  struct ReleaseReads {
+    BlockLoads& loads;
+    SpanFlights& flights;
+    ~ReleaseReads() {
+      for (BlockLoads::Read& read : loads.reads) {
+        flights.Release(read.owned);
+        read.owned.clear();
+        read.buffer.reset();
+      }
+    }
+  } release{loads, meta_->flights};
   std::unique_ptr<std::once_flag[]> fetched(new std::once_flag[loads.reads.size()]);
   ForEach(workers, order.size(), [&](size_t j) {
     const size_t i = order[j];
@@ -242,13 +256,6 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
                                             std::to_string(b.block));
     }
   });
-  // The blocks are in the cache now (or failed): their bytes are no longer
-  // worth sharing.
-  for (BlockLoads::Read& read : loads.reads) {
-    meta_->flights.Release(read.owned);
-    read.owned.clear();
-    read.buffer.reset();
-  }
 }
 
 Result<cache::Value> Container::DecodePlanned(const BlockLoads& loads, size_t index) const {
