@@ -296,7 +296,8 @@ std::string Usage(const std::string& program) {
          std::to_string(vfs::kDefaultMaxOpen) +
          ")\n"
          "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
-         "                         decompressed (default 8M; 0 turns it off)\n"
+         "                         decompressed (default 8M, remote files 4x that;\n"
+         "                         0 turns it off)\n"
          "  -o timeout=SECONDS     remote sources: the longest a request may take, retries\n"
          "                         included; then the read fails with EIO (default 30)\n"
          "  -o retries=N           remote sources: further attempts after a 5xx, 429 or a\n"

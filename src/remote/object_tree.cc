@@ -126,6 +126,7 @@ class ObjectSource final : public source::ByteSource {
   // A request costs a round trip: bytes up to this far apart are fetched in
   // one, within the plan's 25% waste bound (store/read_plan.h).
   int64_t coalesce_gap() const override { return int64_t{1} << 20; }
+  bool remote() const override { return true; }
 
   Result<int64_t> PartSize(int64_t part) const override {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));

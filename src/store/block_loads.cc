@@ -2,10 +2,12 @@
 // chunk heads, are grouped into few source reads (read_plan.h), and the
 // blocks are decoded straight from the read buffers into their cache
 // entries, in one round of parallel tasks (a read is made by the first task
-// that needs it). A read that serves blocks of several
+// that needs it, and fetches only the bytes no other plan has in flight:
+// span_flights.h). A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -111,6 +113,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     read.nblocks = r.members.size();
     for (size_t m : r.members) {
       const size_t i = span_block[m];
+      read.blocks.push_back(i);
       BlockLoads::Block& b = loads.blocks[i];
       const size_t c = block_chunk[i];
       auto view = std::find_if(read.views.begin(), read.views.end(),
@@ -139,20 +142,52 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
-  // Reads the source bytes of read k and rebases its chunk heads.
-  auto fetch = [&](size_t k) {
+  const bool sparse = source_->sparse();
+  // Where block i's compressed bytes are in its part.
+  auto part_span = [&](size_t i) {
+    const BlockLoads::Block& b = loads.blocks[i];
+    const BlockLoads::View& view = loads.views[static_cast<size_t>(b.view)];
+    const int64_t base = sparse ? 0 : loads.chunks[view.chunk].ref.offset;
+    return std::make_pair(base + b.span.begin, base + b.span.end);
+  };
+  // Reads the source bytes of read k that its blocks still need (block
+  // `first` needs them now) and rebases its chunk heads.
+  auto fetch = [&](size_t k, size_t first) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
-    read.buffer = std::make_unique<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
+    read.buffer = std::make_shared<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
     uint8_t* bytes = read.buffer->data() + read.heads_bytes;
-    read.status = ReadSource(read.part, read.begin, length, bytes);
+    // Blocks another reader loaded since the plan was made are not fetched
+    // again (DecodePlanned loads such a block alone should it be evicted
+    // before its turn).
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i : read.blocks) {
+      const BlockLoads::Block& b = loads.blocks[i];
+      if (i != first && context_->cache->Contains(
+                            cache::Key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock})) {
+        continue;
+      }
+      const auto [begin, end] = part_span(i);
+      lo = std::min(lo, begin);
+      hi = std::max(hi, end);
+    }
+    if (lo >= hi) return;
+    read.fetched_begin = lo;
+    read.fetched_end = hi;
+    SpanFlights::Counts counts;
+    read.status = meta_->flights.Fetch(
+        read.part, lo, hi, std::shared_ptr<uint8_t>(read.buffer, bytes + (lo - read.begin)),
+        [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
+          return ReadSource(part, offset, n, out);
+        },
+        &read.owned, &counts);
+    GlobalReadStats().bytes_fetched += static_cast<uint64_t>(counts.read);
+    GlobalReadStats().bytes_shared += static_cast<uint64_t>(counts.shared);
     if (!read.status.ok()) return;
-    GlobalReadStats().bytes_fetched += static_cast<uint64_t>(length);
     if (read.nblocks > 1) {
       GlobalReadStats().coalesced_reads++;
       GlobalReadStats().coalesced_blocks += read.nblocks;
     }
-    const bool sparse = source_->sparse();
     for (size_t v : read.views) {
       BlockLoads::View& view = loads.views[v];
       const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
@@ -172,14 +207,46 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   // with decoding, a read whose blocks another reader loaded meanwhile is
   // skipped, and the workers are woken once per plan rather than twice (on
   // a busy machine every wake-up can wait for a CPU).
+  // Every read's first block is handed out first: the first tasks start as
+  // many reads as there are threads, rather than several threads waiting for
+  // one read while the next ones are not asked for yet (a round trip each).
+  std::vector<size_t> order;
+  order.reserve(loads.blocks.size());
+  std::vector<bool> first(loads.blocks.size(), false);
+  for (const BlockLoads::Read& read : loads.reads) {
+    if (read.blocks.empty()) continue;
+    order.push_back(read.blocks.front());
+    first[read.blocks.front()] = true;
+  }
+  for (size_t i = 0; i < loads.blocks.size(); ++i) {
+    if (!first[i]) order.push_back(i);
+  }
+  // Once the blocks are in the cache (or failed, or an exception passes
+  // by), the reads' bytes are no longer worth sharing.
+  struct ReleaseReads {
+    BlockLoads& loads;
+    SpanFlights& flights;
+    ~ReleaseReads() {
+      for (BlockLoads::Read& read : loads.reads) {
+        flights.Release(read.owned);
+        read.owned.clear();
+        read.buffer.reset();
+      }
+    }
+  } release{loads, meta_->flights};
   std::unique_ptr<std::once_flag[]> fetched(new std::once_flag[loads.reads.size()]);
-  ForEach(workers, loads.blocks.size(), [&](size_t i) {
+  ForEach(workers, order.size(), [&](size_t j) {
+    const size_t i = order[j];
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock};
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      std::call_once(fetched[k], fetch, k);
+      std::call_once(fetched[k], fetch, k, i);
+      const auto [begin, end] = part_span(i);
+      const BlockLoads::Read& read = loads.reads[k];
+      if (begin < read.fetched_begin || end > read.fetched_end)
+        return DecodeBlock(b.chunk, b.block);
       return DecodePlanned(loads, i);
     });
     if (value.ok()) {
@@ -189,7 +256,6 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
                                             std::to_string(b.block));
     }
   });
-  for (BlockLoads::Read& read : loads.reads) read.buffer.reset();
 }
 
 Result<cache::Value> Container::DecodePlanned(const BlockLoads& loads, size_t index) const {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
 #include "container_internal.h"
 
@@ -136,6 +137,30 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
     }
     return cache::Value(std::move(head));
   });
+}
+
+// A remote read waits one round trip for the heads of its chunks before it
+// can ask for their blocks. Fetched as the container opens, in parallel (one
+// more round trip for the open, which costs three already), every later read
+// saves it, and finds the connections they opened. Only for few chunks: a
+// huge array would pay a request per chunk it may never read. Errors are left
+// to the reads, which fetch a missing head again and say why.
+void Container::FetchChunkHeads() const {
+  if (!ok() || !source_->remote() || meta_->nchunks > kOpenHeadsMaxChunks) return;
+  auto fetch = [this](size_t c) {
+    try {
+      auto ref = LocateChunk(static_cast<int64_t>(c));
+      if (!ref.ok() || ref->kind != format::ChunkKind::kStored) return;
+      (void)FetchChunkHead(static_cast<int64_t>(c));
+    } catch (...) {
+    }
+  };
+  const size_t n = static_cast<size_t>(meta_->nchunks);
+  if (context_->workers != nullptr) {
+    context_->workers->ParallelFor(n, fetch);
+  } else {
+    for (size_t c = 0; c < n; ++c) fetch(c);
+  }
 }
 
 Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const {

@@ -12,6 +12,7 @@
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/ndmeta.h"
 #include "b2ndfs/store/container.h"
+#include "span_flights.h"
 
 namespace b2ndfs::store {
 
@@ -37,6 +38,9 @@ struct Container::Metadata {
   std::once_flag bound_once;
   std::unique_ptr<codec::DecompressorPool> bound_pool;
   Status bound_status;
+  // Block reads in flight (or landed, not yet decoded): fetched once however
+  // many plans want their bytes at once.
+  SpanFlights flights;
 };
 
 // Blocks loaded together (block_loads.cc). PlanLoads fills everything but
@@ -81,7 +85,15 @@ struct Container::BlockLoads {
     int64_t heads_bytes = 0;
     size_t nblocks = 0;
     std::vector<size_t> views;
-    std::unique_ptr<cache::Bytes> buffer;
+    std::vector<size_t> blocks;  // indices into `blocks`
+    // The bytes of the part actually fetched: the blocks that another
+    // reader had loaded by then are left out (fetched_begin == fetched_end:
+    // nothing was).
+    int64_t fetched_begin = 0;
+    int64_t fetched_end = 0;
+    SpanFlights::Owned owned;
+    // Shared: the bytes it fetched are lent to other plans (SpanFlights).
+    std::shared_ptr<cache::Bytes> buffer;
     Status status;
   };
   std::vector<Block> blocks;
@@ -99,8 +111,18 @@ constexpr int64_t kMaxCoalescedReadBytes = int64_t{8} << 20;
 // ~500 blocks.
 constexpr int64_t kChunkHeadProbeBytes = 2048;
 
-// Blocks one read-ahead task loads together.
-constexpr size_t kPrefetchBlocksPerTask = 16;
+// A remote container with at most this many chunks has all their heads
+// fetched as it opens (kChunkHeadProbeBytes each: at most 128 KiB).
+constexpr int64_t kOpenHeadsMaxChunks = 64;
+
+// Decompressed bytes of blocks one read-ahead task loads together: their
+// compressed bytes come in few large reads (a remote request per few hundred
+// KiB rather than per block), and a window of read-ahead still makes a few
+// tasks to run in parallel.
+constexpr int64_t kPrefetchBytesPerTask = int64_t{2} << 20;
+// Remote: larger, as every request costs a round trip (and a server's
+// per-request work).
+constexpr int64_t kRemotePrefetchBytesPerTask = int64_t{4} << 20;
 
 // Idle bound decompressors kept per container: a few, since such containers
 // are rare and each context holds the block buffers of its last chunk.

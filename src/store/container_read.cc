@@ -280,11 +280,23 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   wanted.erase(std::remove_if(wanted.begin(), wanted.end(), cached), wanted.end());
   auto self = shared_from_this();
   const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;
-  // A few neighbouring blocks per task, loaded as one plan: their bytes come
-  // in shared reads. What a task holds is bounded by its blocks' compressed
-  // bytes (plus the plan's waste), and at most size() tasks run at once.
-  for (size_t from = 0; from < wanted.size(); from += kPrefetchBlocksPerTask) {
-    const size_t to = std::min(wanted.size(), from + kPrefetchBlocksPerTask);
+  // Neighbouring blocks, kPrefetchBytesPerTask of them per task, loaded as
+  // one plan: their bytes come in few large reads. What a task holds is
+  // bounded by its blocks' compressed bytes (plus the plan's waste), and at
+  // most size() tasks run at once.
+  const int64_t task_bytes =
+      source_->remote() ? kRemotePrefetchBytesPerTask : kPrefetchBytesPerTask;
+  for (size_t from = 0, to = 0; from < wanted.size(); from = to) {
+    int64_t bytes = 0;
+    // A task also ends where a chunk ends, once it has a quarter of its
+    // bytes: the next chunk's blocks are elsewhere in the source (their own
+    // request anyway), and another task decodes them in parallel.
+    while (to < wanted.size() &&
+           (to == from || (bytes < task_bytes &&
+                           (wanted[to].first == wanted[to - 1].first || bytes < task_bytes / 4)))) {
+      bytes += layout_->BlockItems(wanted[to].first, wanted[to].second) * itemsize;
+      ++to;
+    }
     std::vector<std::pair<int64_t, int64_t>> group(wanted.begin() + static_cast<ptrdiff_t>(from),
                                                    wanted.begin() + static_cast<ptrdiff_t>(to));
     const bool queued = context_->workers->TrySubmit(

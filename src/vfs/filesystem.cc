@@ -43,6 +43,9 @@ struct Filesystem::Node {
 
 namespace {
 
+// A remote file's read-ahead window is this many times max_readahead.
+constexpr int64_t kRemoteReadaheadFactor = 4;
+
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
 
 Status Errno(const std::string& what) {
@@ -534,13 +537,17 @@ Result<size_t> Filesystem::Read(const FileHandle& handle, int64_t offset, size_t
     return n;
   }
   if (handle.passthrough) return handle.passthrough->ReadUpTo(offset, out, length);
+  // A remote reader's read-ahead is planned before its read is served: its
+  // requests then go out while this read waits for its own.
+  const bool ahead_first = handle.remote && handle.pattern != nullptr;
+  if (ahead_first) PlanReadAhead(handle, offset, length);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   auto n = handle.view->Read(*handle.container, offset, length, out);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   read_latency_.Record(static_cast<uint64_t>(
       ((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec)) / 1000));
-  if (n.ok() && *n > 0 && handle.pattern) PlanReadAhead(handle, offset, *n);
+  if (!ahead_first && n.ok() && *n > 0 && handle.pattern) PlanReadAhead(handle, offset, *n);
   return n;
 }
 
@@ -551,7 +558,9 @@ Result<size_t> Filesystem::Read(const FileHandle& handle, int64_t offset, size_t
 void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length) {
   const int64_t n = static_cast<int64_t>(length);
   const int64_t end = offset + n;
-  int64_t max_window = options_.max_readahead;
+  // Remote: a longer window, so that its batches (below) make requests of a
+  // few MiB, which a server answers at a fraction of the per-request cost.
+  int64_t max_window = options_.max_readahead * (handle.remote ? kRemoteReadaheadFactor : 1);
   if (store_->cache != nullptr) {
     max_window =
         std::min<int64_t>(max_window, static_cast<int64_t>(store_->cache->capacity_bytes() / 8));
@@ -568,6 +577,10 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
       p.window = std::min(max_window, std::max(p.window * 2, 2 * n));
       from = std::max(end, p.prefetched_until);
       to = end + p.window;
+      // A remote reader's read-ahead goes out in batches of half the window:
+      // the blocks of a batch come in few large requests, where topping the
+      // window up after every read would ask for a little at a time.
+      if (handle.remote && to - from < p.window / 2) to = from;
       if (to > from) p.prefetched_until = to;
       p.next_offset = std::max(p.next_offset, end);
     } else {

@@ -69,6 +69,7 @@ std::string Filesystem::StatsJson() const {
   out += kv("whole_chunk_decodes", r.whole_chunk_decodes.load());
   out += kv("chunks_fetched", r.chunks_fetched.load());
   out += kv("compressed_bytes_fetched", r.bytes_fetched.load());
+  out += kv("compressed_bytes_shared", r.bytes_shared.load());
   out += kv("source_reads", r.source_reads.load());
   out += kv("source_bytes_read", r.source_bytes_read.load());
   out += kv("coalesced_reads", r.coalesced_reads.load());

@@ -5,7 +5,8 @@
 # single container URL; then faults: 404, 403, 503 answered with retries and
 # then EIO within the timeout, nginx stopped mid-read (EIO within the
 # timeout, the mount stays alive) and restarted (reads work again), and an
-# object replaced on the server (its new version is served). A mount through
+# object replaced on the server (its new version is served). A whole
+# sequential read fetches its object's bytes once (within 1.1x). A mount through
 # a proxy adding 20 ms round trips reads byte-exact and shows the latency in
 # remote.latency_us.
 # Usage: fuse_http.sh BUILD_DIR
@@ -55,6 +56,22 @@ M2=$TMP/mnt_sparse
 mount_fs "$NGINX_URL/fx/frames/sparse_f4.b2nd/" "$M2" || exit 1
 want_data "$R" frames/sparse_f4.b2nd "$X/want_sparse"
 check "single sparse-frame URL: data" cmp "$M2/data" "$X/want_sparse"
+
+# A whole sequential read fetches every compressed byte once: the kernel's
+# concurrent reads and the mount's read-ahead want the same blocks at once,
+# and bytes another read has in flight are shared, not fetched again. Bytes
+# fetched (metadata and chunk heads included) stay within 1.1x the object.
+MS=$TMP/mnt_seq
+mount_fs "$NGINX_URL/fx/medium/volume_f4.b2nd" "$MS" -o cache_size=64M,threads=4 || exit 1
+want_data "$R" medium/volume_f4.b2nd "$X/want_volume"
+cat "$MS/data" >"$X/got_volume" || fail "sequential read of medium/volume_f4.b2nd/data failed"
+check "sequential read: data" cmp "$X/got_volume" "$X/want_volume"
+fetched=$(stats_field "$MS" remote.bytes_fetched) || fail ".b2ndfs/stats has no remote.bytes_fetched"
+shared=$(stats_field "$MS" reads.compressed_bytes_shared) || shared=0
+object=$(stat -c %s "$S/medium/volume_f4.b2nd")
+log "sequential read: fetched $fetched bytes of a $object-byte object ($shared shared in flight)"
+((fetched > 0 && fetched * 10 <= object * 11)) ||
+  fail "a whole sequential read fetched $fetched bytes of a $object-byte object (over 1.1x: bytes fetched twice)"
 
 # A URL that does not answer is refused before the daemon detaches.
 if "$B2NDFS" "$NGINX_URL/fx/nope/" "$TMP/never" 2>"$X/refused.log"; then

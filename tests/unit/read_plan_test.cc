@@ -1,7 +1,9 @@
 // Read planning: CoalesceSpans against its contract over random spans, and a
 // container written by c-blosc2 read through a counting ByteSource: a slice
 // costs far fewer source reads than blocks, at most ~1.25x the compressed
-// bytes of its blocks plus chunk heads, and returns c-blosc2's bytes.
+// bytes of its blocks plus chunk heads, and returns c-blosc2's bytes;
+// concurrent readers whose plans overlap fetch their common bytes once
+// (store/span_flights.h: 1.5x the bytes without it).
 #include "b2ndfs/store/read_plan.h"
 
 #include <b2nd.h>
@@ -11,10 +13,12 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "b2ndfs/cache/block_cache.h"
@@ -116,12 +120,15 @@ class CountingSource final : public source::ByteSource {
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
     reads++;
     bytes += static_cast<int64_t>(length);
+    // A slow source, so that concurrent readers' reads overlap in time.
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     return inner_->Read(part, offset, length, out);
   }
   bool found_stale() const override { return inner_->found_stale(); }
   int64_t coalesce_gap() const override { return gap_; }
   mutable std::atomic<int64_t> reads{0};
   mutable std::atomic<int64_t> bytes{0};
+  int delay_ms = 0;
 
  private:
   std::shared_ptr<const source::ByteSource> inner_;
@@ -318,6 +325,77 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   REQUIRE(container->ReadArrayBox(box, got.data()).ok());
   CHECK(counting->reads.load() - reads_before == reads);
   CHECK(got == want);
+  b2nd_free(array);
+}
+
+TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  cache::BlockCache cache(256u << 20, 4);
+  codec::DecompressorPool decompressors(4);
+  store::WorkerPool workers(3);
+  store::StoreContext ctx;
+  ctx.cache = &cache;
+  ctx.decompressors = &decompressors;
+  ctx.workers = &workers;
+  source::DescriptorCache descriptors(16);
+  // Reader r reads a box shifted by r blocks along axis 2: their plans
+  // start at different blocks and overlap in most of their bytes.
+  constexpr int kReaders = 4;
+  auto box_of = [](int first, int last) {
+    geometry::Box box;
+    box.start = {0, 0, 64 + 32 * first};
+    box.stop = {32, 64, 160 + 32 * last};
+    return box;
+  };
+  auto want_of = [&](const geometry::Box& box) {
+    std::vector<uint8_t> want(static_cast<size_t>(box.NumItems() * 4));
+    int64_t start[kNdim], stop[kNdim], shape[kNdim];
+    for (int a = 0; a < kNdim; ++a) {
+      start[a] = box.start[a];
+      stop[a] = box.stop[a];
+      shape[a] = stop[a] - start[a];
+    }
+    REQUIRE(b2nd_get_slice_cbuffer(array, start, stop, want.data(), shape,
+                                   static_cast<int64_t>(want.size())) == 0);
+    return want;
+  };
+  auto open = [&](uint64_t cache_id) {
+    auto opened = source::OpenLocal(path, &descriptors);
+    REQUIRE(opened.ok());
+    auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{1} << 20);
+    auto container = store::Container::Open(counting, &ctx, cache_id, nullptr);
+    REQUIRE(container->ok());
+    return std::make_pair(counting, container);
+  };
+  // What one reader of all their boxes fetches.
+  auto [alone_source, alone] = open(1);
+  const geometry::Box all = box_of(0, kReaders - 1);
+  std::vector<uint8_t> got(static_cast<size_t>(all.NumItems() * 4));
+  REQUIRE(alone->ReadArrayBox(all, got.data()).ok());
+  CHECK(got == want_of(all));
+  const int64_t alone_bytes = alone_source->bytes.load();
+
+  // The readers at once, on a slow source: their reads overlap in time.
+  auto [shared_source, shared] = open(2);
+  shared_source->delay_ms = 20;
+  std::vector<std::vector<uint8_t>> outs(kReaders);
+  std::vector<Status> statuses(kReaders);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    outs[r].resize(static_cast<size_t>(box_of(r, r).NumItems() * 4));
+    readers.emplace_back(
+        [&, r] { statuses[r] = shared->ReadArrayBox(box_of(r, r), outs[r].data()); });
+  }
+  for (std::thread& t : readers) t.join();
+  for (int r = 0; r < kReaders; ++r) {
+    REQUIRE(statuses[r].ok());
+    CHECK(outs[r] == want_of(box_of(r, r)));
+  }
+  const int64_t shared_bytes = shared_source->bytes.load();
+  CAPTURE(alone_bytes, shared_bytes);
+  CHECK(shared_bytes * 10 <= alone_bytes * 11);
   b2nd_free(array);
 }
 

@@ -66,6 +66,9 @@ class ByteSource {
   // costs, in bytes (a syscall pair locally, a round trip remotely). Readers
   // also cap the bytes they drop (store/read_plan.h).
   virtual int64_t coalesce_gap() const { return kDefaultCoalesceGap; }
+  // Every read costs a round trip (an HTTP request): worth fetching early
+  // what reads will need anyway (a container's chunk heads as it opens).
+  virtual bool remote() const { return false; }
   static constexpr int64_t kDefaultCoalesceGap = 32 << 10;
 };
 

@@ -83,6 +83,9 @@ struct ReadStats {
   std::atomic<uint64_t> whole_chunk_decodes{0};
   std::atomic<uint64_t> chunks_fetched{0};
   std::atomic<uint64_t> bytes_fetched{0};
+  // Block bytes a plan took from another plan's read of them in flight
+  // (store/span_flights.h) instead of fetching them again.
+  std::atomic<uint64_t> bytes_shared{0};
   // Every read a container made of its source (metadata, chunk heads, block
   // bytes): for remote sources, requests and bytes transferred.
   std::atomic<uint64_t> source_reads{0};
@@ -153,6 +156,9 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
   Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
   Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
+  // Fetches the chunk heads of a remote container with few chunks, in
+  // parallel (chunk_access.cc).
+  void FetchChunkHeads() const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
   // The pool to decode a chunk with: the mount's, or this array's bound one.
   Result<codec::DecompressorPool*> DecompressorsFor(const codec::ChunkInfo& info) const;
