@@ -57,7 +57,18 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     chunk.head = context_->cache->TryGet(key);
     if (chunk.head == nullptr) cold.push_back(c);
   }
-  ForEach(workers, cold.size(), [&](size_t k) {
+  std::vector<int64_t> others;
+  const size_t threads = workers != nullptr ? static_cast<size_t>(workers->size()) : 1;
+  if (!cold.empty() && cold.size() < threads) {
+    std::vector<int64_t> wanted(loads.chunks.size());
+    for (size_t c = 0; c < loads.chunks.size(); ++c) wanted[c] = loads.chunks[c].index;
+    others = OtherHeadsToFetch(wanted, threads - cold.size());
+  }
+  ForEach(workers, cold.size() + others.size(), [&](size_t k) {
+    if (k >= cold.size()) {
+      (void)FetchChunkHead(others[k - cold.size()]);  // cached for later reads
+      return;
+    }
     BlockLoads::Chunk& chunk = loads.chunks[cold[k]];
     auto head = FetchChunkHead(chunk.index);
     if (head.ok()) chunk.head = std::move(head).value();

@@ -140,27 +140,27 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
 }
 
 // A remote read waits one round trip for the heads of its chunks before it
-// can ask for their blocks. Fetched as the container opens, in parallel (one
-// more round trip for the open, which costs three already), every later read
-// saves it, and finds the connections they opened. Only for few chunks: a
-// huge array would pay a request per chunk it may never read. Errors are left
-// to the reads, which fetch a missing head again and say why.
-void Container::FetchChunkHeads() const {
-  if (!ok() || !source_->remote() || meta_->nchunks > kOpenHeadsMaxChunks) return;
-  auto fetch = [this](size_t c) {
-    try {
-      auto ref = LocateChunk(static_cast<int64_t>(c));
-      if (!ref.ok() || ref->kind != format::ChunkKind::kStored) return;
-      (void)FetchChunkHead(static_cast<int64_t>(c));
-    } catch (...) {
-    }
-  };
-  const size_t n = static_cast<size_t>(meta_->nchunks);
-  if (context_->workers != nullptr) {
-    context_->workers->ParallelFor(n, fetch);
-  } else {
-    for (size_t c = 0; c < n; ++c) fetch(c);
+// can ask for their blocks. In a container of few chunks, each read that
+// waits for heads also fetches those of other chunks, in the same round on
+// the workers it leaves idle (ROOM), until every chunk's head was fetched
+// once: later reads then wait for none, and find the connections they
+// opened. Not at open: meta.json, xattrs and listings open containers and
+// never need a head. Not for many chunks: a huge array would pay a request
+// per chunk it may never read.
+std::vector<int64_t> Container::OtherHeadsToFetch(const std::vector<int64_t>& wanted,
+                                                  size_t room) const {
+  std::vector<int64_t> others;
+  if (!source_->remote() || meta_->nchunks > kAllHeadsMaxChunks) return others;
+  while (others.size() < room) {
+    const int64_t c = meta_->next_other_head.fetch_add(1);
+    if (c >= meta_->nchunks) break;
+    if (std::find(wanted.begin(), wanted.end(), c) != wanted.end()) continue;
+    const cache::Key key{cache_id_, c, kChunkHeadBlock, cache::EntryKind::kOther};
+    if (context_->cache->TryGet(key) != nullptr) continue;
+    auto ref = LocateChunk(c);
+    if (ref.ok() && ref->kind == format::ChunkKind::kStored) others.push_back(c);
   }
+  return others;
 }
 
 Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const {

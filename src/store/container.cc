@@ -74,7 +74,6 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
     }
   }
   container->Charge();
-  if (status.ok()) container->FetchChunkHeads();
   return container;
 }
 

@@ -3,6 +3,7 @@
 // decodes blocks, container_read.cc serves reads).
 #pragma once
 
+#include <atomic>
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,9 @@ struct Container::Metadata {
   // Block reads in flight (or landed, not yet decoded): fetched once however
   // many plans want their bytes at once.
   SpanFlights flights;
+  // The next chunk whose head a read may fetch besides its own (remote
+  // containers of few chunks: chunk_access.cc OtherHeadsToFetch).
+  std::atomic<int64_t> next_other_head{0};
 };
 
 // Blocks loaded together (block_loads.cc). PlanLoads fills everything but
@@ -112,8 +116,8 @@ constexpr int64_t kMaxCoalescedReadBytes = int64_t{8} << 20;
 constexpr int64_t kChunkHeadProbeBytes = 2048;
 
 // A remote container with at most this many chunks has all their heads
-// fetched as it opens (kChunkHeadProbeBytes each: at most 128 KiB).
-constexpr int64_t kOpenHeadsMaxChunks = 64;
+// fetched with its first reads' (kChunkHeadProbeBytes each: at most 128 KiB).
+constexpr int64_t kAllHeadsMaxChunks = 64;
 
 // Decompressed bytes of blocks one read-ahead task loads together: their
 // compressed bytes come in few large reads (a remote request per few hundred

@@ -156,9 +156,9 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
   Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
   Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
-  // Fetches the chunk heads of a remote container with few chunks, in
-  // parallel (chunk_access.cc).
-  void FetchChunkHeads() const;
+  // Up to ROOM chunks besides WANTED whose heads a remote container of few
+  // chunks fetches with a read's own, each once (chunk_access.cc).
+  std::vector<int64_t> OtherHeadsToFetch(const std::vector<int64_t>& wanted, size_t room) const;
   Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
   // The pool to decode a chunk with: the mount's, or this array's bound one.
   Result<codec::DecompressorPool*> DecompressorsFor(const codec::ChunkInfo& info) const;
