@@ -44,13 +44,23 @@ cp "$deb" "$OUT/"
 deb="$OUT/$(basename "$deb")"
 log "built $deb"
 
-# lintian as root warns and skips some checks; it runs as nobody when it can.
+# lintian as root warns and skips some checks; it runs as nobody when it can,
+# on a copy of the package in a directory of its own and from there: the tree
+# may be where nobody cannot go (under /root, mode 0700, on a fresh machine),
+# and lintian fails at start in a working directory it cannot enter. Its
+# temporary files go there too (it leaves mldbm-elf-* files in /tmp).
 lintian_cmd=(lintian --fail-on error "$deb")
+lint_dir=.
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
-  chmod a+r "$deb"
-  lintian_cmd=(runuser -u nobody -- "${lintian_cmd[@]}")
+  lint_dir=$(mktemp -d /tmp/b2ndfs-lintian.XXXXXX)
+  trap 'rm -rf "$lint_dir"' EXIT
+  chmod 755 "$lint_dir"
+  cp "$deb" "$lint_dir/"
+  chmod a+r "$lint_dir/$(basename "$deb")"
+  install -d -o nobody -m 700 "$lint_dir/tmp"
+  lintian_cmd=(runuser -u nobody -- env TMPDIR="$lint_dir/tmp" lintian --fail-on error "$lint_dir/$(basename "$deb")")
 fi
-if ! "${lintian_cmd[@]}" >"$OUT/lintian.txt" 2>&1; then
+if ! (cd "$lint_dir" && "${lintian_cmd[@]}") >"$OUT/lintian.txt" 2>&1; then
   cat "$OUT/lintian.txt" >&2
   log "lintian reports errors"
   exit 1

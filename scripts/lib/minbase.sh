@@ -1,7 +1,7 @@
 # Sourced: a minimal Debian root of this machine's release (debootstrap
 # --variant=minbase, from the archive this machine's apt already uses), ready
-# to build and mount FUSE filesystems in: /proc, /sys, /dev/pts, /dev/fuse,
-# /dev/shm, and how this machine reaches the network, which holds for a root
+# to build and mount FUSE filesystems in: its / a mount point (a private bind
+# of ROOT onto itself), /proc, /sys, /dev/pts, /dev/fuse, /dev/shm, and how this machine reaches the network, which holds for a root
 # next to it too: its resolv.conf, apt Acquire settings and locally added
 # CA certificates (e.g. of a TLS-intercepting egress proxy; they join the
 # root's trust store when its ca-certificates package is installed). Nothing
@@ -16,7 +16,8 @@
 #                           the source tree as a user gets it (no build
 #                           trees, no .deps, no .git)
 #   minbase_release ROOT    stops every process whose root is ROOT and
-#                           unmounts everything below it, deepest first
+#                           unmounts everything below it, deepest first,
+#                           then ROOT's bind mount onto itself
 
 # shellcheck source=archive_uri.sh
 source "$(dirname "${BASH_SOURCE[0]}")/archive_uri.sh"
@@ -38,6 +39,11 @@ minbase_make() {
     echo "debootstrap failed" >&2
     return 1
   fi
+  # The root is a mount point of its own, as / is on a real machine: else
+  # making / private in a new mount namespace inside it (unshare -m
+  # --propagation private, fuse.mount_helper) fails with EINVAL. Private, so
+  # the mounts below do not propagate to the mount that holds ROOT.
+  mount --bind "$root" "$root" && mount --make-private "$root" || return 1
   mount -t proc proc "$root/proc" || return 1
   mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" || return 1
   mount --bind /sys "$root/sys" || return 1
@@ -82,7 +88,8 @@ minbase_release() {
     done
     [[ $sig == TERM ]] && sleep 1
   done
-  for m in $(awk -v r="$root/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+  # ROOT's bind onto itself sorts last: it holds the others.
+  for m in $(awk -v r="$root" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
   done
 }

@@ -14,8 +14,12 @@
 # `cmake --install`, and nothing outside this test sees it. mount.fuse3 is
 # also run directly with PATH=PREFIX/bin:$PATH.
 # Usage: fuse_mount_helper.sh BUILD_DIR
-if [[ ${B2NDFS_ITEST_IN_NS:-} != 1 ]] && unshare -m --propagation private true 2>/dev/null; then
-  B2NDFS_ITEST_IN_NS=1 exec unshare -m --propagation private bash "${BASH_SOURCE[0]}" "$@"
+# (unshare makes / private there, which needs / to be a mount point: a chroot
+# into a plain directory is not; scripts/lib/minbase.sh binds its root.)
+if [[ ${B2NDFS_ITEST_IN_NS:-} != 1 ]]; then
+  if ns_err=$(unshare -m --propagation private true 2>&1); then
+    B2NDFS_ITEST_IN_NS=1 exec unshare -m --propagation private bash "${BASH_SOURCE[0]}" "$@"
+  fi
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init mount_helper "$1"
@@ -74,7 +78,7 @@ fi
 if [[ ${B2NDFS_ITEST_IN_NS:-} == 1 ]] && mount --bind "$PREFIX/bin" /usr/local/bin; then
   log "private mount namespace: $PREFIX/bin is /usr/local/bin"
 else
-  fail "no private mount namespace (unshare -m): cannot show the prefix to mount(8) as /usr/local/bin"
+  fail "no private mount namespace (unshare -m: ${ns_err:-the bind mount failed}): cannot show the prefix to mount(8) as /usr/local/bin"
   finish
 fi
 

@@ -23,7 +23,7 @@
 #   s3rver_freeze / s3rver_thaw            SIGSTOP / SIGCONT: a server that
 #       accepts connections and never answers
 #   s3rver_stop / s3rver_restart           the same data and port again
-# Skips the test (exit 77) when s3rver is not installed.
+# Skips the test (exit 77) when s3rver is not installed; fails it without curl.
 
 NGINX_PID=""
 NGINX_PORT=""
@@ -163,6 +163,12 @@ s3rver_start() {
   S3RVER_BIN=$(s3rver_binary) || {
     log "SKIP: s3rver is not installed (scripts/setup.sh installs it into .deps/npm)"
     exit 77
+  }
+  # The uploads and the readiness probe use curl: without it the server
+  # would only seem not to answer.
+  command -v curl >/dev/null || {
+    fail "curl is missing (scripts/setup.sh installs it)"
+    finish
   }
   S3_BUCKETS=("$@")
   S3_DIR=$TMP/s3rver

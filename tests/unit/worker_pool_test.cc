@@ -56,21 +56,69 @@ bool WaitFor(Pred pred) {
   return true;
 }
 
+// Counts the items running at once; Arrive() blocks until `target` of them
+// have run together (or kGuard passed: then it returns false). Makes "the
+// workers took part" a fact the test waits for, not a matter of scheduling.
+class Rendezvous {
+ public:
+  explicit Rendezvous(int target) : target_(target) {}
+  bool Arrive() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (++running_ > peak_) peak_ = running_;
+    cv_.notify_all();
+    const bool met = cv_.wait_for(lock, kGuard, [&] { return peak_ >= target_; });
+    --running_;
+    return met;
+  }
+  int peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
+
+ private:
+  const int target_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int running_ = 0;  // guarded by mutex_
+  int peak_ = 0;     // guarded by mutex_
+};
+
 TEST_CASE("ParallelFor runs every item exactly once, on several threads") {
-  WorkerPool pool(4);
+  constexpr int kThreads = 4;
+  WorkerPool pool(kThreads);
   constexpr size_t kN = 2000;
   std::vector<std::atomic<int>> runs(kN);
+  Rendezvous together(kThreads);
+  std::atomic<int> missed{0};
   std::mutex mutex;
   std::set<std::thread::id> threads;
   pool.ParallelFor(kN, [&](size_t i) {
     runs[i]++;
-    if (i % 50 == 0) std::this_thread::sleep_for(milliseconds(1));
+    // The first items each hold their thread until kThreads run at once:
+    // the caller and every helper must have taken one.
+    if (i < kThreads && !together.Arrive()) missed++;
     std::lock_guard<std::mutex> lock(mutex);
     threads.insert(std::this_thread::get_id());
   });
   for (size_t i = 0; i < kN; ++i) REQUIRE(runs[i].load() == 1);
-  CHECK(threads.size() > 1);
-  CHECK(threads.size() <= 4);
+  CHECK(missed.load() == 0);
+  CHECK(together.peak() == kThreads);
+  CHECK(threads.size() == kThreads);
+}
+
+TEST_CASE("ParallelFor never runs more items at once than the pool's size") {
+  constexpr int kThreads = 3;
+  WorkerPool pool(kThreads);
+  std::atomic<int> running{0}, peak{0};
+  pool.ParallelFor(300, [&](size_t) {
+    const int now = ++running;
+    for (int seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    --running;
+  });
+  CHECK(peak.load() >= 1);
+  CHECK(peak.load() <= kThreads);
 }
 
 TEST_CASE("an exception thrown on a worker is rethrown on the caller after all items ran") {
@@ -79,10 +127,13 @@ TEST_CASE("an exception thrown on a worker is rethrown on the caller after all i
   constexpr size_t kN = 64;
   std::vector<std::atomic<int>> runs(kN);
   std::atomic<int> thrown_on_workers{0};
+  // The caller's first item waits until a worker runs one too, so that
+  // workers take items whatever the scheduling.
+  Rendezvous two(2);
+  std::atomic<int> missed{0};
   auto fn = [&](size_t i) {
     runs[i]++;
-    // Slow items, so that the workers take some of them.
-    std::this_thread::sleep_for(milliseconds(2));
+    if (i < 2 && !two.Arrive()) missed++;
     if (std::this_thread::get_id() != caller) {
       thrown_on_workers++;
       throw std::runtime_error("item " + std::to_string(i) + " failed");
@@ -94,6 +145,7 @@ TEST_CASE("an exception thrown on a worker is rethrown on the caller after all i
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).find("failed") != std::string::npos);
   }
+  CHECK(missed.load() == 0);
   CHECK(thrown_on_workers.load() > 0);
   for (size_t i = 0; i < kN; ++i) REQUIRE(runs[i].load() == 1);
   // The pool still works, and its workers are alive.
