@@ -21,6 +21,7 @@ import concurrent.futures
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -33,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INDEX = 128
 AXES = (0, 1, 2)
 RTTS = (0, 20)
-MOUNTS, PROCS = [], []
+MOUNTS, PROCS, WORKDIRS = [], [], []
 
 
 def log(msg):
@@ -214,6 +215,7 @@ def main():
             sys.exit(f"{p} is not built")
     os.makedirs(a.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="b2ndfs-remote-bench.")
+    WORKDIRS.append(work)  # mount points, server roots and logs: removed at the end
     www = os.path.join(a.out, "www")
     arr = os.path.join(www, "r", "arr.b2nd")
     os.makedirs(os.path.dirname(arr), exist_ok=True)
@@ -406,6 +408,8 @@ def cleanup(*_):
         subprocess.run(["fusermount3", "-uz", mnt], stderr=subprocess.DEVNULL)
     for p in PROCS:
         stop(p)
+    for d in WORKDIRS:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
