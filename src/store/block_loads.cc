@@ -53,8 +53,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     auto ref = LocateChunk(chunk.index);
     if (!ref.ok() || ref->kind != format::ChunkKind::kStored) continue;
     chunk.ref = *ref;
-    const cache::Key key{cache_id_, chunk.index, kChunkHeadBlock, cache::EntryKind::kOther};
-    chunk.head = context_->cache->TryGet(key);
+    chunk.head = context_->cache->TryGet(ChunkHeadKey(cache_id_, chunk.index));
     if (chunk.head == nullptr) cold.push_back(c);
   }
   std::vector<int64_t> others;

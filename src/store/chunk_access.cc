@@ -6,7 +6,6 @@
 #include <cstring>
 #include <limits>
 
-#include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
 #include "container_internal.h"
 
@@ -101,7 +100,7 @@ Status Container::ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t le
 }
 
 Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
-  const cache::Key key{cache_id_, chunk_index, kChunkHeadBlock, cache::EntryKind::kOther};
+  const cache::Key key = ChunkHeadKey(cache_id_, chunk_index);
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
     B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
     int64_t available = 0;
@@ -155,8 +154,7 @@ std::vector<int64_t> Container::OtherHeadsToFetch(const std::vector<int64_t>& wa
     const int64_t c = meta_->next_other_head.fetch_add(1);
     if (c >= meta_->nchunks) break;
     if (std::find(wanted.begin(), wanted.end(), c) != wanted.end()) continue;
-    const cache::Key key{cache_id_, c, kChunkHeadBlock, cache::EntryKind::kOther};
-    if (context_->cache->TryGet(key) != nullptr) continue;
+    if (context_->cache->Contains(ChunkHeadKey(cache_id_, c))) continue;  // no hit counted
     auto ref = LocateChunk(c);
     if (ref.ok() && ref->kind == format::ChunkKind::kStored) others.push_back(c);
   }

@@ -137,4 +137,9 @@ constexpr int64_t kIndexPageBlock = -1;  // chunk = page number
 constexpr int64_t kChunkHeadBlock = -2;
 constexpr int64_t kWholeChunkBlock = -3;
 
+// The cache key of a chunk's head (FetchChunkHead).
+inline cache::Key ChunkHeadKey(uint64_t container_id, int64_t chunk) {
+  return cache::Key{container_id, chunk, kChunkHeadBlock, cache::EntryKind::kOther};
+}
+
 }  // namespace b2ndfs::store

@@ -67,7 +67,8 @@ class ByteSource {
   // also cap the bytes they drop (store/read_plan.h).
   virtual int64_t coalesce_gap() const { return kDefaultCoalesceGap; }
   // Every read costs a round trip (an HTTP request): worth fetching early
-  // what reads will need anyway (a container's chunk heads as it opens).
+  // what reads will need anyway (the heads of a container's other chunks
+  // with a read's own, longer read-ahead).
   virtual bool remote() const { return false; }
   static constexpr int64_t kDefaultCoalesceGap = 32 << 10;
 };
