@@ -249,6 +249,26 @@ Touched CountTouched(b2nd_array_t* array, const int64_t start[kNdim], const int6
   return t;
 }
 
+// What a container reads through: a block cache of `cache_bytes` (in
+// `shards`), decompressors, `threads` workers (none: reads run on the
+// caller) and a descriptor cache.
+struct TestStore {
+  TestStore(size_t cache_bytes, int shards, int threads)
+      : cache(cache_bytes, shards),
+        decompressors(4),
+        workers(threads > 0 ? std::make_unique<store::WorkerPool>(threads) : nullptr),
+        descriptors(16) {
+    ctx.cache = &cache;
+    ctx.decompressors = &decompressors;
+    ctx.workers = workers.get();
+  }
+  cache::BlockCache cache;
+  codec::DecompressorPool decompressors;
+  std::unique_ptr<store::WorkerPool> workers;
+  source::DescriptorCache descriptors;
+  store::StoreContext ctx;
+};
+
 }  // namespace
 
 TEST_CASE("a slice read coalesces source reads and stays near its compressed bytes",
@@ -261,19 +281,11 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   const int threads = GENERATE(0, 3);
   CAPTURE(gap, axis, threads);
 
-  cache::BlockCache cache(256u << 20, 4);
-  codec::DecompressorPool decompressors(4);
-  std::unique_ptr<store::WorkerPool> workers;
-  if (threads > 0) workers = std::make_unique<store::WorkerPool>(threads);
-  store::StoreContext ctx;
-  ctx.cache = &cache;
-  ctx.decompressors = &decompressors;
-  ctx.workers = workers.get();
-  source::DescriptorCache descriptors(16);
-  auto opened = source::OpenLocal(path, &descriptors);
+  TestStore env(256u << 20, 4, threads);
+  auto opened = source::OpenLocal(path, &env.descriptors);
   REQUIRE(opened.ok());
   auto counting = std::make_shared<CountingSource>(std::move(opened).value(), gap);
-  auto container = store::Container::Open(counting, &ctx, 1, nullptr);
+  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
   REQUIRE(container->ok());
 
   int64_t start[kNdim] = {0, 0, 0};
@@ -332,14 +344,7 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
   TempDir dir;
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
-  cache::BlockCache cache(256u << 20, 4);
-  codec::DecompressorPool decompressors(4);
-  store::WorkerPool workers(3);
-  store::StoreContext ctx;
-  ctx.cache = &cache;
-  ctx.decompressors = &decompressors;
-  ctx.workers = &workers;
-  source::DescriptorCache descriptors(16);
+  TestStore env(256u << 20, 4, 3);
   // Reader r reads a box shifted by r blocks along axis 2: their plans
   // start at different blocks and overlap in most of their bytes.
   constexpr int kReaders = 4;
@@ -362,10 +367,10 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
     return want;
   };
   auto open = [&](uint64_t cache_id) {
-    auto opened = source::OpenLocal(path, &descriptors);
+    auto opened = source::OpenLocal(path, &env.descriptors);
     REQUIRE(opened.ok());
     auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{1} << 20);
-    auto container = store::Container::Open(counting, &ctx, cache_id, nullptr);
+    auto container = store::Container::Open(counting, &env.ctx, cache_id, nullptr);
     REQUIRE(container->ok());
     return std::make_pair(counting, container);
   };
@@ -412,19 +417,11 @@ TEST_CASE("random byte ranges of the array stream return c-blosc2's bytes, cold 
   const size_t cache_bytes = GENERATE(size_t{2} << 20, size_t{256} << 20);
   const int threads = GENERATE(0, 2);
   CAPTURE(cache_bytes, threads);
-  cache::BlockCache cache(cache_bytes, 2);
-  codec::DecompressorPool decompressors(4);
-  std::unique_ptr<store::WorkerPool> workers;
-  if (threads > 0) workers = std::make_unique<store::WorkerPool>(threads);
-  store::StoreContext ctx;
-  ctx.cache = &cache;
-  ctx.decompressors = &decompressors;
-  ctx.workers = workers.get();
-  ctx.max_pinned_bytes = 256u << 10;
-  source::DescriptorCache descriptors(16);
-  auto opened = source::OpenLocal(path, &descriptors);
+  TestStore env(cache_bytes, 2, threads);
+  env.ctx.max_pinned_bytes = 256u << 10;
+  auto opened = source::OpenLocal(path, &env.descriptors);
   REQUIRE(opened.ok());
-  auto container = store::Container::Open(std::move(opened).value(), &ctx, 1, nullptr);
+  auto container = store::Container::Open(std::move(opened).value(), &env.ctx, 1, nullptr);
   REQUIRE(container->ok());
   const store::ArrayStream stream{"HEAD",
                                   geometry::Box::FromShape({kShape[0], kShape[1], kShape[2]})};
