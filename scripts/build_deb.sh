@@ -49,18 +49,20 @@ log "built $deb"
 # may be where nobody cannot go (under /root, mode 0700, on a fresh machine),
 # and lintian fails at start in a working directory it cannot enter. Its
 # temporary files go there too (it leaves mldbm-elf-* files in /tmp).
-lintian_cmd=(lintian --fail-on error "$deb")
 lint_dir=.
+lint_deb=$deb
+as_user=()
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
   lint_dir=$(mktemp -d /tmp/b2ndfs-lintian.XXXXXX)
   trap 'rm -rf "$lint_dir"' EXIT
   chmod 755 "$lint_dir"
-  cp "$deb" "$lint_dir/"
-  chmod a+r "$lint_dir/$(basename "$deb")"
+  lint_deb="$lint_dir/$(basename "$deb")"
+  cp "$deb" "$lint_deb"
+  chmod a+r "$lint_deb"
   install -d -o nobody -m 700 "$lint_dir/tmp"
-  lintian_cmd=(runuser -u nobody -- env TMPDIR="$lint_dir/tmp" lintian --fail-on error "$lint_dir/$(basename "$deb")")
+  as_user=(runuser -u nobody -- env TMPDIR="$lint_dir/tmp")
 fi
-if ! (cd "$lint_dir" && "${lintian_cmd[@]}") >"$OUT/lintian.txt" 2>&1; then
+if ! (cd "$lint_dir" && "${as_user[@]}" lintian --fail-on error "$lint_deb") >"$OUT/lintian.txt" 2>&1; then
   cat "$OUT/lintian.txt" >&2
   log "lintian reports errors"
   exit 1

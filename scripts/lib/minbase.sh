@@ -1,11 +1,11 @@
 # Sourced: a minimal Debian root of this machine's release (debootstrap
 # --variant=minbase, from the archive this machine's apt already uses), ready
 # to build and mount FUSE filesystems in: its / a mount point (a private bind
-# of ROOT onto itself), /proc, /sys, /dev/pts, /dev/fuse, /dev/shm, and how this machine reaches the network, which holds for a root
-# next to it too: its resolv.conf, apt Acquire settings and locally added
-# CA certificates (e.g. of a TLS-intercepting egress proxy; they join the
-# root's trust store when its ca-certificates package is installed). Nothing
-# else.
+# of ROOT onto itself), /proc, /sys, /dev/pts, /dev/fuse, /dev/shm, and how
+# this machine reaches the network, which holds for a root next to it too:
+# its resolv.conf, apt Acquire settings and locally added CA certificates
+# (e.g. of a TLS-intercepting egress proxy; they join the root's trust store
+# when its ca-certificates package is installed). Nothing else.
 # Needs root. Used by tests/package/package_deb.sh and scripts/check_minbase.sh.
 #
 #   minbase_make ROOT LOG   debootstrap into ROOT (its output into LOG);
