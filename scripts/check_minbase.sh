@@ -7,9 +7,15 @@
 #   bash scripts/demo.sh    the main command (install, build, mount, show)
 #   bash scripts/test.sh    the test command (every pass), whose summary and
 #                           exit status become this script's
-# scripts/test.sh runs this itself when it can (see there); by hand:
-#   bash scripts/check_minbase.sh [--keep] [ctest args...]
-# --keep leaves the root (and its build trees) for a look afterwards.
+# By hand (B2NDFS_MINBASE=1 bash scripts/test.sh runs this too):
+#   bash scripts/check_minbase.sh [--keep] [--main-only] [--summary FILE]
+#                                 [ctest args...]
+# --keep       leaves the root (and its build trees) for a look afterwards.
+# --main-only  runs no demo, and only test.sh's main pass, whose package test
+#              runs the demo on a minimal root of its own (scripts/test.sh
+#              does this on every run as root: its other passes run outside).
+# --summary F  writes test.sh's summary there (B2NDFS_SUMMARY_FILE, see
+#              test.sh), copied out of the root before it is removed.
 # Needs root and debootstrap (scripts/setup.sh installs it). Exit status 77
 # when the archive is unreachable.
 set -uo pipefail
@@ -17,13 +23,24 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/minbase.sh
 source "$ROOT/scripts/lib/minbase.sh"
 KEEP=0
-if [[ ${1:-} == --keep ]]; then
-  KEEP=1
+MAIN_ONLY=0
+SUMMARY_OUT=
+while (($# > 0)); do
+  case $1 in
+    --keep) KEEP=1 ;;
+    --main-only) MAIN_ONLY=1 ;;
+    --summary)
+      SUMMARY_OUT=$2
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *) break ;;
+  esac
   shift
-elif [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
+done
 T0=$SECONDS
 log() { echo "[minbase +$((SECONDS - T0))s] $*"; }
 
@@ -58,21 +75,28 @@ rc=$?
 ((rc == 0)) || exit "$rc"
 minbase_copy_sources "$ROOT" "$R/root/b2ndfs"
 
-log "README's main command: bash scripts/demo.sh"
-minbase_run "$R" bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' 2>&1 | tee "$WORK/demo.log" | tail -n 25
-demo_rc=${PIPESTATUS[0]}
-((demo_rc == 0)) || log "FAIL: bash scripts/demo.sh exited $demo_rc on the minimal root"
+# The test passes' own settings (B2NDFS_SANITIZERS, B2NDFS_JOBS, ...) go
+# along; paths of this machine do not. Inside, test.sh runs on that root
+# itself (B2NDFS_MINBASE=0).
+mapfile -t settings < <(env | grep -E '^B2NDFS_(SANITIZERS|TSAN|TSAN_TESTS|FUZZ_SMOKE|JOBS)=')
+settings+=(B2NDFS_MINBASE=0 B2NDFS_SUMMARY_FILE=/root/test-summary.tsv)
+demo_rc=0
+if ((MAIN_ONLY)); then
+  settings+=(B2NDFS_SANITIZERS=0 B2NDFS_FUZZ_SMOKE=0)
+else
+  log "README's main command: bash scripts/demo.sh"
+  minbase_run "$R" bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' 2>&1 | tee "$WORK/demo.log" | tail -n 25
+  demo_rc=${PIPESTATUS[0]}
+  ((demo_rc == 0)) || log "FAIL: bash scripts/demo.sh exited $demo_rc on the minimal root"
+  # The package test need not repeat the demo on its own minimal root.
+  settings+=(B2NDFS_MINBASE_DEMO=0)
+fi
 
-# Inside, test.sh runs on that root itself (B2NDFS_MINBASE=0), and the
-# package test skips the demo it would repeat on its own minimal root.
 args=""
 (($# > 0)) && args=$(printf ' %q' "$@")
 log "README's test command: bash scripts/test.sh$args"
-# The test passes' own settings (B2NDFS_SANITIZERS, B2NDFS_JOBS, ...) go
-# along; paths of this machine do not.
-mapfile -t settings < <(env | grep -E '^B2NDFS_(SANITIZERS|TSAN|TSAN_TESTS|FUZZ_SMOKE|JOBS)=')
-minbase_run "$R" "${settings[@]}" B2NDFS_MINBASE=0 B2NDFS_MINBASE_DEMO=0 \
-  bash -c "cd /root/b2ndfs && bash scripts/test.sh$args"
+minbase_run "$R" "${settings[@]}" bash -c "cd /root/b2ndfs && bash scripts/test.sh$args"
 test_rc=$?
+[[ -n $SUMMARY_OUT ]] && cp "$R/root/test-summary.tsv" "$SUMMARY_OUT" 2>/dev/null
 log "demo: exit $demo_rc; tests: exit $test_rc ($(((SECONDS - T0) / 60)) min in all)"
 ((demo_rc == 0 && test_rc == 0))

@@ -17,16 +17,29 @@
 # failed.
 # Extra arguments go to every ctest run (e.g. -R fuse; a -R given here also
 # replaces the TSan pass's selection).
-# B2NDFS_MINBASE=1 (as root, with debootstrap): everything above happens
-# inside a fresh minimal Debian root of this machine's release, after the
-# README's main command ran there (scripts/check_minbase.sh).
+# Where the main pass runs (B2NDFS_MINBASE):
+#   auto  (default) as root, in a fresh minimal Debian root of this machine's
+#         release (debootstrap --variant=minbase; scripts/check_minbase.sh):
+#         this script itself runs there, from a copy of the sources as a user
+#         gets them, with nothing installed by hand, so every run also checks
+#         that the README's test command works on a minimal machine (its
+#         package test runs the README's main command on a minimal root of
+#         its own). The other passes run here. When that cannot be done (not
+#         root, the archive unreachable), the main pass runs here and its
+#         summary line says why.
+#   0     the main pass here (quicker for development).
+#   1     every pass, and the README's main command first, in a fresh
+#         minimal root.
 # Environment: B2NDFS_BUILD_DIR (default ROOT/build); B2NDFS_SANITIZERS=0
 # skips asan and tsan, B2NDFS_TSAN=0 only tsan, B2NDFS_FUZZ_SMOKE=0 fuzz;
-# B2NDFS_JOBS (default: CPUs, at most 2) for builds and ctest -j.
+# B2NDFS_JOBS (default: CPUs, at most 2) for builds and ctest -j;
+# B2NDFS_SUMMARY_FILE: also write each summary line there, tab-separated
+# (pass, passed, failed, skipped, detail).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-if [[ ${B2NDFS_MINBASE:-0} == 1 ]]; then
+MINBASE=${B2NDFS_MINBASE:-auto}
+if [[ $MINBASE == 1 ]]; then
   exec bash "$ROOT/scripts/check_minbase.sh" "$@"
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
@@ -49,7 +62,10 @@ record() {
   TOTAL_PASSED=$((TOTAL_PASSED + $2))
   TOTAL_FAILED=$((TOTAL_FAILED + $3))
   SUMMARY+=("$(printf '%-5s %4d passed, %d failed, %d skipped  %s' "$1" "$2" "$3" "$4" "$5")")
+  [[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$B2NDFS_SUMMARY_FILE"
+  return 0
 }
+[[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && : >"$B2NDFS_SUMMARY_FILE"
 
 # run_ctest NAME DIR [ENV=VALUE...] -- [ctest args...]: runs ctest in DIR
 # with the environment given (and the command prefix CTEST_PREFIX), records
@@ -109,14 +125,52 @@ configure() {
     }
 }
 
+# main_here NOTE [ctest args]: the main pass in this machine's build tree;
+# NOTE (may be empty) ends its summary line: why not in a minimal root.
+main_here() {
+  local note=${1:+"; $1"} t0=$SECONDS
+  shift
+  echo "== build ($BUILD)"
+  if bash "$ROOT/scripts/build.sh"; then
+    echo "== tests ($BUILD)"
+    run_ctest main "$BUILD" -- --timeout 900 "$@"
+    [[ -n $note ]] && SUMMARY[-1]+="$note"
+  else
+    record main 0 1 0 "(build failed; $(elapsed "$t0")$note)"
+  fi
+}
+
+# main_in_minbase: the main pass in a fresh minimal root (see above); its
+# summary becomes this one's. Returns 77 (having recorded nothing) when no
+# minimal root can be made here.
+main_in_minbase() {
+  local t0=$SECONDS inner=$LOGS/minbase-summary.tsv rc
+  echo "== main pass in a fresh minimal Debian root (scripts/check_minbase.sh --main-only)"
+  rm -f "$inner"
+  bash "$ROOT/scripts/check_minbase.sh" --main-only --summary "$inner" "$@"
+  rc=$?
+  if [[ ! -s $inner ]]; then
+    ((rc == 77)) && return 77
+    record main 0 1 0 "(no summary from the minimal root: check_minbase.sh exited $rc; $(elapsed "$t0"))"
+    return 0
+  fi
+  local name passed failed skipped detail
+  while IFS=$'\t' read -r name passed failed skipped detail; do
+    record "$name" "$passed" "$failed" "$skipped" "${detail%)}; in a minimal root, $(elapsed "$t0") with its set-up)"
+  done <"$inner"
+  ((rc == 0 || TOTAL_FAILED > 0)) || record main 0 1 0 "(check_minbase.sh exited $rc; $(elapsed "$t0"))"
+}
+
 # --- main ---------------------------------------------------------------------
-echo "== build ($BUILD)"
-t0=$SECONDS
-if bash "$ROOT/scripts/build.sh"; then
-  echo "== tests ($BUILD)"
-  run_ctest main "$BUILD" -- --timeout 900 "$@"
+# Everything the other passes need (and debootstrap) is installed here first.
+bash "$ROOT/scripts/setup.sh" || echo "== scripts/setup.sh failed: the passes below will say what is missing"
+if [[ $MINBASE == auto && $(id -u) == 0 ]] && command -v debootstrap >/dev/null; then
+  main_in_minbase "$@"
+  (($? == 77)) && main_here "not in a minimal root: the archive is unreachable" "$@"
+elif [[ $MINBASE == auto ]]; then
+  main_here "not in a minimal root: $([[ $(id -u) != 0 ]] && echo "that needs root" || echo "no debootstrap")" "$@"
 else
-  record main 0 1 0 "(build failed; $(elapsed "$t0"))"
+  main_here "" "$@"
 fi
 
 # --- asan ---------------------------------------------------------------------
