@@ -418,6 +418,17 @@ Status HttpClient::GetRange(const std::string& url, int64_t offset, size_t lengt
   return Perform(r);
 }
 
+namespace {
+
+// Ranges of one request name one version (its If-Match).
+bool SameVersion(const ObjectInfo* a, const ObjectInfo* b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr) return false;
+  return a->etag == b->etag && a->size == b->size && a->last_modified == b->last_modified;
+}
+
+}  // namespace
+
 void HttpClient::GetRanges(std::span<const RangeGet> gets, const RangeDone& done) {
   // Requests: one range each, or (multi_range) the ranges of one object
   // version in groups, ascending and disjoint.
@@ -437,7 +448,6 @@ void HttpClient::GetRanges(std::span<const RangeGet> gets, const RangeDone& done
         const RangeGet& x = gets[a];
         const RangeGet& y = gets[b];
         if (*x.url != *y.url) return *x.url < *y.url;
-        if (x.version != y.version) return std::less<>()(x.version, y.version);
         return x.offset < y.offset;
       });
     }
@@ -449,7 +459,7 @@ void HttpClient::GetRanges(std::span<const RangeGet> gets, const RangeDone& done
       if (!groups.empty() && groups.back().size() < per_request) {
         const RangeGet& last = gets[groups.back().back()];
         const RangeGet& g = gets[i];
-        if (*last.url == *g.url && last.version == g.version &&
+        if (*last.url == *g.url && SameVersion(last.version, g.version) &&
             g.offset >= last.offset + static_cast<int64_t>(last.length)) {
           groups.back().push_back(i);
           continue;
