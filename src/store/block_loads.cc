@@ -1,9 +1,12 @@
 // Loading many blocks at once: their compressed spans, found from the cached
 // chunk heads, are grouped into few source reads (read_plan.h), and the
 // blocks are decoded straight from the read buffers into their cache
-// entries, in one round of parallel tasks (a read is made by the first task
-// that needs it, and fetches only the bytes no other plan has in flight:
-// span_flights.h). A read that serves blocks of several
+// entries, in one round of parallel tasks. Each read fetches only the bytes
+// no other plan has in flight (span_flights.h). A local read is made by the
+// first task that needs it; a remote source gets all of the plan's reads at
+// once (ByteSource::ReadMany: a round trip for the lot), issued by the first
+// task that needs one, and each read's tasks decode as soon as its own bytes
+// have landed. A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
