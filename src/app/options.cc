@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/vfs/filesystem.h"
 
 namespace b2ndfs::app {
@@ -103,6 +104,10 @@ Status AddOption(CommandLine& cl, const std::string& option) {
   }
   if (StartsWith(option, "retries=")) {
     B2NDFS_ASSIGN_OR_RETURN(cl.retries, ParseIntOption(option, 8, 0, 100));
+    return Status::Ok();
+  }
+  if (StartsWith(option, "connections=")) {
+    B2NDFS_ASSIGN_OR_RETURN(cl.connections, ParseIntOption(option, 12, 1, 1024));
     return Status::Ok();
   }
   // S3 settings; where credentials are (never the keys themselves: the
@@ -241,11 +246,12 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   cl.source = positional[0];
   cl.mountpoint = positional[1];
   if (!IsRemoteSource(cl.source) &&
-      (cl.timeout > 0 || cl.retries >= 0 || !cl.endpoint.empty() || !cl.region.empty() ||
-       !cl.profile.empty() || !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() ||
-       cl.disk_cache_size > 0)) {
+      (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || !cl.endpoint.empty() ||
+       !cl.region.empty() || !cl.profile.empty() || !cl.credentials.empty() || cl.no_sign ||
+       !cl.disk_cache.empty() || cl.disk_cache_size > 0)) {
     return InvalidArgument(
-        "timeout=, retries=, endpoint=, region=, profile=, credentials=, no_sign, disk_cache= "
+        "timeout=, retries=, connections=, endpoint=, region=, profile=, credentials=, no_sign, "
+        "disk_cache= "
         "and disk_cache_size= are for remote sources (http://, https://, s3://), not " +
         cl.source);
   }
@@ -302,6 +308,10 @@ std::string Usage(const std::string& program) {
          "                         included; then the read fails with EIO (default 30)\n"
          "  -o retries=N           remote sources: further attempts after a 5xx, 429 or a\n"
          "                         connection error, with backoff (default 3)\n"
+         "  -o connections=N       remote sources: connections to the server, so requests\n"
+         "                         in flight at once (default " +
+         std::to_string(remote::kDefaultConnections) +
+         ")\n"
          "  -o endpoint=URL        s3: an S3-compatible server, path-style addressing\n"
          "                         (default: AWS, https://BUCKET.s3.REGION.amazonaws.com)\n"
          "  -o region=REGION       s3: the signing region (default: AWS_REGION,\n"

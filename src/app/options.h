@@ -25,6 +25,7 @@ struct CommandLine {
   // Remote sources (http://, https://, s3://).
   double timeout = 0;            // seconds a remote request may take, retries included; 0: default
   int retries = -1;              // further attempts after a transient failure; -1: default
+  int connections = 0;           // to a remote server (requests in flight); 0: default
   std::string endpoint;          // s3: the service URL (path-style addressing)
   std::string region;            // s3: the SigV4 region
   std::string profile;           // s3: the ~/.aws/credentials profile

@@ -92,6 +92,7 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
   remote::RemoteOptions options;
   options.http.timeout = cl.timeout > 0 ? cl.timeout : kDefaultTimeout;
   options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
+  if (cl.connections > 0) options.http.connections = static_cast<size_t>(cl.connections);
   options.disk_cache_dir = cl.disk_cache;
   if (cl.disk_cache_size > 0) options.disk_cache_size = cl.disk_cache_size;
   Result<std::shared_ptr<source::Tree>> tree = Status(EINVAL, "unset");

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <random>
 #include <thread>
 
 #include "b2ndfs/remote/s3_xml.h"
 #include "b2ndfs/util/log.h"
+#include "http_request.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -43,11 +45,6 @@ bool ParseInt64(const std::string& s, int64_t* out) {
   }
   *out = v;
   return true;
-}
-
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 }  // namespace
@@ -104,46 +101,6 @@ std::optional<int64_t> ParseHttpDate(const std::string& value) {
   return static_cast<int64_t>(::timegm(&tm));
 }
 
-// One request and what came back.
-struct HttpClient::Request {
-  const char* method = "GET";
-  std::string url;
-  // Range requests: the bytes wanted, where they go, and the version.
-  bool ranged = false;
-  int64_t offset = 0;
-  size_t length = 0;
-  uint8_t* out = nullptr;
-  const ObjectInfo* version = nullptr;
-  // Documents.
-  std::string* document = nullptr;
-  size_t max_document = 0;
-  // The answer (of the last response, after redirects).
-  long status = 0;
-  size_t received = 0;
-  bool overflow = false;  // more bytes than asked for, or a 200 to a Range
-  ObjectInfo info;
-  std::string content_range;
-  std::string error_body;  // the start of an error answer's body
-
-  void ResetAnswer() {
-    status = 0;
-    received = 0;
-    overflow = false;
-    info = ObjectInfo();
-    content_range.clear();
-    error_body.clear();
-    if (document != nullptr) document->clear();
-  }
-  std::string What() const {
-    std::string what = std::string(method) + " " + RedactUrl(url);
-    if (ranged) {
-      what += " bytes " + std::to_string(offset) + "-" +
-              std::to_string(offset + static_cast<int64_t>(length) - 1);
-    }
-    return what;
-  }
-};
-
 namespace {
 
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
@@ -187,7 +144,29 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
         data, std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, r->error_body.size())));
     return n;
   }
-  if (r->ranged) {
+  if (!r->targets.empty()) {
+    // A multi-range answer: a 200 is the whole object (a server that takes
+    // no multi-range requests, or ignores Range): stop at once.
+    if (r->status != 206) {
+      r->overflow = true;
+      r->multi_refused = true;
+      return 0;
+    }
+    if (r->parser == nullptr) {
+      r->parser = std::make_unique<ByterangesParser>(r->targets,
+                                                     r->version != nullptr ? r->version->size : -1);
+      if (auto boundary = ByterangesBoundary(r->info.content_type)) {
+        r->parser->StartMultipart(*boundary);
+      } else if (!r->parser->StartSinglePart(r->content_range)) {
+        r->parse_error = r->parser->error();
+        return 0;
+      }
+    }
+    if (!r->parser->Feed(data, n)) {
+      r->parse_error = r->parser->error();
+      return 0;
+    }
+  } else if (r->ranged) {
     // Only a 206 for exactly the bytes asked for is written; a 200 (the
     // server ignored Range) would be the whole object: stop at once.
     if (r->status != 206 || n > r->length - r->received) {
@@ -230,55 +209,14 @@ bool TransientCurlError(CURLcode code) {
 
 }  // namespace
 
-HttpClient::HttpClient(HttpOptions options) : options_(std::move(options)) { GlobalInit(); }
-
-HttpClient::~HttpClient() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
-}
-
-void* HttpClient::Acquire(double deadline) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    if (!idle_.empty()) {
-      void* h = idle_.back();
-      idle_.pop_back();
-      return h;
-    }
-    if (created_ < std::max<size_t>(options_.connections, 1)) {
-      ++created_;
-      lock.unlock();
-      CURL* h = curl_easy_init();
-      if (h == nullptr) {
-        lock.lock();
-        --created_;
-        return nullptr;
-      }
-      return h;
-    }
-    const double left = deadline - Now();
-    if (left <= 0) return nullptr;
-    available_.wait_for(lock, std::chrono::duration<double>(left));
-  }
-}
-
-void HttpClient::Release(void* curl) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    idle_.push_back(curl);
-  }
-  available_.notify_one();
-}
-
-Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* transient,
-                           ErrorKind* kind) {
-  CURL* curl = static_cast<CURL*>(handle);
-  *transient = false;
-  *kind = ErrorKind::kProtocol;
-  // Keeps the handle's connections (keep-alive) and forgets its options.
+void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOptions& options,
+                      double seconds_left, curl_slist** headers) {
+  // Forgets the handle's options; its connections stay in the multi
+  // handle's pool (keep-alive).
   curl_easy_reset(curl);
-  r.ResetAnswer();
+  request.ResetAnswer();
   const long left_ms = std::max(1L, static_cast<long>(seconds_left * 1000));
-  curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, left_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(left_ms, 10000L));
@@ -286,43 +224,59 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   // A signed request is bound to its host and path: it cannot follow a
   // redirect (S3 answers a wrong region with 301 and an error document).
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, options_.extra_headers ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, options.extra_headers ? 0L : 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &request);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &request);
   // Compressed transfer would make Range offsets meaningless.
   curl_easy_setopt(curl, CURLOPT_HTTP_CONTENT_DECODING, 0L);
-  if (std::strcmp(r.method, "HEAD") == 0) curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  struct curl_slist* headers = nullptr;
+  if (std::strcmp(request.method, "HEAD") == 0) curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  struct curl_slist* list = nullptr;
   std::string range;
-  if (r.ranged) {
-    range = std::to_string(r.offset) + "-" +
-            std::to_string(r.offset + static_cast<int64_t>(r.length) - 1);
+  if (!request.targets.empty()) {
+    for (const ByterangesParser::Target& t : request.targets) {
+      if (!range.empty()) range += ",";
+      range += std::to_string(t.first) + "-" + std::to_string(t.last);
+    }
+  } else if (request.ranged) {
+    range = std::to_string(request.offset) + "-" +
+            std::to_string(request.offset + static_cast<int64_t>(request.length) - 1);
+  }
+  if (request.ranged) {
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-    if (r.version != nullptr && !r.version->etag.empty()) {
-      headers = curl_slist_append(headers, ("If-Match: " + r.version->etag).c_str());
-    } else if (r.version != nullptr && !r.version->last_modified.empty()) {
-      headers =
-          curl_slist_append(headers, ("If-Unmodified-Since: " + r.version->last_modified).c_str());
+    if (request.version != nullptr && !request.version->etag.empty()) {
+      list = curl_slist_append(list, ("If-Match: " + request.version->etag).c_str());
+    } else if (request.version != nullptr && !request.version->last_modified.empty()) {
+      list = curl_slist_append(list,
+                               ("If-Unmodified-Since: " + request.version->last_modified).c_str());
     }
   }
-  if (options_.extra_headers) {
-    for (const auto& header :
-         options_.extra_headers(r.method, r.url, range.empty() ? "" : "bytes=" + range)) {
-      headers = curl_slist_append(headers, header.c_str());
+  if (options.extra_headers) {
+    for (const auto& header : options.extra_headers(request.method, request.url,
+                                                    range.empty() ? "" : "bytes=" + range)) {
+      list = curl_slist_append(list, header.c_str());
     }
   }
-  if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  const auto started = Clock::now();
-  const CURLcode code = curl_easy_perform(curl);
-  latency_.Record(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count()));
-  curl_slist_free_all(headers);
-  requests_++;
+  if (list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+  *headers = list;
+}
+
+Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* transient,
+                       ErrorKind* kind) {
+  *transient = false;
+  *kind = ErrorKind::kProtocol;
+  if (!r.parse_error.empty()) {
+    r.multi_refused = true;
+    if (r.parser != nullptr && r.parser->changed()) {
+      *kind = ErrorKind::kChanged;
+      return Status(ESTALE, r.What() + ": the object changed (" + r.parse_error + ")");
+    }
+    return Status(EIO, r.What() + ": a malformed multi-range answer: " + r.parse_error);
+  }
   if (r.overflow) {
     if (r.ranged && r.status == 200) {
       return Status(EIO, r.What() + ": the server ignored the Range request (HTTP 200)");
@@ -337,7 +291,6 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   r.status = status;
-  bytes_ += r.received;
   const std::string answer = "HTTP " + std::to_string(status) + ErrorCode(r.error_body);
   if (status == 404 || status == 410) {
     *kind = ErrorKind::kNotFound;
@@ -359,8 +312,21 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
   if (status < 200 || status >= 300) return Status(EIO, r.What() + ": " + answer);
   if (!r.ranged) return Status::Ok();
   if (status != 206) {
+    r.multi_refused = !r.targets.empty();
     return Status(EIO, r.What() + ": the server ignored the Range request (HTTP " +
                            std::to_string(status) + ")");
+  }
+  if (!r.targets.empty()) {
+    if (r.parser == nullptr || !r.parser->Finish()) {
+      r.multi_refused = true;
+      const std::string why = r.parser != nullptr ? r.parser->error() : "no body";
+      if (r.parser != nullptr && r.parser->changed()) {
+        *kind = ErrorKind::kChanged;
+        return Status(ESTALE, r.What() + ": the object changed (" + why + ")");
+      }
+      return Status(EIO, r.What() + ": a malformed multi-range answer: " + why);
+    }
+    return Status::Ok();
   }
   const auto cr = ParseContentRange(r.content_range);
   const int64_t last = r.offset + static_cast<int64_t>(r.length) - 1;
@@ -379,57 +345,6 @@ Status HttpClient::Attempt(void* handle, Request& r, double seconds_left, bool* 
                            std::to_string(r.length) + " bytes)");
   }
   return Status::Ok();
-}
-
-Status HttpClient::Perform(Request& r) {
-  const double start = Now();
-  const double deadline = start + options_.timeout;
-  // A server that just let a request run out of time is not asked again
-  // for a moment: a reader's retried pages and the read-ahead queued behind
-  // it would otherwise each wait the whole timeout, one after the other.
-  if (const double down = down_until_.load(std::memory_order_relaxed); start < down) {
-    CountError(ErrorKind::kDown);
-    return Status(EIO, r.What() + ": the server did not answer within " +
-                           std::to_string(options_.timeout) + " s a moment ago (asked again in " +
-                           std::to_string(down - start) + " s)");
-  }
-  thread_local std::mt19937_64 random(std::random_device{}());
-  Status last = Status(EIO, r.What() + ": timed out waiting for a connection");
-  ErrorKind kind = ErrorKind::kTimeout;
-  for (int attempt = 0;; ++attempt) {
-    void* handle = Acquire(deadline);
-    if (handle == nullptr) break;
-    bool transient = false;
-    last = Attempt(handle, r, deadline - Now(), &transient, &kind);
-    Release(handle);
-    if (last.ok()) {
-      if (down_until_.load(std::memory_order_relaxed) != 0) down_until_.store(0);
-      return last;
-    }
-    if (!transient || attempt >= options_.retries) break;
-    // Full jitter: a random wait up to 100 ms * 2^attempt (at most 2 s), so
-    // that many readers of a struggling server do not retry in step.
-    const double cap = std::min(2.0, 0.1 * static_cast<double>(1 << std::min(attempt, 10)));
-    const double wait = std::uniform_real_distribution<double>(0, cap)(random);
-    if (Now() + wait + 0.05 >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-    retries_++;
-  }
-  if (Now() >= deadline - 0.001) {
-    last = Status(last.error_number(),
-                  last.message() + " (gave up after " + std::to_string(options_.timeout) + " s)");
-    if (kind != ErrorKind::kNotFound && kind != ErrorKind::kDenied) kind = ErrorKind::kTimeout;
-    if (last.error_number() == EIO) {
-      down_until_.store(Now() + std::min(options_.timeout, kDownSeconds),
-                        std::memory_order_relaxed);
-    }
-  }
-  // Names that are not there are ordinary answers; other failures are
-  // logged, at most a few per second so that a dead server cannot flood
-  // the log.
-  CountError(kind);
-  if (last.error_number() != ENOENT && LogAllowed()) Log(LogLevel::kWarning, last.message());
-  return last;
 }
 
 void HttpClient::CountError(ErrorKind kind) {
@@ -503,12 +418,109 @@ Status HttpClient::GetRange(const std::string& url, int64_t offset, size_t lengt
   return Perform(r);
 }
 
+namespace {
+
+// Ranges of one request name one version (its If-Match).
+bool SameVersion(const ObjectInfo* a, const ObjectInfo* b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr) return false;
+  return a->etag == b->etag && a->size == b->size && a->last_modified == b->last_modified;
+}
+
+}  // namespace
+
+void HttpClient::GetRanges(std::span<const RangeGet> gets, const RangeDone& done) {
+  // Requests: one range each, or (multi_range) the ranges of one object
+  // version in groups, ascending and disjoint.
+  std::vector<std::vector<size_t>> groups;
+  {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < gets.size(); ++i) {
+      if (gets[i].length == 0) {
+        done(i, Status::Ok());
+      } else {
+        order.push_back(i);
+      }
+    }
+    const bool multi = options_.multi_range && !no_multi_range_.load(std::memory_order_relaxed);
+    if (multi) {
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const RangeGet& x = gets[a];
+        const RangeGet& y = gets[b];
+        if (*x.url != *y.url) return *x.url < *y.url;
+        return x.offset < y.offset;
+      });
+    }
+    // Enough ranges a request that a batch needs about 8 requests (a round
+    // trip on connections already open), within the bound.
+    const size_t per_request =
+        multi ? std::clamp<size_t>((order.size() + 7) / 8, 1, kMaxRangesPerRequest) : 1;
+    for (size_t i : order) {
+      if (!groups.empty() && groups.back().size() < per_request) {
+        const RangeGet& last = gets[groups.back().back()];
+        const RangeGet& g = gets[i];
+        if (*last.url == *g.url && SameVersion(last.version, g.version) &&
+            g.offset >= last.offset + static_cast<int64_t>(last.length)) {
+          groups.back().push_back(i);
+          continue;
+        }
+      }
+      groups.push_back({i});
+    }
+  }
+  std::vector<Request> requests(groups.size());
+  std::vector<Request*> run;
+  for (size_t j = 0; j < groups.size(); ++j) {
+    Request& r = requests[j];
+    const RangeGet& g = gets[groups[j].front()];
+    r.url = *g.url;
+    r.ranged = true;
+    r.version = g.version;
+    if (groups[j].size() == 1) {
+      r.offset = g.offset;
+      r.length = g.length;
+      r.out = g.out;
+    } else {
+      for (size_t i : groups[j]) {
+        const RangeGet& m = gets[i];
+        r.targets.push_back(ByterangesParser::Target{
+            m.offset, m.offset + static_cast<int64_t>(m.length) - 1, m.out});
+      }
+    }
+    run.push_back(&r);
+  }
+  std::vector<size_t> again;  // ranges of refused multi-range requests
+  Run(run, [&](size_t j, const Status& status) {
+    if (!status.ok() && requests[j].multi_refused) {
+      no_multi_range_.store(true, std::memory_order_relaxed);
+      again.insert(again.end(), groups[j].begin(), groups[j].end());
+      return;
+    }
+    for (size_t i : groups[j]) done(i, status);
+  });
+  if (again.empty()) return;
+  Log(LogLevel::kInfo, RedactUrl(*gets[again.front()].url) +
+                           ": the server does not answer multi-range requests as asked; "
+                           "asking for one range a request from now on");
+  std::vector<RangeGet> singles;
+  for (size_t i : again) singles.push_back(gets[i]);
+  GetRanges(singles, [&](size_t k, const Status& status) { done(again[k], status); });
+}
+
+Status HttpClient::Perform(Request& request) {
+  Request* one = &request;
+  Status status;
+  Run(std::span<Request* const>(&one, 1), [&](size_t, const Status& s) { status = s; });
+  return status;
+}
+
 HttpStats HttpClient::stats() const {
   HttpStats s;
   s.requests = requests_.load();
   s.retries = retries_.load();
   s.errors = errors_.load();
   s.bytes_fetched = bytes_.load();
+  s.peak_in_flight = peak_in_flight_.load();
   for (int k = 0; k < static_cast<int>(ErrorKind::kCount); ++k) {
     s.errors_by_kind[k] = errors_by_kind_[k].load();
   }

@@ -31,7 +31,11 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
   if (url.find_first_of("?#") != std::string::npos) {
     return InvalidArgument(RedactUrl(url) + ": a source URL cannot have a query or fragment");
   }
-  auto client = std::make_shared<HttpClient>(options.http);
+  HttpOptions http = options.http;
+  // Plain web servers (nginx, Apache) answer many ranges in one request;
+  // the client stops asking so at the first answer that is not multipart.
+  http.multi_range = true;
+  auto client = std::make_shared<HttpClient>(std::move(http));
   ObjectTreeConfig config;
   config.root_is_dir = !url.empty() && url.back() == '/';
   config.base = url;

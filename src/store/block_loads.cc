@@ -1,17 +1,25 @@
 // Loading many blocks at once: their compressed spans, found from the cached
 // chunk heads, are grouped into few source reads (read_plan.h), and the
 // blocks are decoded straight from the read buffers into their cache
-// entries, in one round of parallel tasks (a read is made by the first task
-// that needs it, and fetches only the bytes no other plan has in flight:
-// span_flights.h). A read that serves blocks of several
+// entries, in one round of parallel tasks. Each read fetches only the bytes
+// no other plan has in flight (span_flights.h). A local read is made by the
+// first task that needs it; a remote source gets all of the plan's reads at
+// once (ByteSource::ReadMany: a round trip for the lot), issued by the first
+// task that needs one, and each read's tasks decode as soon as its own bytes
+// have landed. A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
@@ -30,6 +38,33 @@ void ForEach(WorkerPool* workers, size_t n, const std::function<void(size_t)>& f
     for (size_t i = 0; i < n; ++i) fn(i);
   }
 }
+
+// A remote plan's reads, all issued at once (RunPlan): the issuing task
+// claims and lands the pieces; each read's tasks wait until its own have
+// landed. What the issuer writes for read k is published to them by
+// MarkLanded(k).
+struct PlanBatch {
+  explicit PlanBatch(size_t n)
+      : claims(n), claimed(n, 0), landed(n), counts(n), pending(n, 0), ready(n, 0) {}
+  void MarkLanded(size_t k) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ready[k] = 1;
+    changed.notify_all();
+  }
+  void WaitLanded(size_t k) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return ready[k] != 0; });
+  }
+  std::atomic<bool> issued{false};
+  std::vector<SpanFlights::Claim> claims;
+  std::vector<char> claimed;
+  std::vector<Status> landed;  // the first failure of a read's own pieces
+  std::vector<SpanFlights::Counts> counts;
+  std::vector<size_t> pending;  // the issuer's: pieces of a read not landed
+  std::mutex mutex;             // leaf lock; guards ready
+  std::condition_variable changed;
+  std::vector<char> ready;
+};
 
 }  // namespace
 
@@ -160,16 +195,15 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     const int64_t base = sparse ? 0 : loads.chunks[view.chunk].ref.offset;
     return std::make_pair(base + b.span.begin, base + b.span.end);
   };
-  // Reads the source bytes of read k that its blocks still need (block
-  // `first` needs them now) and rebases its chunk heads.
-  auto fetch = [&](size_t k, size_t first) {
+  // Sizes read k's buffer and sets the bytes of the part its blocks still
+  // need (block `first` needs them now); false if none are. Blocks another
+  // reader loaded since the plan was made are not fetched again
+  // (DecodePlanned loads such a block alone should it be evicted before its
+  // turn).
+  auto prepare = [&](size_t k, size_t first) {
     BlockLoads::Read& read = loads.reads[k];
     const int64_t length = read.end - read.begin;
     read.buffer = std::make_shared<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
-    uint8_t* bytes = read.buffer->data() + read.heads_bytes;
-    // Blocks another reader loaded since the plan was made are not fetched
-    // again (DecodePlanned loads such a block alone should it be evicted
-    // before its turn).
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i : read.blocks) {
       const BlockLoads::Block& b = loads.blocks[i];
@@ -181,16 +215,24 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       lo = std::min(lo, begin);
       hi = std::max(hi, end);
     }
-    if (lo >= hi) return;
+    if (lo >= hi) return false;
     read.fetched_begin = lo;
     read.fetched_end = hi;
-    SpanFlights::Counts counts;
-    read.status = meta_->flights.Fetch(
-        read.part, lo, hi, std::shared_ptr<uint8_t>(read.buffer, bytes + (lo - read.begin)),
-        [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
-          return ReadSource(part, offset, n, out);
-        },
-        &read.owned, &counts);
+    return true;
+  };
+  // Where read k's fetched bytes go, shared with other plans (SpanFlights).
+  auto target = [&](size_t k) {
+    BlockLoads::Read& read = loads.reads[k];
+    uint8_t* bytes = read.buffer->data() + read.heads_bytes;
+    return std::shared_ptr<uint8_t>(read.buffer, bytes + (read.fetched_begin - read.begin));
+  };
+  auto read_source = [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
+    return ReadSource(part, offset, n, out);
+  };
+  // Read k's bytes are in (or read.status says why not): counts them and
+  // rebases its chunk heads.
+  auto finish = [&](size_t k, const SpanFlights::Counts& counts) {
+    BlockLoads::Read& read = loads.reads[k];
     GlobalReadStats().bytes_fetched += static_cast<uint64_t>(counts.read);
     GlobalReadStats().bytes_shared += static_cast<uint64_t>(counts.shared);
     if (!read.status.ok()) return;
@@ -212,6 +254,92 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
           std::span<uint8_t>(read.buffer->data() + view.head_pos, static_cast<size_t>(head_size)));
     }
   };
+  // A local source: read k by the first of its blocks' tasks.
+  auto fetch = [&](size_t k, size_t first) {
+    if (!prepare(k, first)) return;
+    BlockLoads::Read& read = loads.reads[k];
+    SpanFlights::Counts counts;
+    read.status = meta_->flights.Fetch(read.part, read.fetched_begin, read.fetched_end, target(k),
+                                       read_source, &read.owned, &counts);
+    finish(k, counts);
+  };
+  // A remote source: every read of the plan at once (ReadMany), issued by
+  // the first task that needs one; the tasks of a read decode as soon as its
+  // bytes land.
+  PlanBatch batch(loads.reads.size());
+  auto issue = [&] {
+    std::vector<source::PartRead> pieces;
+    std::vector<std::pair<size_t, size_t>> owner;  // (read, index in its claim's mine)
+    std::vector<char> piece_landed;
+    auto land = [&](size_t j, const Status& s) {
+      if (piece_landed[j] != 0) return;
+      piece_landed[j] = 1;
+      const auto [k, m] = owner[j];
+      GlobalReadStats().source_reads++;
+      if (s.ok()) {
+        GlobalReadStats().source_bytes_read += pieces[j].length;
+      } else {
+        source_failed_ = true;
+      }
+      meta_->flights.Land(batch.claims[k], batch.claims[k].mine[m], s, &loads.reads[k].owned,
+                          &batch.counts[k]);
+      if (!s.ok() && batch.landed[k].ok()) batch.landed[k] = s;
+      if (--batch.pending[k] == 0) batch.MarkLanded(k);
+    };
+    // Every claimed piece lands, also when an exception cut the batch short
+    // (others wait for it).
+    auto fail_unlanded = [&](const Status& status) {
+      for (size_t k = 0; k < loads.reads.size(); ++k) {
+        if (batch.claimed[k] == 0) continue;
+        for (const auto& f : batch.claims[k].mine) {
+          bool done;
+          {
+            std::lock_guard<std::mutex> lock(f->mutex);
+            done = f->done;
+          }
+          if (done) continue;
+          meta_->flights.Land(batch.claims[k], f, status, &loads.reads[k].owned, &batch.counts[k]);
+          if (batch.landed[k].ok()) batch.landed[k] = status;
+        }
+      }
+    };
+    try {
+      for (size_t k = 0; k < loads.reads.size(); ++k) {
+        const BlockLoads::Read& read = loads.reads[k];
+        if (read.blocks.empty() || !prepare(k, SIZE_MAX)) continue;
+        SpanFlights::Claim& claim = batch.claims[k];
+        claim = meta_->flights.Begin(read.part, read.fetched_begin, read.fetched_end, target(k));
+        batch.claimed[k] = 1;
+        batch.pending[k] = claim.mine.size();
+        for (size_t m = 0; m < claim.mine.size(); ++m) {
+          const SpanFlights::Flight& f = *claim.mine[m];
+          pieces.push_back(source::PartRead{read.part, f.begin,
+                                            static_cast<size_t>(f.end - f.begin),
+                                            claim.out.get() + (f.begin - claim.begin)});
+          owner.emplace_back(k, m);
+        }
+        if (claim.mine.empty()) batch.MarkLanded(k);
+      }
+      piece_landed.assign(pieces.size(), 0);
+      source_->ReadMany(pieces, land);
+    } catch (const std::bad_alloc&) {
+      fail_unlanded(Status(ENOMEM, "out of memory"));
+    } catch (const std::exception& e) {
+      fail_unlanded(Status(EIO, e.what()));
+    }
+    // Whatever happened, nobody waits for a read that is not coming.
+    for (size_t k = 0; k < loads.reads.size(); ++k) batch.MarkLanded(k);
+  };
+  auto fetch_batched = [&](size_t k) {
+    if (!batch.issued.exchange(true)) issue();
+    batch.WaitLanded(k);
+    BlockLoads::Read& read = loads.reads[k];
+    if (!batch.claimed[k]) return;
+    read.status =
+        meta_->flights.Join(batch.claims[k], batch.landed[k], read_source, &batch.counts[k]);
+    finish(k, batch.counts[k]);
+  };
+  const bool batched = source_->remote() && loads.reads.size() > 1;
   // One round of tasks, one per block: the first block that needs a read
   // does it, the others of that read wait for it (call_once). Reads overlap
   // with decoding, a read whose blocks another reader loaded meanwhile is
@@ -252,7 +380,11 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      std::call_once(fetched[k], fetch, k, i);
+      if (batched) {
+        std::call_once(fetched[k], fetch_batched, k);
+      } else {
+        std::call_once(fetched[k], fetch, k, i);
+      }
       const auto [begin, end] = part_span(i);
       const BlockLoads::Read& read = loads.reads[k];
       if (begin < read.fetched_begin || end > read.fetched_end)

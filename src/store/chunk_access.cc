@@ -109,10 +109,18 @@ Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
     } else {
       available = meta_->chunks_end - ref.offset;
     }
-    // One read usually brings the header and the block offsets (a remote
-    // request costs the same for a few more bytes); a second one only for
-    // chunks with very many blocks.
-    const int64_t probe_size = std::clamp<int64_t>(available, 0, kChunkHeadProbeBytes);
+    // One read brings the header and the block offsets: sized for the
+    // blocks the layout says the chunk has (a remote request costs the same
+    // for a few more bytes, a second one a round trip more); a second read
+    // only for a chunk with more blocks than that, or beyond
+    // kMaxChunkHeadProbeBytes.
+    int64_t wanted = kChunkHeadProbeBytes;
+    if (layout_) {
+      wanted = std::clamp<int64_t>(
+          codec::kChunkHeaderSize + 4 * layout_->BlocksInChunk(chunk_index) + kChunkHeadSlackBytes,
+          kChunkHeadProbeBytes, kMaxChunkHeadProbeBytes);
+    }
+    const int64_t probe_size = std::clamp<int64_t>(available, 0, wanted);
     if (probe_size < codec::kChunkHeaderSize) {
       return InvalidData("chunk is " + std::to_string(probe_size) +
                          " bytes, shorter than a Blosc2 header");

@@ -111,9 +111,13 @@ struct Container::BlockLoads {
 // read alone): bounds a read's buffer, and leaves reads to run in parallel.
 constexpr int64_t kMaxCoalescedReadBytes = int64_t{8} << 20;
 
-// The first read of a chunk's head: its header and the offsets of up to
-// ~500 blocks.
+// The first read of a chunk's head: at least this (its header and the
+// offsets of up to ~500 blocks), else the header and the offsets of the
+// blocks the layout gives the chunk, plus a little (a longer header), up to
+// the maximum (16,000 blocks).
 constexpr int64_t kChunkHeadProbeBytes = 2048;
+constexpr int64_t kChunkHeadSlackBytes = 32;
+constexpr int64_t kMaxChunkHeadProbeBytes = int64_t{64} << 10;
 
 // A remote container with at most this many chunks has all their heads
 // fetched with its first reads' (kChunkHeadProbeBytes each: at most 128 KiB).

@@ -7,83 +7,73 @@
 
 namespace b2ndfs::store {
 
-Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end,
-                          const std::shared_ptr<uint8_t>& out, const ReadFn& read, Owned* owned,
-                          Counts* counts) {
-  if (end <= begin) return Status::Ok();
-  Owned joined, mine;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = flights_.upper_bound({part, begin});
-    if (it != flights_.begin()) {
-      auto before = std::prev(it);
-      if (before->first.first == part && before->second->end > begin) it = before;
-    }
-    int64_t cursor = begin;
-    auto claim = [&](int64_t from, int64_t to) {
-      auto flight = std::make_shared<Flight>();
-      flight->part = part;
-      flight->begin = from;
-      flight->end = to;
-      flights_.emplace(std::make_pair(part, from), flight);
-      mine.push_back(std::move(flight));
-    };
-    for (; it != flights_.end() && it->first.first == part && it->second->begin < end; ++it) {
-      const std::shared_ptr<Flight>& f = it->second;
-      if (f->begin > cursor) claim(cursor, f->begin);
-      joined.push_back(f);
-      cursor = std::max(cursor, f->end);
-    }
-    if (cursor < end) claim(cursor, end);
+SpanFlights::Claim SpanFlights::Begin(int64_t part, int64_t begin, int64_t end,
+                                      std::shared_ptr<uint8_t> out) {
+  Claim claim{part, begin, end, std::move(out), {}, {}};
+  if (end <= begin) return claim;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = flights_.upper_bound({part, begin});
+  if (it != flights_.begin()) {
+    auto before = std::prev(it);
+    if (before->first.first == part && before->second->end > begin) it = before;
   }
+  int64_t cursor = begin;
+  auto claim_piece = [&](int64_t from, int64_t to) {
+    auto flight = std::make_shared<Flight>();
+    flight->part = part;
+    flight->begin = from;
+    flight->end = to;
+    flights_.emplace(std::make_pair(part, from), flight);
+    claim.mine.push_back(std::move(flight));
+  };
+  for (; it != flights_.end() && it->first.first == part && it->second->begin < end; ++it) {
+    const std::shared_ptr<Flight>& f = it->second;
+    if (f->begin > cursor) claim_piece(cursor, f->begin);
+    claim.joined.push_back(f);
+    cursor = std::max(cursor, f->end);
+  }
+  if (cursor < end) claim_piece(cursor, end);
+  return claim;
+}
 
-  Status status;
-  for (const std::shared_ptr<Flight>& f : mine) {
-    const int64_t n = f->end - f->begin;
-    uint8_t* into = out.get() + (f->begin - begin);
-    // Whatever happens, the flight lands: others wait for it.
-    Status s;
-    try {
-      s = read(part, f->begin, n, into);
-    } catch (const std::bad_alloc&) {
-      s = Status(ENOMEM, "out of memory");
-    } catch (const std::exception& e) {
-      s = Status(EIO, e.what());
-    }
-    if (s.ok()) counts->read += n;
-    {
-      std::lock_guard<std::mutex> lock(f->mutex);
-      if (s.ok()) f->bytes = std::shared_ptr<const uint8_t>(out, into);
-      f->status = s;
-      f->done = true;
-    }
-    f->landed.notify_all();
-    if (s.ok()) {
-      owned->push_back(f);
-    } else {
-      // Nobody may take bytes that never came; a later fetch tries again.
-      Forget(f);
-      if (status.ok()) status = s;
-    }
+void SpanFlights::Land(const Claim& claim, const std::shared_ptr<Flight>& f, const Status& s,
+                       Owned* owned, Counts* counts) {
+  uint8_t* into = claim.out.get() + (f->begin - claim.begin);
+  if (s.ok()) counts->read += f->end - f->begin;
+  {
+    std::lock_guard<std::mutex> lock(f->mutex);
+    if (s.ok()) f->bytes = std::shared_ptr<const uint8_t>(claim.out, into);
+    f->status = s;
+    f->done = true;
   }
-  for (const std::shared_ptr<Flight>& f : joined) {
-    const int64_t from = std::max(begin, f->begin);
-    const int64_t to = std::min(end, f->end);
+  f->landed.notify_all();
+  if (s.ok()) {
+    owned->push_back(f);
+  } else {
+    // Nobody may take bytes that never came; a later fetch tries again.
+    Forget(f);
+  }
+}
+
+Status SpanFlights::Join(const Claim& claim, Status status, const ReadFn& read, Counts* counts) {
+  for (const std::shared_ptr<Flight>& f : claim.joined) {
+    const int64_t from = std::max(claim.begin, f->begin);
+    const int64_t to = std::min(claim.end, f->end);
     bool ok;
     {
       std::unique_lock<std::mutex> lock(f->mutex);
       f->landed.wait(lock, [&] { return f->done; });
       ok = f->status.ok();
     }
+    uint8_t* into = claim.out.get() + (from - claim.begin);
     if (ok) {
-      std::memcpy(out.get() + (from - begin), f->bytes.get() + (from - f->begin),
-                  static_cast<size_t>(to - from));
+      std::memcpy(into, f->bytes.get() + (from - f->begin), static_cast<size_t>(to - from));
       counts->shared += to - from;
       continue;
     }
     // Its owner's read failed (perhaps only for its own reasons): try once
     // more for this fetch, unshared.
-    Status s = read(part, from, to - from, out.get() + (from - begin));
+    Status s = read(claim.part, from, to - from, into);
     if (s.ok()) {
       counts->read += to - from;
     } else if (status.ok()) {
@@ -91,6 +81,28 @@ Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end,
     }
   }
   return status;
+}
+
+Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end,
+                          const std::shared_ptr<uint8_t>& out, const ReadFn& read, Owned* owned,
+                          Counts* counts) {
+  if (end <= begin) return Status::Ok();
+  const Claim claim = Begin(part, begin, end, out);
+  Status status;
+  for (const std::shared_ptr<Flight>& f : claim.mine) {
+    // Whatever happens, the flight lands: others wait for it.
+    Status s;
+    try {
+      s = read(part, f->begin, f->end - f->begin, out.get() + (f->begin - begin));
+    } catch (const std::bad_alloc&) {
+      s = Status(ENOMEM, "out of memory");
+    } catch (const std::exception& e) {
+      s = Status(EIO, e.what());
+    }
+    Land(claim, f, s, owned, counts);
+    if (!s.ok() && status.ok()) status = s;
+  }
+  return Join(claim, status, read, counts);
 }
 
 void SpanFlights::Release(const Owned& owned) {

@@ -57,10 +57,29 @@ class SpanFlights {
   // lent to other fetches straight from `out` (which their flights keep
   // alive), and added to `owned`: pass them to Release() once their bytes are
   // no longer worth sharing. A piece another fetch failed to read is read
-  // again here.
+  // again here. Claim, then Land each piece read, then Join.
   Status Fetch(int64_t part, int64_t begin, int64_t end, const std::shared_ptr<uint8_t>& out,
                const ReadFn& read, Owned* owned, Counts* counts);
   void Release(const Owned& owned);
+
+  // Fetch in three steps, for a caller that reads the pieces of many fetches
+  // together (ByteSource::ReadMany). Every piece in `mine` must be landed
+  // (others wait for it), whatever happens; Join waits for the `joined`.
+  struct Claim {
+    int64_t part = 0;
+    int64_t begin = 0;
+    int64_t end = 0;
+    std::shared_ptr<uint8_t> out;  // bytes [begin, end)
+    Owned mine;                    // to read, at out + (flight->begin - begin)
+    Owned joined;                  // in flight for other fetches
+  };
+  Claim Begin(int64_t part, int64_t begin, int64_t end, std::shared_ptr<uint8_t> out);
+  // A piece of `claim.mine` was read (or failed): lends it, or forgets it.
+  void Land(const Claim& claim, const std::shared_ptr<Flight>& flight, const Status& status,
+            Owned* owned, Counts* counts);
+  // Copies the joined pieces once they land (a failed one is read here);
+  // returns the first failure of the claim, `landed` being its own pieces'.
+  Status Join(const Claim& claim, Status landed, const ReadFn& read, Counts* counts);
 
  private:
   void Forget(const std::shared_ptr<Flight>& flight);

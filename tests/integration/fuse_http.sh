@@ -27,6 +27,10 @@ cp "$S/ndim/2d_i4.b2nd" "$F/gone.b2nd"
 cp "$S/ndim/2d_i4.b2nd" "$F/replaced.b2nd"
 cp "$S/medium/image_u2.b2nd" "$F/large.b2nd"
 printf 'notes\n' >"$F/notes.txt"
+# 64^3 float32 in one chunk of 8^3 blocks: a slice across the last axis
+# needs every 8th block of the chunk's bytes, 64 separate ranges.
+"$FIXTURE" write "$F/blocks.b2nd" --shape 64,64,64 --chunks 64,64,64 --blocks 8,8,8 \
+  --dtype "<f4" --ref "$X/blocks_ref.b2nd" >/dev/null || fail "b2nd_fixture write failed"
 NGINX_DENY="/faults/denied.b2nd /slow/faults/denied.b2nd"
 nginx_start fx="$S" faults="$F" || exit 1
 log "nginx on $NGINX_URL"
@@ -72,6 +76,23 @@ object=$(stat -c %s "$S/medium/volume_f4.b2nd")
 log "sequential read: fetched $fetched bytes of a $object-byte object ($shared shared in flight)"
 ((fetched > 0 && fetched * 10 <= object * 11)) ||
   fail "a whole sequential read fetched $fetched bytes of a $object-byte object (over 1.1x: bytes fetched twice)"
+
+# The 64 block ranges of a last-axis slice go out together (ByteSource::
+# ReadMany on libcurl's multi interface), not one per worker thread (2 here),
+# and nginx answers them as multi-range requests (multipart/byteranges): 8
+# requests of 8 ranges.
+MB=$TMP/mnt_blocks
+mount_fs "$NGINX_URL/faults/blocks.b2nd" "$MB" -o cache_size=16M,threads=2 || exit 1
+cat "$MB/meta.json" >/dev/null || fail "meta.json of blocks.b2nd"
+before=$(stats_field "$MB" remote.requests)
+ref_slice "$X/blocks_ref.b2nd" "0:64,0:64,37" "$X/want_slice"
+cat "$MB/slices/2/37" >"$X/got_slice" || fail "reading slices/2/37 over http failed"
+check "last-axis slice over http: data" cmp "$X/got_slice" "$X/want_slice"
+peak=$(stats_field "$MB" remote.peak_requests_in_flight) || fail "no remote.peak_requests_in_flight"
+slice_requests=$(($(stats_field "$MB" remote.requests) - before))
+log "last-axis slice: $slice_requests requests (chunk head included), at most $peak in flight at once"
+((${peak:-0} >= 8)) || fail "a last-axis slice had at most $peak requests in flight (want >= 8)"
+((slice_requests <= 16)) || fail "a last-axis slice took $slice_requests requests (multi-range: want <= 16)"
 
 # A URL that does not answer is refused before the daemon detaches.
 if "$B2NDFS" "$NGINX_URL/fx/nope/" "$TMP/never" 2>"$X/refused.log"; then

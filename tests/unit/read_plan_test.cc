@@ -3,7 +3,8 @@
 // costs far fewer source reads than blocks, at most ~1.25x the compressed
 // bytes of its blocks plus chunk heads, and returns c-blosc2's bytes;
 // concurrent readers whose plans overlap fetch their common bytes once
-// (store/span_flights.h: 1.5x the bytes without it).
+// (store/span_flights.h: 1.5x the bytes without it); a remote source gets all
+// of a plan's reads in one ReadMany.
 #include "b2ndfs/store/read_plan.h"
 
 #include <b2nd.h>
@@ -17,7 +18,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -124,11 +127,28 @@ class CountingSource final : public source::ByteSource {
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     return inner_->Read(part, offset, length, out);
   }
+  // As a remote source: a plan's reads come in one ReadMany, whose sizes
+  // are recorded; its reads land in reverse order (as a network may).
+  void ReadMany(std::span<const source::PartRead> list,
+                const source::ReadDone& done) const override {
+    {
+      std::lock_guard<std::mutex> lock(batch_mutex);
+      batches.push_back(list.size());
+    }
+    for (size_t j = list.size(); j-- > 0;) {
+      const source::PartRead& r = list[j];
+      done(j, Read(r.part, r.offset, r.length, r.out));
+    }
+  }
+  bool remote() const override { return remote_; }
   bool found_stale() const override { return inner_->found_stale(); }
   int64_t coalesce_gap() const override { return gap_; }
   mutable std::atomic<int64_t> reads{0};
   mutable std::atomic<int64_t> bytes{0};
   int delay_ms = 0;
+  bool remote_ = false;
+  mutable std::mutex batch_mutex;
+  mutable std::vector<size_t> batches;  // guarded by batch_mutex
 
  private:
   std::shared_ptr<const source::ByteSource> inner_;
@@ -340,11 +360,64 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   b2nd_free(array);
 }
 
+TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  const int threads = GENERATE(0, 3);
+  const int axis = GENERATE(0, 2);
+  CAPTURE(threads, axis);
+  TestStore env(256u << 20, 4, threads);
+  auto opened = source::OpenLocal(path, &env.descriptors);
+  REQUIRE(opened.ok());
+  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{32} << 10);
+  counting->remote_ = true;
+  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
+  REQUIRE(container->ok());
+
+  int64_t start[kNdim] = {0, 0, 0};
+  int64_t stop[kNdim] = {kShape[0], kShape[1], kShape[2]};
+  const int64_t index[kNdim] = {13, 77, 150};
+  start[axis] = index[axis];
+  stop[axis] = index[axis] + 1;
+  int64_t nitems = 1;
+  for (int a = 0; a < kNdim; ++a) nitems *= stop[a] - start[a];
+  const Touched touched = CountTouched(array, start, stop);
+  geometry::Box box;
+  box.start.assign(start, start + kNdim);
+  box.stop.assign(stop, stop + kNdim);
+  std::vector<uint8_t> got(static_cast<size_t>(nitems * 4));
+  {
+    const Status read = container->ReadArrayBox(box, got.data());
+    CAPTURE(read.message());
+    REQUIRE(read.ok());
+  }
+  std::vector<uint8_t> want(got.size());
+  int64_t slice_shape[kNdim];
+  for (int a = 0; a < kNdim; ++a) slice_shape[a] = stop[a] - start[a];
+  REQUIRE(b2nd_get_slice_cbuffer(array, start, stop, want.data(), slice_shape,
+                                 static_cast<int64_t>(want.size())) == 0);
+  CHECK(got == want);
+  {
+    std::lock_guard<std::mutex> lock(counting->batch_mutex);
+    REQUIRE(!counting->batches.empty());
+    const size_t largest = *std::max_element(counting->batches.begin(), counting->batches.end());
+    CAPTURE(counting->batches, touched.blocks);
+    // Along axis 2 each block is a read of its own: all of them in one batch.
+    if (axis == 2) CHECK(largest == static_cast<size_t>(touched.blocks));
+    CHECK(largest >= 2);
+  }
+  b2nd_free(array);
+}
+
 TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read_plan]") {
   TempDir dir;
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   TestStore env(256u << 20, 4, 3);
+  // Remote: each plan's reads in one ReadMany (SpanFlights Begin/Land/Join).
+  const bool remote = GENERATE(false, true);
+  CAPTURE(remote);
   // Reader r reads a box shifted by r blocks along axis 2: their plans
   // start at different blocks and overlap in most of their bytes.
   constexpr int kReaders = 4;
@@ -370,6 +443,7 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
     auto opened = source::OpenLocal(path, &env.descriptors);
     REQUIRE(opened.ok());
     auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{1} << 20);
+    counting->remote_ = remote;
     auto container = store::Container::Open(counting, &env.ctx, cache_id, nullptr);
     REQUIRE(container->ok());
     return std::make_pair(counting, container);

@@ -1,12 +1,15 @@
 // remote/http_client: HTTP(S) requests for remote sources: HEAD, GET of a
 // small document (a directory index), and Range GETs of an object's bytes.
 //
-// Ownership: an HttpClient owns a bounded pool of libcurl easy handles; each
-// handle keeps its connections alive between requests (curl_easy_reset keeps
-// them), so the pool is also the bound on open connections. libcurl is
-// private to this module.
+// Ownership: an HttpClient owns one thread that runs every request of the
+// client on a libcurl multi handle (http_transfers.cc): any number of
+// requests are in flight at once on at most Options::connections
+// connections, kept alive between requests; requests beyond that wait for a
+// free connection. A caller waits only for its own requests (GetRanges: for
+// the batch it handed over, each reported as it ends). libcurl is private to
+// this module.
 // Time: every request, retries included, ends within Options::timeout
-// seconds (waiting for a free handle counts too); transient failures
+// seconds (waiting for a free connection counts too); transient failures
 // (connection refused or reset, timeouts of one attempt, 5xx, 429) are retried
 // at most Options::retries times with exponential backoff and full jitter.
 // A request that runs out of time marks the server as not answering: for
@@ -24,12 +27,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,11 +73,36 @@ struct ObjectInfo {
 // See "Time" above.
 constexpr double kDownSeconds = 5.0;
 
+// Connections to one server, and so requests in flight at once (-o
+// connections=N): enough for the block ranges of a large read to go out in
+// a round trip or two.
+constexpr size_t kDefaultConnections = 32;
+
+// The most ranges one multi-range request asks for (its Range header stays
+// within ~1.5 KB: servers limit header sizes, nginx to 8 KB a line).
+constexpr size_t kMaxRangesPerRequest = 64;
+
+// One range of GetRanges(): `length` bytes at `offset` of the object at `url`,
+// into `out`, at `version` (as GetRange). The url and version must outlive
+// the call.
+struct RangeGet {
+  const std::string* url = nullptr;
+  int64_t offset = 0;
+  size_t length = 0;
+  uint8_t* out = nullptr;
+  const ObjectInfo* version = nullptr;
+};
+using RangeDone = std::function<void(size_t index, const Status& status)>;
+
 struct HttpOptions {
-  double timeout = 30.0;            // seconds a request may take, retries included
-  int retries = 3;                  // further attempts after a transient failure
-  size_t connections = 8;           // easy handles (so kept-alive connections)
-  bool verify_tls = true;           // peer certificate and host name
+  double timeout = 30.0;                     // seconds a request may take, retries included
+  int retries = 3;                           // further attempts after a transient failure
+  size_t connections = kDefaultConnections;  // kept-alive connections, so requests at once
+  bool verify_tls = true;                    // peer certificate and host name
+  // GetRanges may ask for several ranges of an object in one request
+  // (multipart/byteranges). Never for S3, which answers such a request
+  // with the whole object.
+  bool multi_range = false;
   size_t max_document = 64u << 20;  // largest body Get() accepts
   // Further headers of one attempt ("Name: value"), computed per attempt
   // from the method, the URL and the Range header's value ("bytes=A-B", or
@@ -104,6 +133,7 @@ struct HttpStats {
   uint64_t errors = 0;  // requests that failed in the end
   uint64_t errors_by_kind[static_cast<int>(ErrorKind::kCount)] = {};
   uint64_t bytes_fetched = 0;
+  uint64_t peak_in_flight = 0;        // the most requests handed to libcurl at once
   LatencyHistogram::Summary latency;  // of each attempt, answered or not
 };
 
@@ -124,33 +154,43 @@ class HttpClient {
   // must be the total size the answer names.
   Status GetRange(const std::string& url, int64_t offset, size_t length, uint8_t* out,
                   const ObjectInfo& version);
+  // Reads every range at once, each exactly as GetRange (its own request,
+  // checks, retries and deadline; with Options::multi_range, ranges of one
+  // object share requests of up to kMaxRangesPerRequest ranges, until the
+  // server answers one of them with anything but the parts asked for: then
+  // they are asked for again one by one, and so from then on). done(i,
+  // status) is called once per range,
+  // on the calling thread, as each ends (in any order); returns after the
+  // last. An exception thrown by `done` is rethrown once all have ended.
+  void GetRanges(std::span<const RangeGet> gets, const RangeDone& done);
 
   HttpStats stats() const;
   const HttpOptions& options() const { return options_; }
 
-  // Defined in http_client.cc (its libcurl callbacks see it).
+  // Defined in http_request.h (libcurl's callbacks see it).
   struct Request;
 
  private:
+  class Loop;  // http_transfers.cc
   Status Perform(Request& request);
-  Status Attempt(void* curl, Request& request, double seconds_left, bool* transient,
-                 ErrorKind* kind);
+  // Runs the requests at once (http_transfers.cc); done(i, status) on this
+  // thread as each ends.
+  void Run(std::span<Request* const> requests, const RangeDone& done);
+  // A request failed in the end: marks a timeout, counts and logs it.
+  void Failed(Status& status, ErrorKind& kind, double deadline);
   void CountError(ErrorKind kind);
-  void* Acquire(double deadline);
-  void Release(void* curl);
   bool LogAllowed();
 
   const HttpOptions options_;
-  std::mutex mutex_;  // leaf lock; guards idle_, created_ and the log rate
-  std::condition_variable available_;
-  std::vector<void*> idle_;  // CURL* easy handles
-  size_t created_ = 0;
+  std::mutex mutex_;             // leaf lock; guards the log rate
   double log_window_start_ = 0;  // guarded by mutex_, as logged_in_window_
   int logged_in_window_ = 0;
-  std::atomic<uint64_t> requests_{0}, retries_{0}, errors_{0}, bytes_{0};
+  std::atomic<uint64_t> requests_{0}, retries_{0}, errors_{0}, bytes_{0}, peak_in_flight_{0};
   std::atomic<uint64_t> errors_by_kind_[static_cast<int>(ErrorKind::kCount)] = {};
   LatencyHistogram latency_;
-  std::atomic<double> down_until_{0};  // Now() before which requests fail at once
+  std::atomic<double> down_until_{0};        // Now() before which requests fail at once
+  std::atomic<bool> no_multi_range_{false};  // the server refused a multi-range request
+  std::unique_ptr<Loop> loop_;               // last: stopped first
 };
 
 }  // namespace b2ndfs::remote

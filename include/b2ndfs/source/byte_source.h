@@ -18,8 +18,11 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "b2ndfs/util/status.h"
@@ -46,6 +49,16 @@ struct Signature {
 // or chunk file N of a sparse frame (N >= 0, the number in its name).
 constexpr int64_t kFramePart = -1;
 
+// One read of ReadMany(): exactly `length` bytes at `offset` of `part`.
+struct PartRead {
+  int64_t part = kFramePart;
+  int64_t offset = 0;
+  size_t length = 0;
+  uint8_t* out = nullptr;
+};
+// Called once per read of a ReadMany(), with its index and outcome.
+using ReadDone = std::function<void(size_t index, const Status& status)>;
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -58,6 +71,18 @@ class ByteSource {
   virtual Result<int64_t> PartSize(int64_t part) const = 0;
   // Reads exactly `length` bytes at `offset` of a part.
   virtual Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const = 0;
+  // Many reads, as Read each. done(i, status) is called once per read, on
+  // the calling thread, as each ends (in any order); returns after the last.
+  // Here: one after the other. Remote sources have them all in flight at
+  // once (a round trip for the lot, not one each): callers with many reads
+  // for a remote() source hand them over together. An exception thrown by
+  // `done` passes on once every read has ended.
+  virtual void ReadMany(std::span<const PartRead> reads, const ReadDone& done) const {
+    for (size_t i = 0; i < reads.size(); ++i) {
+      const PartRead& r = reads[i];
+      done(i, Read(r.part, r.offset, r.length, r.out));
+    }
+  }
   // True once a read found that the source no longer holds this version (a
   // chunk file rewritten in place): the container must be opened afresh.
   virtual bool found_stale() const = 0;
@@ -68,7 +93,8 @@ class ByteSource {
   virtual int64_t coalesce_gap() const { return kDefaultCoalesceGap; }
   // Every read costs a round trip (an HTTP request): worth fetching early
   // what reads will need anyway (the heads of a container's other chunks
-  // with a read's own, longer read-ahead).
+  // with a read's own, longer read-ahead), and worth handing a plan's reads
+  // to ReadMany together.
   virtual bool remote() const { return false; }
   static constexpr int64_t kDefaultCoalesceGap = 32 << 10;
 };
