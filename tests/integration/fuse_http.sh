@@ -147,7 +147,7 @@ server_errors=$(stats_field "$MB" remote.errors_by_kind.server)
 PROXY_PORT=$(free_port)
 python3 "$(dirname "${BASH_SOURCE[0]}")/latency_proxy.py" "$PROXY_PORT" "127.0.0.1:$NGINX_PORT" 10 \
   >"$X/proxy.out" 2>&1 &
-ITEST_PIDS+=($!)
+ITEST_HELPERS+=($!)
 wait_until 10 grep -q ready "$X/proxy.out" || fail "the latency proxy did not start: $(cat "$X/proxy.out")"
 ML=$TMP/mnt_latency
 mount_fs "http://127.0.0.1:$PROXY_PORT/fx/" "$ML" -o cache_size=32M || exit 1

@@ -14,6 +14,10 @@ set -uo pipefail
 ITEST_FAILURES=0
 ITEST_MOUNTS=()
 ITEST_PIDS=()
+# Helpers the test started (proxies, servers): stopped at cleanup, TERM then
+# KILL. ITEST_PIDS holds daemons, which stop_pid signals only while they are
+# still b2ndfs.
+ITEST_HELPERS=()
 
 itest_init() {
   ITEST_NAME=$1
@@ -236,6 +240,12 @@ itest_cleanup() {
   unmount_strays >/dev/null
   for pid in "${ITEST_PIDS[@]}"; do
     stop_pid "$pid"
+  done
+  for pid in "${ITEST_HELPERS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null
+  done
+  for pid in "${ITEST_HELPERS[@]}"; do
+    wait_until 3 eval "! kill -0 $pid 2>/dev/null" || kill -KILL "$pid" 2>/dev/null
   done
   if [[ -n ${TMP:-} && -d $TMP ]]; then
     if [[ -n $(mounts_below_tmp) ]]; then
