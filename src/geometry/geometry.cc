@@ -507,12 +507,14 @@ void CopyRegion(const uint8_t* src, BoxRef src_box, uint8_t* dst, BoxRef dst_box
   // dropping length-1 axes and merging axes that are contiguous in both
   // buffers. What remains is a run (the last axis, always item-contiguous)
   // and an odometer over the outer axes.
-  std::array<int64_t, kMaxScratchAxes> ext{}, sstride{}, dstride{};
+  // Not zero-filled (7 KiB per call otherwise, more than a small piece's
+  // copy): only the first m entries are ever read.
+  std::array<int64_t, kMaxScratchAxes> ext, sstride, dstride;
   int m = 0;  // merged axes, innermost last
   int64_t src_offset = 0, dst_offset = 0;
   {
     int64_t ss = itemsize, ds = itemsize;
-    std::array<int64_t, kMaxScratchAxes> rev_ext{}, rev_ss{}, rev_ds{};
+    std::array<int64_t, kMaxScratchAxes> rev_ext, rev_ss, rev_ds;
     for (int i = n - 1; i >= 0; --i) {
       const int64_t e = region.stop[i] - region.start[i];
       src_offset += (region.start[i] - src_box.start[i]) * ss;
@@ -555,7 +557,8 @@ void CopyRegion(const uint8_t* src, BoxRef src_box, uint8_t* dst, BoxRef dst_box
   const int64_t inner_n = ext[m - 1];
   const int64_t inner_ss = sstride[m - 1];
   const int64_t inner_ds = dstride[m - 1];
-  std::array<int64_t, kMaxScratchAxes> idx{};
+  std::array<int64_t, kMaxScratchAxes> idx;
+  std::fill_n(idx.begin(), m, 0);
   while (true) {
     // Runs of one small item (slices across the last axis) get a fixed-size
     // copy the compiler turns into a single load and store.
