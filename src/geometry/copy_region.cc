@@ -1,0 +1,153 @@
+// geometry: copying a box's items between C-order buffers (see geometry.h),
+// the gather that assembles every read from cached blocks.
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "b2ndfs/geometry/geometry.h"
+
+namespace b2ndfs::geometry {
+namespace {
+
+// Upper bound on axes seen by the fixed-size scratch arrays below; a Box may
+// in principle have more axes than a layout allows, so CopyRegion checks.
+constexpr int kMaxScratchAxes = 128;
+
+// Copies n runs of kRun bytes, s_stride and d_stride apart. kRun is known at
+// compile time, so each run is a few inlined loads and stores, not a memcpy
+// call (~25 instructions for a 128-byte run of a block row). Runs of one
+// small item (slices across the last axis: an item from every row of a
+// block) go four per iteration, or the loop's own bookkeeping would cost
+// more than the copy.
+template <size_t kRun>
+inline void StridedCopy(const uint8_t* s, uint8_t* d, int64_t n, int64_t s_stride,
+                        int64_t d_stride) {
+  int64_t k = 0;
+  if constexpr (kRun <= 16) {
+    for (; k + 4 <= n; k += 4) {
+      std::memcpy(d, s, kRun);
+      std::memcpy(d + d_stride, s + s_stride, kRun);
+      std::memcpy(d + 2 * d_stride, s + 2 * s_stride, kRun);
+      std::memcpy(d + 3 * d_stride, s + 3 * s_stride, kRun);
+      s += 4 * s_stride;
+      d += 4 * d_stride;
+    }
+  }
+  for (; k < n; ++k) {
+    std::memcpy(d, s, kRun);
+    s += s_stride;
+    d += d_stride;
+  }
+}
+
+// StridedCopy for a run length known only at run time.
+void CopyRuns(size_t run, const uint8_t* s, uint8_t* d, int64_t n, int64_t s_stride,
+              int64_t d_stride) {
+  switch (run) {
+    case 1:
+      return StridedCopy<1>(s, d, n, s_stride, d_stride);
+    case 2:
+      return StridedCopy<2>(s, d, n, s_stride, d_stride);
+    case 4:
+      return StridedCopy<4>(s, d, n, s_stride, d_stride);
+    case 8:
+      return StridedCopy<8>(s, d, n, s_stride, d_stride);
+    case 16:
+      return StridedCopy<16>(s, d, n, s_stride, d_stride);
+    // Block rows of 8 to 64 items of 4 or 8 bytes (blocks' last axes).
+    case 32:
+      return StridedCopy<32>(s, d, n, s_stride, d_stride);
+    case 64:
+      return StridedCopy<64>(s, d, n, s_stride, d_stride);
+    case 128:
+      return StridedCopy<128>(s, d, n, s_stride, d_stride);
+    case 256:
+      return StridedCopy<256>(s, d, n, s_stride, d_stride);
+    default:
+      for (int64_t k = 0; k < n; ++k) {
+        std::memcpy(d, s, run);
+        s += s_stride;
+        d += d_stride;
+      }
+  }
+}
+
+}  // namespace
+
+void CopyRegion(const uint8_t* src, BoxRef src_box, uint8_t* dst, BoxRef dst_box, BoxRef region,
+                int64_t itemsize) {
+  const int n = region.ndim;
+  if (n > kMaxScratchAxes) return;  // no layout has that many axes
+
+  // Per axis: extent of the region and byte strides in both buffers, after
+  // dropping length-1 axes and merging axes that are contiguous in both
+  // buffers. What remains is a run (the last axis, always item-contiguous)
+  // and an odometer over the outer axes. The merged axes fill the arrays
+  // from the back, innermost last: [first, kMaxScratchAxes). Not
+  // zero-filled (7 KiB per call, more than a small piece's copy).
+  std::array<int64_t, kMaxScratchAxes> ext, sstride, dstride;
+  int first = kMaxScratchAxes;
+  int64_t ss = itemsize, ds = itemsize;
+  for (int i = n - 1; i >= 0; --i) {
+    const int64_t e = region.stop[i] - region.start[i];
+    if (e <= 0) return;  // empty
+    src += (region.start[i] - src_box.start[i]) * ss;
+    dst += (region.start[i] - dst_box.start[i]) * ds;
+    if (e != 1) {
+      if (first < kMaxScratchAxes && sstride[first] * ext[first] == ss &&
+          dstride[first] * ext[first] == ds) {
+        ext[first] *= e;
+      } else {
+        --first;
+        ext[first] = e;
+        sstride[first] = ss;
+        dstride[first] = ds;
+      }
+    }
+    ss *= src_box.stop[i] - src_box.start[i];
+    ds *= dst_box.stop[i] - dst_box.start[i];
+  }
+  const int64_t* const e = ext.data() + first;
+  const int64_t* const s_stride = sstride.data() + first;
+  const int64_t* const d_stride = dstride.data() + first;
+  int m = kMaxScratchAxes - first;
+
+  // The innermost merged axis is item-contiguous in both buffers only if it
+  // has stride itemsize; otherwise (e.g. all axes of length 1) copy one item.
+  size_t run = static_cast<size_t>(itemsize);
+  if (m > 0 && s_stride[m - 1] == itemsize && d_stride[m - 1] == itemsize) {
+    run = static_cast<size_t>(e[m - 1] * itemsize);
+    --m;
+  }
+  if (m == 0) {
+    std::memcpy(dst, src, run);
+    return;
+  }
+
+  // Odometer over axes [0, m - 1); axis m - 1 is walked by CopyRuns.
+  const int64_t inner_n = e[m - 1];
+  const int64_t inner_ss = s_stride[m - 1];
+  const int64_t inner_ds = d_stride[m - 1];
+  if (m == 1) {
+    CopyRuns(run, src, dst, inner_n, inner_ss, inner_ds);
+    return;
+  }
+  std::array<int64_t, kMaxScratchAxes> idx;
+  std::fill_n(idx.begin(), m, 0);
+  while (true) {
+    CopyRuns(run, src, dst, inner_n, inner_ss, inner_ds);
+    int a = m - 2;
+    for (; a >= 0; --a) {
+      src += s_stride[a];
+      dst += d_stride[a];
+      if (++idx[a] < e[a]) break;
+      src -= s_stride[a] * e[a];
+      dst -= d_stride[a] * e[a];
+      idx[a] = 0;
+    }
+    if (a < 0) break;
+  }
+}
+
+}  // namespace b2ndfs::geometry
