@@ -71,6 +71,8 @@ if [[ $FS == b2ndfs ]]; then
     -o cache_size=2048M,threads=2 2>"$RUN/daemon.err" &
   PID=$!
   FILE_DATA="$MNT/array.b2nd/data"
+  STATS="$MNT/.b2ndfs/stats"
+  served() { /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["reads"]; print(r["requests"], r["bytes_served"])' "$STATS"; }
   slice_file() {
     local width=${#2}
     printf '%s/array.b2nd/slices/%d/%0*d' "$MNT" "$1" "$width" "$3"
@@ -80,6 +82,8 @@ else
     "slice1=$((TOTAL / N1))" "slice2=$((TOTAL / N2))" -f 2>"$RUN/daemon.err" &
   PID=$!
   FILE_DATA="$MNT/data"
+  STATS="$MNT/.stats"
+  served() { /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["requests"], r["bytes"])' "$STATS"; }
   slice_file() { printf '%s/slice%d' "$MNT" "$1"; }
 fi
 for _ in $(seq 600); do
@@ -97,8 +101,11 @@ done
 cg() { callgrind_control "$@" "$PID" >/dev/null 2>&1; }
 bytes_of() { /usr/bin/python3 -c 'import json,sys; print(sum(json.loads(l)["bytes"] for l in sys.stdin))'; }
 
-printf '%-8s %12s %16s %14s\n' op bytes instructions 'Ir/MiB'
+# Ir/MiB: the daemon's instructions over the bytes it served (FUSE replies:
+# the kernel's read-ahead may fetch more than the reader asked for).
+printf '%-8s %12s %12s %9s %14s %12s\n' op read served requests instructions 'Ir/MiB'
 for op in $OPS; do
+  read -r req0 served0 < <(served)
   cg -i on
   case $op in
     data) out=$("$READER" --drop-cache seq "$FILE_DATA") ;;
@@ -116,12 +123,14 @@ for op in $OPS; do
   esac
   cg --dump="$op"
   cg -i off
+  read -r req1 served1 < <(served)
   bytes=$(bytes_of <<<"$out")
   file=$(grep -l "^desc: Trigger: Client Request: $op\$\|dump $op\$" "$RUN"/callgrind.out.* 2>/dev/null |
     tail -1 || true)
   [[ -n $file ]] || file=$(ls -t "$RUN"/callgrind.out.* | head -1)
   ir=$(awk '/^totals:/ { print $2; exit }' "$file")
   mv "$file" "$RUN/callgrind.$op"
-  printf '%-8s %12d %16d %14.0f\n' "$op" "$bytes" "$ir" "$(echo "$ir * 1048576 / $bytes" | bc -l)"
+  printf '%-8s %12d %12d %9d %14d %12.0f\n' "$op" "$bytes" $((served1 - served0)) \
+    $((req1 - req0)) "$ir" "$(echo "$ir * 1048576 / ($served1 - $served0)" | bc -l)"
 done
 echo "callgrind files: $RUN/callgrind.OP (callgrind_annotate --inclusive=yes FILE)"
