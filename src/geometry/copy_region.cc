@@ -14,12 +14,30 @@ namespace {
 // in principle have more axes than a layout allows, so CopyRegion checks.
 constexpr int kMaxScratchAxes = 128;
 
-// Copies n runs of kRun bytes, s_stride and d_stride apart. kRun is known at
-// compile time, so each run is a few inlined loads and stores, not a memcpy
-// call (~25 instructions for a 128-byte run of a block row). Runs of one
-// small item (slices across the last axis: an item from every row of a
-// block) go four per iteration, or the loop's own bookkeeping would cost
-// more than the copy.
+// One run of kRun bytes, a size known at compile time: a few inlined loads
+// and stores, not a memcpy call. Runs of whole 32-byte vectors are copied as
+// such, so that CopyRuns' AVX2 build moves 32 bytes per instruction (GCC
+// expands a plain memcpy with 16-byte moves even there).
+using Vector32 = uint8_t __attribute__((vector_size(32)));
+template <size_t kRun>
+inline void CopyRun(uint8_t* d, const uint8_t* s) {
+  if constexpr (kRun % 32 == 0) {
+#pragma GCC unroll 8
+    for (size_t i = 0; i < kRun; i += 32) {
+      Vector32 v;
+      std::memcpy(&v, s + i, sizeof v);
+      std::memcpy(d + i, &v, sizeof v);
+    }
+  } else {
+    std::memcpy(d, s, kRun);
+  }
+}
+
+// Copies n runs of kRun bytes, s_stride and d_stride apart (~20 instructions
+// for a 128-byte block row, where a memcpy call cost ~40). Runs of one small
+// item (slices across the last axis: an item from every row of a block) go
+// four per iteration, or the loop's own bookkeeping would cost more than the
+// copy.
 template <size_t kRun>
 inline void StridedCopy(const uint8_t* s, uint8_t* d, int64_t n, int64_t s_stride,
                         int64_t d_stride) {
@@ -35,15 +53,19 @@ inline void StridedCopy(const uint8_t* s, uint8_t* d, int64_t n, int64_t s_strid
     }
   }
   for (; k < n; ++k) {
-    std::memcpy(d, s, kRun);
+    CopyRun<kRun>(d, s);
     s += s_stride;
     d += d_stride;
   }
 }
 
-// StridedCopy for a run length known only at run time.
-void CopyRuns(size_t run, const uint8_t* s, uint8_t* d, int64_t n, int64_t s_stride,
-              int64_t d_stride) {
+// StridedCopy for a run length known only at run time. Built twice: the
+// AVX2 build (chosen at load time on CPUs that have it) copies block rows of
+// 32 bytes and more with half the instructions, most of a warm `data` read's.
+__attribute__((target_clones("avx2", "default"))) void CopyRuns(size_t run, const uint8_t* s,
+                                                                uint8_t* d, int64_t n,
+                                                                int64_t s_stride,
+                                                                int64_t d_stride) {
   switch (run) {
     case 1:
       return StridedCopy<1>(s, d, n, s_stride, d_stride);
