@@ -79,6 +79,26 @@ class ScratchLease {
   ReadScratch& scratch_;
 };
 
+// `bytes` of blocks held by a reader, for the guard's lifetime: granted by
+// the mount's PinBudget (when it has one) and shown in the stats.
+class Pin {
+ public:
+  Pin(PinBudget* pins, size_t bytes) : pins_(pins), bytes_(bytes) {
+    if (pins_ != nullptr) pins_->Acquire(bytes_);
+    GlobalReadStats().pinned_bytes += static_cast<int64_t>(bytes_);
+  }
+  ~Pin() {
+    GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes_);
+    if (pins_ != nullptr) pins_->Release(bytes_);
+  }
+  Pin(const Pin&) = delete;
+  Pin& operator=(const Pin&) = delete;
+
+ private:
+  PinBudget* const pins_;
+  const size_t bytes_;
+};
+
 }  // namespace
 
 // A warm reader's read: every block it touches is cached. Each block's share
@@ -95,16 +115,7 @@ bool Container::CopyIfCached(const std::vector<Box>& boxes, uint8_t* out) const 
   int64_t block_items = 1;
   for (int64_t extent : layout.blockshape()) block_items *= extent;
   const size_t pinned = static_cast<size_t>(block_items * itemsize);
-  if (context_->pins != nullptr) context_->pins->Acquire(pinned);
-  GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
-  struct Unpin {
-    PinBudget* pins;
-    size_t bytes;
-    ~Unpin() {
-      GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes);
-      if (pins != nullptr) pins->Release(bytes);
-    }
-  } unpin{context_->pins, pinned};
+  const Pin pin(context_->pins, pinned);
   bool all_cached = true;
   int64_t copied_items = 0, wanted_items = 0;
   uint8_t* dst = out;
@@ -199,16 +210,7 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
     }
     if (!loads.blocks.empty()) PlanLoads(loads, context_->workers);
     pinned += static_cast<size_t>(loads.buffer_bytes);
-    if (context_->pins != nullptr) context_->pins->Acquire(pinned);
-    GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
-    struct Unpin {
-      PinBudget* pins;
-      size_t bytes;
-      ~Unpin() {
-        GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes);
-        if (pins != nullptr) pins->Release(bytes);
-      }
-    } unpin{context_->pins, pinned};
+    const Pin pin(context_->pins, pinned);
     if (!loads.blocks.empty()) {
       RunPlan(loads, context_->workers);
       for (BlockWork& w : batch) {
