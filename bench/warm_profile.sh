@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Instruction-count profile of the warm read path (block cache hits), for a
 # machine too busy for wall-clock benchmarks: the daemon (or bench_memfs, the
-# FUSE ceiling) runs under callgrind, the block cache is warmed by one read of
-# `data` with instrumentation off, then each operation is read through FUSE
+# FUSE ceiling) runs under callgrind, the block cache is warmed by two reads
+# of `data` with instrumentation off, then each operation is read through FUSE
 # with instrumentation on (the kernel's pages of the file dropped first, as
 # bench.py's warm route does) and its instructions are dumped on their own.
 # Prints, per operation, bytes served and the daemon's user-space
@@ -16,7 +16,8 @@
 # NAME is one of bench/geometry.py's (default b16k-c256k-lz4-shuffle). Slices:
 # K files of each axis (spread evenly), each read whole with 1 MiB read()s.
 # Needs valgrind, fusermount3 and a build in $B2NDFS_BUILD_DIR (default build/);
-# $B2NDFS_BIN overrides the daemon (e.g. another build's, for a before/after).
+# $B2NDFS_BIN overrides the daemon (e.g. another build's, for a before/after);
+# $RUN_TAG names the run's directory (WORK/run-FS-NAME-TAG).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --ops) OPS=$2; shift 2 ;;
     --slices) SLICES=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
-    *) sed -n '2,18p' "$0"; exit 2 ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
 done
 
