@@ -7,7 +7,6 @@
 #include "b2ndfs/geometry/geometry.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -19,10 +18,6 @@ namespace b2ndfs::geometry {
 namespace {
 
 constexpr int kMaxNdim = 127;
-
-// Upper bound on axes seen by the fixed-size scratch arrays below; a Box may
-// in principle have more axes than a layout allows, so CopyRegion checks.
-constexpr int kMaxScratchAxes = kMaxNdim + 1;
 
 // Product of a shape that may contain zeros: a zero anywhere makes the product
 // 0 regardless of order, which CheckedProduct alone would not see if the
@@ -352,8 +347,11 @@ int64_t ArrayLayout::BlockFirstItem(int64_t chunk_index, int64_t block_index) co
 // ---------------------------------------------------------------------------
 // ArrayLayout::ForEachBlockIn
 
-void ArrayLayout::ForEachBlockIn(
-    const Box& box, const std::function<void(const BlockRef&, const Box& region)>& fn) const {
+// ForEachBlockIn with the callback inlined: a read planner visits hundreds of
+// blocks per request, and a std::function call per block (with a callback
+// that cannot be optimised with the loop) cost about as much as the visit.
+template <typename Fn>
+void ArrayLayout::VisitBlocksIn(const Box& box, Fn&& fn) const {
   if (box.ndim() != ndim()) return;
   // Callers promise a box inside the array; clamping keeps a violated promise
   // from turning into out-of-grid chunk indices.
@@ -457,6 +455,45 @@ void ArrayLayout::ForEachBlockIn(
   }
 }
 
+void ArrayLayout::ForEachBlockIn(
+    const Box& box, const std::function<void(const BlockRef&, const Box& region)>& fn) const {
+  VisitBlocksIn(box, fn);
+}
+
+std::pair<int64_t, int64_t> ArrayLayout::BlockOf(std::span<const int64_t> coords) const {
+  if (!regular_) {
+    // The last chunk starting at or before the item: empty chunks never hold it.
+    const int64_t c = std::upper_bound(chunk_start_.begin(), chunk_start_.end(), coords[0]) -
+                      chunk_start_.begin() - 1;
+    return {c, (coords[0] - chunk_start_[c]) / block_nitems_[c]};
+  }
+  int64_t chunk = 0, block = 0;
+  for (size_t i = 0; i < shape_.size(); ++i) {
+    const int64_t in_chunk = coords[i] % chunkshape_[i];
+    chunk = chunk * CeilDiv(shape_[i], chunkshape_[i]) + coords[i] / chunkshape_[i];
+    block = block * CeilDiv(chunkshape_[i], blockshape_[i]) + in_chunk / blockshape_[i];
+  }
+  return {chunk, block};
+}
+
+int64_t ArrayLayout::AppendBlockPieces(const Box& box, size_t tag, std::vector<BlockPiece>& pieces,
+                                       std::vector<int64_t>& coords) const {
+  const size_t n = static_cast<size_t>(ndim());
+  int64_t items = 0;
+  VisitBlocksIn(box, [&](const BlockRef& ref, const Box& region) {
+    pieces.push_back(BlockPiece{ref.chunk_index, ref.block_index, coords.size(), tag});
+    // push_back, not resize: resize is an out-of-line call that zero-fills.
+    for (const std::vector<int64_t>* v :
+         {&ref.block_box.start, &ref.block_box.stop, &region.start, &region.stop}) {
+      for (size_t i = 0; i < n; ++i) coords.push_back((*v)[i]);
+    }
+    int64_t region_items = 1;
+    for (size_t i = 0; i < n; ++i) region_items *= region.stop[i] - region.start[i];
+    items += region_items;
+  });
+  return items;
+}
+
 // ---------------------------------------------------------------------------
 // Streams of boxes
 
@@ -479,123 +516,6 @@ std::vector<Box> LinearRangeToBoxes(const Box& box, int64_t item_begin, int64_t 
   out.reserve(2 * ndim - 1);
   DecomposeRange(box, inner_items, 0, fixed, item_begin, item_end, out);
   return out;
-}
-
-namespace {
-
-template <size_t kRun>
-inline void StridedCopy(const uint8_t* s, uint8_t* d, int64_t n, int64_t s_stride,
-                        int64_t d_stride) {
-  for (int64_t k = 0; k < n; ++k) {
-    std::memcpy(d, s, kRun);
-    s += s_stride;
-    d += d_stride;
-  }
-}
-
-}  // namespace
-
-void CopyRegion(const uint8_t* src, BoxRef src_box, uint8_t* dst, BoxRef dst_box, BoxRef region,
-                int64_t itemsize) {
-  const int n = region.ndim;
-  if (n > kMaxScratchAxes) return;  // no layout has that many axes
-  for (int i = 0; i < n; ++i) {
-    if (region.stop[i] <= region.start[i]) return;  // empty
-  }
-
-  // Per axis: extent of the region and byte strides in both buffers, after
-  // dropping length-1 axes and merging axes that are contiguous in both
-  // buffers. What remains is a run (the last axis, always item-contiguous)
-  // and an odometer over the outer axes.
-  std::array<int64_t, kMaxScratchAxes> ext{}, sstride{}, dstride{};
-  int m = 0;  // merged axes, innermost last
-  int64_t src_offset = 0, dst_offset = 0;
-  {
-    int64_t ss = itemsize, ds = itemsize;
-    std::array<int64_t, kMaxScratchAxes> rev_ext{}, rev_ss{}, rev_ds{};
-    for (int i = n - 1; i >= 0; --i) {
-      const int64_t e = region.stop[i] - region.start[i];
-      src_offset += (region.start[i] - src_box.start[i]) * ss;
-      dst_offset += (region.start[i] - dst_box.start[i]) * ds;
-      if (e != 1) {
-        if (m > 0 && rev_ss[m - 1] * rev_ext[m - 1] == ss && rev_ds[m - 1] * rev_ext[m - 1] == ds) {
-          rev_ext[m - 1] *= e;
-        } else {
-          rev_ext[m] = e;
-          rev_ss[m] = ss;
-          rev_ds[m] = ds;
-          ++m;
-        }
-      }
-      ss *= src_box.stop[i] - src_box.start[i];
-      ds *= dst_box.stop[i] - dst_box.start[i];
-    }
-    for (int k = 0; k < m; ++k) {
-      ext[k] = rev_ext[m - 1 - k];
-      sstride[k] = rev_ss[m - 1 - k];
-      dstride[k] = rev_ds[m - 1 - k];
-    }
-  }
-  src += src_offset;
-  dst += dst_offset;
-
-  // The innermost merged axis is item-contiguous in both buffers only if it
-  // has stride itemsize; otherwise (e.g. all axes of length 1) copy one item.
-  size_t run = static_cast<size_t>(itemsize);
-  if (m > 0 && sstride[m - 1] == itemsize && dstride[m - 1] == itemsize) {
-    run = static_cast<size_t>(ext[m - 1] * itemsize);
-    --m;
-  }
-  if (m == 0) {
-    std::memcpy(dst, src, run);
-    return;
-  }
-
-  // Odometer over axes [0, m - 1); axis m - 1 is walked by the tight loop.
-  const int64_t inner_n = ext[m - 1];
-  const int64_t inner_ss = sstride[m - 1];
-  const int64_t inner_ds = dstride[m - 1];
-  std::array<int64_t, kMaxScratchAxes> idx{};
-  while (true) {
-    // Runs of one small item (slices across the last axis) get a fixed-size
-    // copy the compiler turns into a single load and store.
-    switch (run) {
-      case 1:
-        StridedCopy<1>(src, dst, inner_n, inner_ss, inner_ds);
-        break;
-      case 2:
-        StridedCopy<2>(src, dst, inner_n, inner_ss, inner_ds);
-        break;
-      case 4:
-        StridedCopy<4>(src, dst, inner_n, inner_ss, inner_ds);
-        break;
-      case 8:
-        StridedCopy<8>(src, dst, inner_n, inner_ss, inner_ds);
-        break;
-      case 16:
-        StridedCopy<16>(src, dst, inner_n, inner_ss, inner_ds);
-        break;
-      default: {
-        const uint8_t* s = src;
-        uint8_t* d = dst;
-        for (int64_t k = 0; k < inner_n; ++k) {
-          std::memcpy(d, s, run);
-          s += inner_ss;
-          d += inner_ds;
-        }
-      }
-    }
-    int a = m - 2;
-    for (; a >= 0; --a) {
-      src += sstride[a];
-      dst += dstride[a];
-      if (++idx[a] < ext[a]) break;
-      src -= sstride[a] * ext[a];
-      dst -= dstride[a] * ext[a];
-      idx[a] = 0;
-    }
-    if (a < 0) break;
-  }
 }
 
 }  // namespace b2ndfs::geometry

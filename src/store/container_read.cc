@@ -19,15 +19,9 @@ using geometry::Box;
 
 namespace {
 
-// One block's share of a read: `region` of the block lands in sub-box `sub`
-// of the read. Coordinates live in ReadScratch::coords at `coords`: the
-// block's box (start, stop), then the region (start, stop), ndim each.
-struct Piece {
-  int64_t chunk;
-  int64_t block;
-  size_t coords;
-  size_t sub;
-};
+// One block's share of a read: its region lands in sub-box `tag` of the
+// read; coordinates in ReadScratch::coords.
+using Piece = geometry::BlockPiece;
 
 // A block the read touches: pieces [first_piece, end_piece) are its, and
 // `load` indexes the batch's BlockLoads when it was not cached.
@@ -85,28 +79,81 @@ class ScratchLease {
   ReadScratch& scratch_;
 };
 
+// `bytes` of blocks held by a reader, for the guard's lifetime: granted by
+// the mount's PinBudget (when it has one) and shown in the stats.
+class Pin {
+ public:
+  Pin(PinBudget* pins, size_t bytes) : pins_(pins), bytes_(bytes) {
+    if (pins_ != nullptr) pins_->Acquire(bytes_);
+    GlobalReadStats().pinned_bytes += static_cast<int64_t>(bytes_);
+  }
+  ~Pin() {
+    GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes_);
+    if (pins_ != nullptr) pins_->Release(bytes_);
+  }
+  Pin(const Pin&) = delete;
+  Pin& operator=(const Pin&) = delete;
+
+ private:
+  PinBudget* const pins_;
+  const size_t bytes_;
+};
+
 }  // namespace
+
+// A warm reader's read: every block it touches is cached. Each block's share
+// is copied as the block walk reaches it, one block held at a time: no plan
+// of pieces, no batches (which cost as much per block as the copy of a
+// small piece). At the first block not cached it gives up and ReadBox plans
+// the whole read (re-copying what was copied here, the same bytes; blocks
+// looked up here count a second cache hit then).
+bool Container::CopyIfCached(const std::vector<Box>& boxes, uint8_t* out) const {
+  const ArrayLayout& layout = *layout_;
+  const int64_t itemsize = layout.itemsize();
+  // The block held is pinned as a batch of one would be (Irregular1D reports
+  // its longest block in blockshape).
+  int64_t block_items = 1;
+  for (int64_t extent : layout.blockshape()) block_items *= extent;
+  const size_t pinned = static_cast<size_t>(block_items * itemsize);
+  const Pin pin(context_->pins, pinned);
+  bool all_cached = true;
+  int64_t copied_items = 0, wanted_items = 0;
+  uint8_t* dst = out;
+  for (const Box& sub : boxes) {
+    layout.ForEachBlockIn(sub, [&](const BlockRef& ref, const Box& region) {
+      if (!all_cached) return;
+      const cache::Value block = context_->cache->TryGet(
+          cache::Key{cache_id_, ref.chunk_index, ref.block_index, cache::EntryKind::kBlock});
+      if (!block) {
+        all_cached = false;
+        return;
+      }
+      geometry::CopyRegion(block->data(), ref.block_box, dst, sub, region, itemsize);
+      copied_items += region.NumItems();
+    });
+    if (!all_cached) return false;
+    wanted_items += sub.NumItems();
+    dst += sub.NumItems() * itemsize;
+  }
+  // The reply buffer is not zeroed: a walk that missed items (which ReadBox
+  // reports as an error) must not pass for a read.
+  return copied_items == wanted_items;
+}
 
 Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
                           uint8_t* out) const {
   const ArrayLayout& layout = *layout_;
   const int64_t itemsize = layout.itemsize();
   const int n = layout.ndim();
+  const std::vector<Box> boxes = geometry::LinearRangeToBoxes(box, item_begin, item_end);
+  if (CopyIfCached(boxes, out)) return Status::Ok();
   ScratchLease lease;
   ReadScratch& s = lease.get();
-  const std::vector<Box> boxes = geometry::LinearRangeToBoxes(box, item_begin, item_end);
   uint8_t* dst = out;
   int64_t planned_items = 0;
   for (size_t k = 0; k < boxes.size(); ++k) {
     s.sub_dst.push_back(dst);
-    layout.ForEachBlockIn(boxes[k], [&](const BlockRef& ref, const Box& region) {
-      s.pieces.push_back(Piece{ref.chunk_index, ref.block_index, s.coords.size(), k});
-      for (const std::vector<int64_t>* v :
-           {&ref.block_box.start, &ref.block_box.stop, &region.start, &region.stop}) {
-        s.coords.insert(s.coords.end(), v->begin(), v->begin() + n);
-      }
-      planned_items += region.NumItems();
-    });
+    planned_items += layout.AppendBlockPieces(boxes[k], k, s.pieces, s.coords);
     dst += boxes[k].NumItems() * itemsize;
   }
   // The reply buffer is not zeroed: every byte of it must come from a piece
@@ -118,30 +165,35 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
   // A block cut by the sub-boxes' borders has pieces in several of them:
   // group them, so that each block is looked up (or loaded) once.
   auto by_block = [](const Piece& a, const Piece& b) {
-    return a.chunk != b.chunk ? a.chunk < b.chunk : a.block < b.block;
+    return a.chunk_index != b.chunk_index ? a.chunk_index < b.chunk_index
+                                          : a.block_index < b.block_index;
   };
   if (!std::is_sorted(s.pieces.begin(), s.pieces.end(), by_block)) {
     std::sort(s.pieces.begin(), s.pieces.end(), by_block);
   }
   for (size_t i = 0; i < s.pieces.size();) {
     size_t j = i + 1;
-    while (j < s.pieces.size() && s.pieces[j].chunk == s.pieces[i].chunk &&
-           s.pieces[j].block == s.pieces[i].block) {
+    while (j < s.pieces.size() && s.pieces[j].chunk_index == s.pieces[i].chunk_index &&
+           s.pieces[j].block_index == s.pieces[i].block_index) {
       ++j;
     }
-    s.blocks.push_back(BlockWork{s.pieces[i].chunk, s.pieces[i].block, i, j, nullptr, -1});
+    s.blocks.push_back(
+        BlockWork{s.pieces[i].chunk_index, s.pieces[i].block_index, i, j, nullptr, -1});
     i = j;
   }
 
   // Fetch in batches that fit the pinning budget, copy, release, repeat: a
   // read never holds more than max_pinned_bytes of blocks at once, plus the
   // compressed bytes it reads for them (pinned with them).
+  const int64_t regular_block_items = layout.regular() ? layout.BlockItems(0, 0) : 0;
   for (size_t begin = 0; begin < s.blocks.size();) {
     size_t end = begin;
     size_t pinned = 0;
     while (end < s.blocks.size() && (end == begin || pinned < context_->max_pinned_bytes)) {
       const BlockWork& w = s.blocks[end];
-      pinned += static_cast<size_t>(layout.BlockItems(w.chunk, w.block) * itemsize);
+      const int64_t items =
+          layout.regular() ? regular_block_items : layout.BlockItems(w.chunk, w.block);
+      pinned += static_cast<size_t>(items * itemsize);
       ++end;
     }
     const std::span<BlockWork> batch(s.blocks.data() + begin, end - begin);
@@ -158,16 +210,7 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
     }
     if (!loads.blocks.empty()) PlanLoads(loads, context_->workers);
     pinned += static_cast<size_t>(loads.buffer_bytes);
-    if (context_->pins != nullptr) context_->pins->Acquire(pinned);
-    GlobalReadStats().pinned_bytes += static_cast<int64_t>(pinned);
-    struct Unpin {
-      PinBudget* pins;
-      size_t bytes;
-      ~Unpin() {
-        GlobalReadStats().pinned_bytes -= static_cast<int64_t>(bytes);
-        if (pins != nullptr) pins->Release(bytes);
-      }
-    } unpin{context_->pins, pinned};
+    const Pin pin(context_->pins, pinned);
     if (!loads.blocks.empty()) {
       RunPlan(loads, context_->workers);
       for (BlockWork& w : batch) {
@@ -181,8 +224,8 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
       for (size_t i = w.first_piece; i < w.end_piece; ++i) {
         const Piece& p = s.pieces[i];
         const int64_t* c = s.coords.data() + p.coords;
-        geometry::CopyRegion(w.value->data(), geometry::BoxRef(c, c + n, n), s.sub_dst[p.sub],
-                             boxes[p.sub], geometry::BoxRef(c + 2 * n, c + 3 * n, n), itemsize);
+        geometry::CopyRegion(w.value->data(), geometry::BoxRef(c, c + n, n), s.sub_dst[p.tag],
+                             boxes[p.tag], geometry::BoxRef(c + 2 * n, c + 3 * n, n), itemsize);
       }
       w.value.reset();
     }
@@ -255,6 +298,30 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   if (body_offset >= body_size || length <= 0) return;
   const int64_t first = body_offset / itemsize;
   const int64_t last = CeilDiv(std::min(body_offset + length, body_size), itemsize);
+  GlobalReadStats().prefetch_requests++;
+  auto cached = [&](const std::pair<int64_t, int64_t>& b) {
+    return context_->cache->Contains(
+        cache::Key{cache_id_, b.first, b.second, cache::EntryKind::kBlock});
+  };
+  // A sequential reader of cached blocks lands here on every read: when the
+  // blocks of the range's first, middle and last items are cached, take the
+  // range as cached rather than list and look up every block (a warm read
+  // would spend ~10% of its instructions on that). A wrong guess only costs
+  // a later read its decompression.
+  const int n = box.ndim();
+  std::vector<int64_t> coords(static_cast<size_t>(n));
+  auto block_of_item = [&](int64_t item) {
+    for (int a = n - 1; a >= 0; --a) {  // C-order unravel inside the box
+      const int64_t extent = box.stop[a] - box.start[a];
+      coords[a] = box.start[a] + item % extent;
+      item /= extent;
+    }
+    return layout_->BlockOf(coords);
+  };
+  if (cached(block_of_item(first)) && cached(block_of_item(first + (last - first) / 2)) &&
+      cached(block_of_item(last - 1))) {
+    return;
+  }
   std::vector<std::pair<int64_t, int64_t>> wanted;
   for (const Box& sub : geometry::LinearRangeToBoxes(box, first, last)) {
     layout_->ForEachBlockIn(sub, [&](const BlockRef& ref, const Box&) {
@@ -263,20 +330,6 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  GlobalReadStats().prefetch_requests++;
-  auto cached = [&](const std::pair<int64_t, int64_t>& b) {
-    return context_->cache->Contains(
-        cache::Key{cache_id_, b.first, b.second, cache::EntryKind::kBlock});
-  };
-  // A sequential reader of cached blocks lands here on every read: when the
-  // range's first, middle and last blocks are cached, take the range as
-  // cached rather than look up every block (a warm read would spend ~10% of
-  // its time on these lookups). A wrong guess only costs a later read its
-  // decompression.
-  if (wanted.empty() ||
-      (cached(wanted.front()) && cached(wanted[wanted.size() / 2]) && cached(wanted.back()))) {
-    return;
-  }
   wanted.erase(std::remove_if(wanted.begin(), wanted.end(), cached), wanted.end());
   auto self = shared_from_this();
   const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;

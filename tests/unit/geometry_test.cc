@@ -314,6 +314,54 @@ TEST_CASE("ForEachBlockIn matches brute force on random regular layouts") {
   }
 }
 
+TEST_CASE("AppendBlockPieces and BlockOf agree with ForEachBlockIn") {
+  std::mt19937 rng(31337);
+  for (int trial = 0; trial < 1500; ++trial) {
+    const int ndim = trial % 6;
+    const ArrayLayout layout = RandomRegular(rng, ndim);
+    const Box box = RandomBoxIn(rng, layout.shape());
+    std::vector<int64_t> expected;  // chunk, block, then the 4 * ndim coordinates
+    int64_t expected_items = 0;
+    layout.ForEachBlockIn(box, [&](const BlockRef& ref, const Box& region) {
+      expected.push_back(ref.chunk_index);
+      expected.push_back(ref.block_index);
+      for (const Coords* v :
+           {&ref.block_box.start, &ref.block_box.stop, &region.start, &region.stop}) {
+        expected.insert(expected.end(), v->begin(), v->end());
+      }
+      expected_items += region.NumItems();
+    });
+    std::vector<BlockPiece> pieces(1);  // appended to, not replaced
+    std::vector<int64_t> coords(3, -1);
+    REQUIRE(layout.AppendBlockPieces(box, 7, pieces, coords) == expected_items);
+    std::vector<int64_t> got;
+    for (size_t k = 1; k < pieces.size(); ++k) {
+      REQUIRE(pieces[k].tag == 7);
+      REQUIRE(pieces[k].coords == 3 + (k - 1) * 4 * static_cast<size_t>(ndim));
+      got.push_back(pieces[k].chunk_index);
+      got.push_back(pieces[k].block_index);
+      got.insert(got.end(), coords.begin() + static_cast<ptrdiff_t>(pieces[k].coords),
+                 coords.begin() + static_cast<ptrdiff_t>(pieces[k].coords) + 4 * ndim);
+    }
+    REQUIRE(got == expected);
+    for (int k = 0; k < 4 && !box.empty(); ++k) {
+      Coords x(ndim);
+      for (int i = 0; i < ndim; ++i) x[i] = Rand(rng, box.start[i], box.stop[i] - 1);
+      const auto [chunk, block, offset] = BruteRegular(layout, x);
+      REQUIRE(layout.BlockOf(x) == std::make_pair(chunk, block));
+    }
+  }
+  // Irregular1D: the chunk holding an item skips empty chunks before it.
+  auto l = ArrayLayout::Irregular1D({3, 0, 0, 5, 4}, {2, 1, 1, 3, 4}, 1);
+  REQUIRE(l.ok());
+  CHECK(l->BlockOf(Coords{0}) == std::make_pair<int64_t, int64_t>(0, 0));
+  CHECK(l->BlockOf(Coords{2}) == std::make_pair<int64_t, int64_t>(0, 1));
+  CHECK(l->BlockOf(Coords{3}) == std::make_pair<int64_t, int64_t>(3, 0));
+  CHECK(l->BlockOf(Coords{7}) == std::make_pair<int64_t, int64_t>(3, 1));
+  CHECK(l->BlockOf(Coords{8}) == std::make_pair<int64_t, int64_t>(4, 0));
+  CHECK(l->BlockOf(Coords{11}) == std::make_pair<int64_t, int64_t>(4, 0));
+}
+
 TEST_CASE("chunk grid, coordinates and boxes match brute force") {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 600; ++trial) {
@@ -462,42 +510,6 @@ TEST_CASE("LinearRangeToBoxes on every range of a small box") {
       }
       REQUIRE(got == std::vector<Coords>(all.begin() + b, all.begin() + e));
     }
-  }
-}
-
-TEST_CASE("CopyRegion matches an item-by-item copy") {
-  std::mt19937 rng(4242);
-  const int64_t itemsizes[] = {1, 3, 8, 16};
-  for (int trial = 0; trial < 2000; ++trial) {
-    const int ndim = trial % 6;
-    const int64_t itemsize = itemsizes[(trial / 6) % 4];
-    Box region, src_box, dst_box;
-    for (int i = 0; i < ndim; ++i) {
-      const int64_t start = Rand(rng, 2, 5);
-      const int64_t extent = Rand(rng, 0, 12) == 0 ? 0 : Rand(rng, 1, MaxExtent(ndim));
-      region.start.push_back(start);
-      region.stop.push_back(start + extent);
-      // Half the time a buffer spans the region exactly on an axis, so the
-      // axis-merging fast paths get exercised as well as the strided ones.
-      auto pad = [&] { return Rand(rng, 0, 1) == 0 ? 0 : Rand(rng, 1, 2); };
-      src_box.start.push_back(start - pad());
-      src_box.stop.push_back(start + extent + pad());
-      dst_box.start.push_back(start - pad());
-      dst_box.stop.push_back(start + extent + pad());
-    }
-    std::vector<uint8_t> src(static_cast<size_t>(src_box.NumItems() * itemsize));
-    std::vector<uint8_t> dst(static_cast<size_t>(dst_box.NumItems() * itemsize));
-    for (auto& v : src) v = static_cast<uint8_t>(rng());
-    for (auto& v : dst) v = static_cast<uint8_t>(rng());
-    std::vector<uint8_t> expected = dst;
-    ForEachItem(region, [&](const Coords& x) {
-      std::memcpy(expected.data() + OffsetIn(dst_box, x) * itemsize,
-                  src.data() + OffsetIn(src_box, x) * itemsize, static_cast<size_t>(itemsize));
-    });
-    CopyRegion(src.data(), src_box, dst.data(), dst_box, region, itemsize);
-    INFO("src " << ToString(src_box) << " dst " << ToString(dst_box) << " region "
-                << ToString(region) << " itemsize " << itemsize);
-    REQUIRE(dst == expected);
   }
 }
 

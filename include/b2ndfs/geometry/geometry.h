@@ -21,6 +21,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/util/status.h"
@@ -52,6 +53,17 @@ struct BlockRef {
   int64_t chunk_index = 0;
   int64_t block_index = 0;
   Box block_box;  // for Regular: the full, untrimmed block (may pass the edge)
+};
+
+// One block's share of a box, as ForEachBlockIn reports it, kept flat for
+// read planners that must not allocate per block: its block box and region
+// are 4 * ndim coordinates of a shared array from index `coords` on (block
+// start, block stop, region start, region stop).
+struct BlockPiece {
+  int64_t chunk_index = 0;
+  int64_t block_index = 0;
+  size_t coords = 0;
+  size_t tag = 0;  // the caller's (which sub-box of a read, say)
 };
 
 class ArrayLayout {
@@ -96,8 +108,19 @@ class ArrayLayout {
   // reported). Order: chunks in C order, blocks in C order inside each chunk.
   void ForEachBlockIn(const Box& box,
                       const std::function<void(const BlockRef&, const Box& region)>& fn) const;
+  // The (chunk index, block index) of the block holding the item at `coords`
+  // (inside the array): what ForEachBlockIn reports for that one item.
+  std::pair<int64_t, int64_t> BlockOf(std::span<const int64_t> coords) const;
+  // ForEachBlockIn's blocks appended to `pieces` (tagged `tag`), their
+  // coordinates to `coords`, without a call per block; returns the items
+  // their regions hold.
+  int64_t AppendBlockPieces(const Box& box, size_t tag, std::vector<BlockPiece>& pieces,
+                            std::vector<int64_t>& coords) const;
 
  private:
+  template <typename Fn>
+  void VisitBlocksIn(const Box& box, Fn&& fn) const;
+
   bool regular_ = true;
   Shape shape_, chunkshape_, blockshape_;
   int64_t itemsize_ = 1;
