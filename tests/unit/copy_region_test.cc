@@ -10,30 +10,14 @@
 #include <vector>
 
 #include "b2ndfs/geometry/geometry.h"
+#include "geometry_test_util.h"
 
 namespace b2ndfs::geometry {
 namespace {
 
-using Coords = std::vector<int64_t>;
-
-int64_t Rand(std::mt19937& rng, int64_t lo, int64_t hi) {  // inclusive
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
-
-// Visits every item of `box` in C order.
-void ForEachItem(const Box& box, const std::function<void(const Coords&)>& fn) {
-  if (box.empty()) return;
-  Coords x = box.start;
-  while (true) {
-    fn(x);
-    int a = box.ndim() - 1;
-    for (; a >= 0; --a) {
-      if (++x[a] < box.stop[a]) break;
-      x[a] = box.start[a];
-    }
-    if (a < 0) return;
-  }
-}
+using testing::Coords;
+using testing::ForEachItem;
+using testing::Rand;
 
 // C-order offset of `x` inside a buffer covering `box`.
 int64_t OffsetIn(const Box& box, const Coords& x) {
