@@ -82,8 +82,20 @@ inline void StridedCopy2D(const uint8_t* s, uint8_t* d, const Walk& w) {
 // not per block row). Built twice: the AVX2 build (chosen at load time on
 // CPUs that have it) copies block rows of 32 bytes and more with half the
 // instructions, most of a warm `data` read's.
-__attribute__((target_clones("avx2", "default"))) void CopyRuns(size_t run, const uint8_t* s,
-                                                                uint8_t* d, const Walk& w) {
+// Not under ThreadSanitizer: the clone is picked by an ifunc resolver that
+// runs while the program is relocated, before TSan's runtime is set up, and
+// crashes there (every binary that links geometry died at start).
+#if defined(__SANITIZE_THREAD__)
+#define B2NDFS_COPY_CLONES
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define B2NDFS_COPY_CLONES
+#endif
+#endif
+#ifndef B2NDFS_COPY_CLONES
+#define B2NDFS_COPY_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+B2NDFS_COPY_CLONES void CopyRuns(size_t run, const uint8_t* s, uint8_t* d, const Walk& w) {
   switch (run) {
     case 1:
       return StridedCopy2D<1>(s, d, w);
