@@ -218,6 +218,21 @@ struct Touched {
   int64_t head_bytes = 0;
 };
 
+// c-blosc2's own bytes of the box [start, stop) of `array`.
+std::vector<uint8_t> SliceBytes(b2nd_array_t* array, const int64_t start[kNdim],
+                                const int64_t stop[kNdim]) {
+  int64_t shape[kNdim];
+  int64_t items = 1;
+  for (int a = 0; a < kNdim; ++a) {
+    shape[a] = stop[a] - start[a];
+    items *= shape[a];
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(items * array->sc->typesize));
+  REQUIRE(b2nd_get_slice_cbuffer(array, start, stop, bytes.data(), shape,
+                                 static_cast<int64_t>(bytes.size())) == 0);
+  return bytes;
+}
+
 Touched CountTouched(b2nd_array_t* array, const int64_t start[kNdim], const int64_t stop[kNdim]) {
   Touched t;
   const int64_t cgrid[kNdim] = {kShape[0] / kChunks[0], kShape[1] / kChunks[1],
@@ -329,11 +344,7 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   const int64_t bytes = counting->bytes.load() - bytes_before;
   CAPTURE(reads, bytes);
 
-  std::vector<uint8_t> want(got.size());
-  int64_t slice_shape[kNdim];
-  for (int a = 0; a < kNdim; ++a) slice_shape[a] = stop[a] - start[a];
-  REQUIRE(b2nd_get_slice_cbuffer(array, start, stop, want.data(), slice_shape,
-                                 static_cast<int64_t>(want.size())) == 0);
+  const std::vector<uint8_t> want = SliceBytes(array, start, stop);
   CHECK(got == want);
 
   // One read per chunk head (the probe holds these heads), and the blocks'
@@ -392,12 +403,7 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
     CAPTURE(read.message());
     REQUIRE(read.ok());
   }
-  std::vector<uint8_t> want(got.size());
-  int64_t slice_shape[kNdim];
-  for (int a = 0; a < kNdim; ++a) slice_shape[a] = stop[a] - start[a];
-  REQUIRE(b2nd_get_slice_cbuffer(array, start, stop, want.data(), slice_shape,
-                                 static_cast<int64_t>(want.size())) == 0);
-  CHECK(got == want);
+  CHECK(got == SliceBytes(array, start, stop));
   {
     std::lock_guard<std::mutex> lock(counting->batch_mutex);
     REQUIRE(!counting->batches.empty());
@@ -428,16 +434,7 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
     return box;
   };
   auto want_of = [&](const geometry::Box& box) {
-    std::vector<uint8_t> want(static_cast<size_t>(box.NumItems() * 4));
-    int64_t start[kNdim], stop[kNdim], shape[kNdim];
-    for (int a = 0; a < kNdim; ++a) {
-      start[a] = box.start[a];
-      stop[a] = box.stop[a];
-      shape[a] = stop[a] - start[a];
-    }
-    REQUIRE(b2nd_get_slice_cbuffer(array, start, stop, want.data(), shape,
-                                   static_cast<int64_t>(want.size())) == 0);
-    return want;
+    return SliceBytes(array, box.start.data(), box.stop.data());
   };
   auto open = [&](uint64_t cache_id) {
     auto opened = source::OpenLocal(path, &env.descriptors);
