@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "b2ndfs/geometry/geometry.h"
+#include "b2ndfs/util/sanitizers.h"
 
 namespace b2ndfs::geometry {
 namespace {
@@ -85,14 +86,9 @@ inline void StridedCopy2D(const uint8_t* s, uint8_t* d, const Walk& w) {
 // Not under ThreadSanitizer: the clone is picked by an ifunc resolver that
 // runs while the program is relocated, before TSan's runtime is set up, and
 // crashes there (every binary that links geometry died at start).
-#if defined(__SANITIZE_THREAD__)
+#ifdef B2NDFS_THREAD_SANITIZER
 #define B2NDFS_COPY_CLONES
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define B2NDFS_COPY_CLONES
-#endif
-#endif
-#ifndef B2NDFS_COPY_CLONES
+#else
 #define B2NDFS_COPY_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
 B2NDFS_COPY_CLONES void CopyRuns(size_t run, const uint8_t* s, uint8_t* d, const Walk& w) {

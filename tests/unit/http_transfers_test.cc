@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "b2ndfs/remote/http_client.h"
+#include "b2ndfs/util/sanitizers.h"
 
 using namespace b2ndfs;
 using remote::HttpClient;
@@ -355,14 +356,7 @@ TEST_CASE("multi-range requests, and a server that refuses them", "[http]") {
 
 // Not under ThreadSanitizer, which cannot follow a process with threads (the
 // test server's) across fork(): it kills the child as it starts threads.
-#if defined(__SANITIZE_THREAD__)
-#define B2NDFS_NO_FORK_TEST
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define B2NDFS_NO_FORK_TEST
-#endif
-#endif
-#ifndef B2NDFS_NO_FORK_TEST
+#ifndef B2NDFS_THREAD_SANITIZER
 TEST_CASE("a client used before fork() works in the child", "[http]") {
   Server server([](const Seen& s) { return Answer206(s.first, s.last); });
   HttpClient client(Options());
@@ -387,4 +381,4 @@ TEST_CASE("a client used before fork() works in the child", "[http]") {
   REQUIRE(client.GetRange(url, 3000, 10, one.data(), version).ok());
   CHECK(one[0] == ByteAt(3000));
 }
-#endif  // B2NDFS_NO_FORK_TEST
+#endif  // B2NDFS_THREAD_SANITIZER
