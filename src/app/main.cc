@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
   store.workers = &workers;
   store.pins = &pins;
   store.max_pinned_bytes = pin_limit / 4;
+  if (cl.prefetch_heads >= 0) store.remote_heads_max_chunks = cl.prefetch_heads;
 
   vfs::Options fs_options;
   fs_options.source = cl.source;

@@ -110,6 +110,10 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     B2NDFS_ASSIGN_OR_RETURN(cl.connections, ParseIntOption(option, 12, 1, 1024));
     return Status::Ok();
   }
+  if (StartsWith(option, "prefetch_heads=")) {
+    B2NDFS_ASSIGN_OR_RETURN(cl.prefetch_heads, ParseIntOption(option, 15, 0, 1 << 20));
+    return Status::Ok();
+  }
   // S3 settings; where credentials are (never the keys themselves: the
   // command line is visible in the process list).
   for (auto [name, field] : {std::pair<const char*, std::string*>{"endpoint=", &cl.endpoint},
@@ -246,11 +250,12 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   cl.source = positional[0];
   cl.mountpoint = positional[1];
   if (!IsRemoteSource(cl.source) &&
-      (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || !cl.endpoint.empty() ||
-       !cl.region.empty() || !cl.profile.empty() || !cl.credentials.empty() || cl.no_sign ||
-       !cl.disk_cache.empty() || cl.disk_cache_size > 0)) {
+      (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || cl.prefetch_heads >= 0 ||
+       !cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
+       !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() || cl.disk_cache_size > 0)) {
     return InvalidArgument(
-        "timeout=, retries=, connections=, endpoint=, region=, profile=, credentials=, no_sign, "
+        "timeout=, retries=, connections=, prefetch_heads=, endpoint=, region=, profile=, "
+        "credentials=, no_sign, "
         "disk_cache= "
         "and disk_cache_size= are for remote sources (http://, https://, s3://), not " +
         cl.source);
@@ -312,6 +317,12 @@ std::string Usage(const std::string& program) {
          "                         in flight at once (default " +
          std::to_string(remote::kDefaultConnections) +
          ")\n"
+         "  -o prefetch_heads=N    remote sources: a container of at most N chunks has its\n"
+         "                         chunk heads (block offsets) fetched in the background\n"
+         "                         when it opens, so that a first read waits one round trip\n"
+         "                         less (default " +
+         std::to_string(store::StoreContext{}.remote_heads_max_chunks) +
+         "; 0: each with the first read of its chunk)\n"
          "  -o endpoint=URL        s3: an S3-compatible server, path-style addressing\n"
          "                         (default: AWS, https://BUCKET.s3.REGION.amazonaws.com)\n"
          "  -o region=REGION       s3: the signing region (default: AWS_REGION,\n"

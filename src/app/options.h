@@ -26,6 +26,7 @@ struct CommandLine {
   double timeout = 0;            // seconds a remote request may take, retries included; 0: default
   int retries = -1;              // further attempts after a transient failure; -1: default
   int connections = 0;           // to a remote server (requests in flight); 0: default
+  int64_t prefetch_heads = -1;   // chunk heads fetched at open, up to this many chunks; -1: default
   std::string endpoint;          // s3: the service URL (path-style addressing)
   std::string region;            // s3: the SigV4 region
   std::string profile;           // s3: the ~/.aws/credentials profile

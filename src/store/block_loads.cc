@@ -80,33 +80,49 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     block_chunk[i] = it->second;
   }
 
-  // Chunk heads: cached ones here, the others read in parallel. A chunk
-  // whose head cannot be had is left to DecodeBlock, which says why.
+  // Chunk heads: cached ones here, the others read together. A chunk whose
+  // head cannot be had is left to DecodeBlock, which says why.
   std::vector<size_t> cold;
-  for (size_t c = 0; c < loads.chunks.size(); ++c) {
-    BlockLoads::Chunk& chunk = loads.chunks[c];
-    auto ref = LocateChunk(chunk.index);
-    if (!ref.ok() || ref->kind != format::ChunkKind::kStored) continue;
-    chunk.ref = *ref;
-    chunk.head = context_->cache->TryGet(ChunkHeadKey(cache_id_, chunk.index));
-    if (chunk.head == nullptr) cold.push_back(c);
+  auto find_cached_heads = [&] {
+    cold.clear();
+    for (size_t c = 0; c < loads.chunks.size(); ++c) {
+      BlockLoads::Chunk& chunk = loads.chunks[c];
+      if (chunk.head != nullptr) continue;
+      auto ref = LocateChunk(chunk.index);
+      if (!ref.ok() || ref->kind != format::ChunkKind::kStored) continue;
+      chunk.ref = *ref;
+      chunk.head = context_->cache->TryGet(ChunkHeadKey(cache_id_, chunk.index));
+      if (chunk.head == nullptr) cold.push_back(c);
+    }
+  };
+  find_cached_heads();
+  if (!cold.empty() && source_->remote()) {
+    // The background fetch of every head may be on its way (one round trip
+    // for them all): wait for it rather than ask again.
+    WaitForHeadsPrefetch();
+    find_cached_heads();
   }
-  std::vector<int64_t> others;
-  const size_t threads = workers != nullptr ? static_cast<size_t>(workers->size()) : 1;
-  if (!cold.empty() && cold.size() < threads) {
+  if (!cold.empty() && source_->remote()) {
+    // In one ReadMany, with other chunks' heads (each a request to S3, a
+    // range of a few multi-range requests to a web server).
     std::vector<int64_t> wanted(loads.chunks.size());
     for (size_t c = 0; c < loads.chunks.size(); ++c) wanted[c] = loads.chunks[c].index;
-    others = OtherHeadsToFetch(wanted, threads - cold.size());
+    std::vector<int64_t> fetch;
+    for (size_t c : cold) fetch.push_back(loads.chunks[c].index);
+    const std::vector<int64_t> others = OtherHeadsToFetch(
+        wanted, static_cast<size_t>(std::max<int64_t>(context_->remote_heads_max_chunks, 0)));
+    fetch.insert(fetch.end(), others.begin(), others.end());
+    FetchChunkHeads(fetch);
+    find_cached_heads();
+  } else if (!cold.empty()) {
+    // Local: in parallel on the workers (a cold disk serves several reads
+    // at once better than one after the other).
+    ForEach(workers, cold.size(), [&](size_t k) {
+      BlockLoads::Chunk& chunk = loads.chunks[cold[k]];
+      auto head = FetchChunkHead(chunk.index);
+      if (head.ok()) chunk.head = std::move(head).value();
+    });
   }
-  ForEach(workers, cold.size() + others.size(), [&](size_t k) {
-    if (k >= cold.size()) {
-      (void)FetchChunkHead(others[k - cold.size()]);  // cached for later reads
-      return;
-    }
-    BlockLoads::Chunk& chunk = loads.chunks[cold[k]];
-    auto head = FetchChunkHead(chunk.index);
-    if (head.ok()) chunk.head = std::move(head).value();
-  });
   const bool padded = format_name_ != "schunk";  // as in DecodeBlock
   for (BlockLoads::Chunk& chunk : loads.chunks) {
     if (chunk.head == nullptr) continue;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
 #include "container_internal.h"
 
@@ -99,65 +100,112 @@ Status Container::ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t le
   return ReadSource(source::kFramePart, ref.offset + offset, length, out);
 }
 
+Result<Container::HeadProbe> Container::PlanHeadProbe(int64_t chunk_index) const {
+  HeadProbe probe;
+  probe.chunk = chunk_index;
+  B2NDFS_ASSIGN_OR_RETURN(probe.ref, LocateChunk(chunk_index));
+  if (probe.ref.kind != format::ChunkKind::kStored) return InvalidData("chunk is not stored");
+  if (source_->sparse()) {
+    B2NDFS_ASSIGN_OR_RETURN(probe.available, source_->PartSize(probe.ref.offset));
+  } else {
+    probe.available = meta_->chunks_end - probe.ref.offset;
+  }
+  // One read brings the header and the block offsets: sized for the blocks
+  // the layout says the chunk has (a remote request costs the same for a few
+  // more bytes, a second one a round trip more); a second read only for a
+  // chunk with more blocks than that, or beyond kMaxChunkHeadProbeBytes.
+  int64_t wanted = kChunkHeadProbeBytes;
+  if (layout_) {
+    wanted = std::clamp<int64_t>(
+        codec::kChunkHeaderSize + 4 * layout_->BlocksInChunk(chunk_index) + kChunkHeadSlackBytes,
+        kChunkHeadProbeBytes, kMaxChunkHeadProbeBytes);
+  }
+  probe.size = std::clamp<int64_t>(probe.available, 0, wanted);
+  if (probe.size < codec::kChunkHeaderSize) {
+    return InvalidData("chunk is " + std::to_string(probe.size) +
+                       " bytes, shorter than a Blosc2 header");
+  }
+  return probe;
+}
+
+Result<cache::Value> Container::HeadFromProbe(const HeadProbe& probe,
+                                              std::span<const uint8_t> bytes) const {
+  B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(bytes));
+  // The header's cbytes sizes every later read of this chunk: it must fit in
+  // what is stored.
+  if (ci.cbytes > probe.available) {
+    return InvalidData("chunk claims " + std::to_string(ci.cbytes) + " bytes but only " +
+                       std::to_string(probe.available) + " are stored");
+  }
+  const int64_t head_size = codec::ChunkHeadSize(ci);
+  if (head_size > ci.cbytes) return InvalidData("chunk is shorter than its block offsets");
+  auto head = std::make_shared<cache::Bytes>(static_cast<size_t>(head_size));
+  if (head_size <= static_cast<int64_t>(bytes.size())) {
+    std::memcpy(head->data(), bytes.data(), static_cast<size_t>(head_size));
+  } else {
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(probe.ref, 0, head_size, head->data()));
+  }
+  return cache::Value(std::move(head));
+}
+
 Result<cache::Value> Container::FetchChunkHead(int64_t chunk_index) const {
   const cache::Key key = ChunkHeadKey(cache_id_, chunk_index);
   return context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
-    B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(chunk_index));
-    int64_t available = 0;
-    if (source_->sparse()) {
-      B2NDFS_ASSIGN_OR_RETURN(available, source_->PartSize(ref.offset));
-    } else {
-      available = meta_->chunks_end - ref.offset;
-    }
-    // One read brings the header and the block offsets: sized for the
-    // blocks the layout says the chunk has (a remote request costs the same
-    // for a few more bytes, a second one a round trip more); a second read
-    // only for a chunk with more blocks than that, or beyond
-    // kMaxChunkHeadProbeBytes.
-    int64_t wanted = kChunkHeadProbeBytes;
-    if (layout_) {
-      wanted = std::clamp<int64_t>(
-          codec::kChunkHeaderSize + 4 * layout_->BlocksInChunk(chunk_index) + kChunkHeadSlackBytes,
-          kChunkHeadProbeBytes, kMaxChunkHeadProbeBytes);
-    }
-    const int64_t probe_size = std::clamp<int64_t>(available, 0, wanted);
-    if (probe_size < codec::kChunkHeaderSize) {
-      return InvalidData("chunk is " + std::to_string(probe_size) +
-                         " bytes, shorter than a Blosc2 header");
-    }
-    cache::Bytes probe(static_cast<size_t>(probe_size));
-    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, probe_size, probe.data()));
-    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(probe));
-    // The header's cbytes sizes every later read of this chunk: it must fit
-    // in what is stored.
-    if (ci.cbytes > available) {
-      return InvalidData("chunk claims " + std::to_string(ci.cbytes) + " bytes but only " +
-                         std::to_string(available) + " are stored");
-    }
-    const int64_t head_size = codec::ChunkHeadSize(ci);
-    if (head_size > ci.cbytes) return InvalidData("chunk is shorter than its block offsets");
-    auto head = std::make_shared<cache::Bytes>(static_cast<size_t>(head_size));
-    if (head_size <= probe_size) {
-      std::memcpy(head->data(), probe.data(), static_cast<size_t>(head_size));
-    } else {
-      B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(ref, 0, head_size, head->data()));
-    }
-    return cache::Value(std::move(head));
+    B2NDFS_ASSIGN_OR_RETURN(const HeadProbe probe, PlanHeadProbe(chunk_index));
+    cache::Bytes bytes(static_cast<size_t>(probe.size));
+    B2NDFS_RETURN_IF_ERROR(ReadChunkBytes(probe.ref, 0, probe.size, bytes.data()));
+    return HeadFromProbe(probe, bytes);
   });
 }
 
+void Container::FetchChunkHeads(std::span<const int64_t> chunks) const {
+  std::vector<HeadProbe> probes;
+  for (int64_t c : chunks) {
+    if (context_->cache->Contains(ChunkHeadKey(cache_id_, c))) continue;  // no hit counted
+    auto probe = PlanHeadProbe(c);
+    if (probe.ok()) probes.push_back(*probe);
+  }
+  if (probes.empty()) return;
+  std::vector<cache::Bytes> bytes(probes.size());
+  std::vector<source::PartRead> reads(probes.size());
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const HeadProbe& p = probes[i];
+    bytes[i].resize(static_cast<size_t>(p.size));
+    // As ReadChunkBytes: a sparse frame's chunk is a part of its own; the
+    // probe lies inside the chunks section (PlanHeadProbe sized it so).
+    reads[i] = source::PartRead{source_->sparse() ? p.ref.offset : source::kFramePart,
+                                source_->sparse() ? 0 : p.ref.offset, static_cast<size_t>(p.size),
+                                bytes[i].data()};
+  }
+  std::vector<char> landed(probes.size(), 0);
+  source_->ReadMany(reads, [&](size_t i, const Status& status) {
+    GlobalReadStats().source_reads++;
+    if (!status.ok()) {
+      source_failed_ = true;
+      return;
+    }
+    GlobalReadStats().source_bytes_read += reads[i].length;
+    landed[i] = 1;
+  });
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (landed[i] == 0) continue;
+    // Another reader may have fetched it meanwhile: then this one is dropped.
+    (void)context_->cache->GetOrLoad(ChunkHeadKey(cache_id_, probes[i].chunk),
+                                     [&]() { return HeadFromProbe(probes[i], bytes[i]); });
+  }
+}
+
 // A remote read waits one round trip for the heads of its chunks before it
-// can ask for their blocks. In a container of few chunks, each read that
-// waits for heads also fetches those of other chunks, in the same round on
-// the workers it leaves idle (ROOM), until every chunk's head was fetched
-// once: later reads then wait for none, and find the connections they
-// opened. Not at open: meta.json, xattrs and listings open containers and
-// never need a head. Not for many chunks: a huge array would pay a request
-// per chunk it may never read.
+// can ask for their blocks. A container of few chunks fetches them all in the
+// background when it opens (StartHeadsPrefetch), and each read that still
+// waits for heads (that fetch failed, or was turned off) fetches those of
+// other chunks with its own, in the same round trip, until every chunk's head
+// was fetched once. Not for many chunks: a huge array would pay a request per
+// chunk it may never read.
 std::vector<int64_t> Container::OtherHeadsToFetch(const std::vector<int64_t>& wanted,
                                                   size_t room) const {
   std::vector<int64_t> others;
-  if (!source_->remote() || meta_->nchunks > kAllHeadsMaxChunks) return others;
+  if (!source_->remote() || meta_->nchunks > context_->remote_heads_max_chunks) return others;
   while (others.size() < room) {
     const int64_t c = meta_->next_other_head.fetch_add(1);
     if (c >= meta_->nchunks) break;
@@ -167,6 +215,51 @@ std::vector<int64_t> Container::OtherHeadsToFetch(const std::vector<int64_t>& wa
     if (ref.ok() && ref->kind == format::ChunkKind::kStored) others.push_back(c);
   }
   return others;
+}
+
+// In the background, so that opening a container (meta.json, a listing)
+// never waits for it; the requests (one a head for S3, a few multi-range
+// ones for a web server) are what `remote_heads_max_chunks` bounds.
+void Container::StartHeadsPrefetch() const {
+  if (!ok() || !source_->remote() || context_->workers == nullptr) return;
+  const int64_t nchunks = meta_->nchunks;
+  if (nchunks == 0 || nchunks > context_->remote_heads_max_chunks) return;
+  std::weak_ptr<const Container> weak = weak_from_this();
+  const bool queued = context_->workers->TrySubmit(
+      [weak, nchunks] {
+        auto self = weak.lock();
+        if (!self) return;  // closed before its turn
+        // Reads wait only while this runs, never for a queued task: a
+        // worker waiting for a task queued behind it would wait forever.
+        Metadata& m = *self->meta_;
+        {
+          std::lock_guard<std::mutex> lock(m.heads_mutex);
+          m.heads_in_flight = true;
+        }
+        struct Ended {
+          Metadata& m;
+          ~Ended() {
+            {
+              std::lock_guard<std::mutex> lock(m.heads_mutex);
+              m.heads_in_flight = false;
+            }
+            m.heads_fetched.notify_all();
+          }
+        } ended{m};
+        std::vector<int64_t> all(static_cast<size_t>(nchunks));
+        for (int64_t c = 0; c < nchunks; ++c) all[static_cast<size_t>(c)] = c;
+        self->FetchChunkHeads(all);
+        GlobalReadStats().heads_prefetches++;
+      },
+      kHeadsPrefetchMaxQueued);
+  // Reads then fetch only their own heads: the others are on their way.
+  if (queued) meta_->next_other_head = nchunks;
+}
+
+void Container::WaitForHeadsPrefetch() const {
+  Metadata& m = *meta_;
+  std::unique_lock<std::mutex> lock(m.heads_mutex);
+  m.heads_fetched.wait(lock, [&] { return !m.heads_in_flight; });
 }
 
 Result<cache::Value> Container::FetchCompressedChunk(int64_t chunk_index) const {

@@ -74,6 +74,7 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
     }
   }
   container->Charge();
+  container->StartHeadsPrefetch();
   return container;
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <climits>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,13 @@ namespace b2ndfs::store {
 struct Container::ChunkRef {
   format::ChunkKind kind = format::ChunkKind::kStored;
   int64_t offset = 0;  // contiguous: byte offset in the frame; sparse: file number
+};
+
+struct Container::HeadProbe {
+  int64_t chunk = 0;
+  ChunkRef ref;
+  int64_t available = 0;  // bytes stored from the head's start on
+  int64_t size = 0;       // of the first read
 };
 
 struct Container::Metadata {
@@ -45,6 +53,11 @@ struct Container::Metadata {
   // The next chunk whose head a read may fetch besides its own (remote
   // containers of few chunks: chunk_access.cc OtherHeadsToFetch).
   std::atomic<int64_t> next_other_head{0};
+  // A background fetch of every head (StartHeadsPrefetch) is in flight:
+  // reads wait for it rather than ask for the same heads again.
+  std::mutex heads_mutex;
+  std::condition_variable heads_fetched;
+  bool heads_in_flight = false;  // guarded by heads_mutex
 };
 
 // Blocks loaded together (block_loads.cc). PlanLoads fills everything but
@@ -119,9 +132,9 @@ constexpr int64_t kChunkHeadProbeBytes = 2048;
 constexpr int64_t kChunkHeadSlackBytes = 32;
 constexpr int64_t kMaxChunkHeadProbeBytes = int64_t{64} << 10;
 
-// A remote container with at most this many chunks has all their heads
-// fetched with its first reads' (kChunkHeadProbeBytes each: at most 128 KiB).
-constexpr int64_t kAllHeadsMaxChunks = 64;
+// A container's background fetch of its chunk heads is dropped rather than
+// queued behind this many other tasks (its reads then fetch the heads).
+constexpr size_t kHeadsPrefetchMaxQueued = 64;
 
 // Decompressed bytes of blocks one read-ahead task loads together: their
 // compressed bytes come in few large reads (a remote request per few hundred

@@ -94,6 +94,39 @@ log "last-axis slice: $slice_requests requests (chunk head included), at most $p
 ((${peak:-0} >= 8)) || fail "a last-axis slice had at most $peak requests in flight (want >= 8)"
 ((slice_requests <= 16)) || fail "a last-axis slice took $slice_requests requests (multi-range: want <= 16)"
 
+# Chunk heads at open (prefetch_heads=, default 64 chunks): opening the
+# container fetched its chunk's head in the background, so a read once that
+# landed asks for its blocks only; with prefetch_heads=0 the open fetches no
+# head and the same read asks for it first: one read of the source more
+# (reads.source_reads: ranges asked for, not HTTP requests, which a
+# revalidation of the object's ETag may add to).
+heads_at_open() { # MNT: waits for the background fetch of the heads
+  local i
+  for ((i = 0; i < 100; i++)); do
+    (($(stats_field "$1" reads.heads_prefetches) >= 1)) && return 0
+    sleep 0.1
+  done
+  return 1
+}
+MP=$TMP/mnt_heads
+mount_fs "$NGINX_URL/faults/blocks.b2nd" "$MP" -o cache_size=16M,threads=2 || exit 1
+cat "$MP/meta.json" >/dev/null || fail "meta.json of blocks.b2nd (heads at open)"
+heads_at_open "$MP" || fail "no background fetch of chunk heads 10 s after the container opened"
+before=$(stats_field "$MP" reads.source_reads)
+check "slice after heads at open: data" cmp "$MP/slices/2/37" "$X/want_slice"
+with_heads=$(($(stats_field "$MP" reads.source_reads) - before))
+M0=$TMP/mnt_noheads
+mount_fs "$NGINX_URL/faults/blocks.b2nd" "$M0" -o cache_size=16M,threads=2,prefetch_heads=0 || exit 1
+cat "$M0/meta.json" >/dev/null || fail "meta.json of blocks.b2nd (prefetch_heads=0)"
+sleep 0.5
+(($(stats_field "$M0" reads.heads_prefetches) == 0)) || fail "prefetch_heads=0 still fetched heads at open"
+before=$(stats_field "$M0" reads.source_reads)
+check "slice with prefetch_heads=0: data" cmp "$M0/slices/2/37" "$X/want_slice"
+without_heads=$(($(stats_field "$M0" reads.source_reads) - before))
+log "last-axis slice: $with_heads source reads with the head fetched at open, $without_heads without"
+((with_heads + 1 == without_heads)) ||
+  fail "with the chunk head fetched at open a slice made $with_heads source reads, without $without_heads (want one fewer)"
+
 # A URL that does not answer is refused before the daemon detaches.
 if "$B2NDFS" "$NGINX_URL/fx/nope/" "$TMP/never" 2>"$X/refused.log"; then
   fail "b2ndfs mounted a URL that answers 404"

@@ -237,25 +237,29 @@ TEST_CASE("the soft open-file limit is raised to the hard limit") {
   CHECK(after.rlim_max == before.rlim_max);
 }
 
-TEST_CASE("remote sources take timeout=, retries= and connections=") {
-  auto cl =
-      Parse({"-o", "timeout=2.5,retries=0,connections=64", "http://127.0.0.1:8080/data/", "/mnt"});
+TEST_CASE("remote sources take timeout=, retries=, connections= and prefetch_heads=") {
+  auto cl = Parse({"-o", "timeout=2.5,retries=0,connections=64,prefetch_heads=0",
+                   "http://127.0.0.1:8080/data/", "/mnt"});
   REQUIRE(cl.ok());
   CHECK(cl->timeout == 2.5);
   CHECK(cl->retries == 0);
   CHECK(cl->connections == 64);
+  CHECK(cl->prefetch_heads == 0);
+  CHECK(Parse({"http://h/", "/mnt"})->prefetch_heads == -1);  // the store's default
   CHECK(cl->fuse_options.empty());
   CHECK(b2ndfs::app::IsRemoteSource("HTTPS://host/x.b2nd"));
   CHECK(b2ndfs::app::IsRemoteSource("s3://bucket/prefix"));
   CHECK_FALSE(b2ndfs::app::IsRemoteSource("/data/http://x"));
   CHECK_FALSE(b2ndfs::app::IsRemoteSource("ftp://host/x"));
   for (const char* bad : {"timeout=0", "timeout=-1", "timeout=abc", "timeout=", "retries=101",
-                          "retries=-1", "connections=0", "connections=1025", "connections=x"}) {
+                          "retries=-1", "connections=0", "connections=1025", "connections=x",
+                          "prefetch_heads=-1", "prefetch_heads=", "prefetch_heads=2000000"}) {
     CHECK_FALSE(Parse({"-o", bad, "http://h/", "/mnt"}).ok());
   }
   // Remote options on a local source are a mistake worth reporting.
   CHECK_FALSE(Parse({"-o", "timeout=5", "/data", "/mnt"}).ok());
   CHECK_FALSE(Parse({"-o", "connections=8", "/data", "/mnt"}).ok());
+  CHECK_FALSE(Parse({"-o", "prefetch_heads=8", "/data", "/mnt"}).ok());
   // S3 settings belong to s3:// sources.
   CHECK_FALSE(Parse({"-o", "region=eu-west-1", "http://h/", "/mnt"}).ok());
   auto s3 = Parse({"-o", "endpoint=http://127.0.0.1:4568,region=us-east-1,no_sign",

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ struct StoreContext {
   PinBudget* pins = nullptr;      // optional: mount-wide limit on pinned blocks
   // Bytes of blocks one read may pin at once before it copies them out.
   size_t max_pinned_bytes = 64u << 20;
+  // A remote container of at most this many chunks has every chunk head
+  // (the block offsets a read must have before it can ask for blocks)
+  // fetched in the background when it opens, so that its first read waits
+  // one round trip, not two; 0: each head with the first read of its chunk.
+  int64_t remote_heads_max_chunks = 64;
 };
 
 // The bytes of a virtual file that streams the array: `header` (an .npy or
@@ -94,6 +100,8 @@ struct ReadStats {
   // (store/read_plan.h), and such reads.
   std::atomic<uint64_t> coalesced_reads{0};
   std::atomic<uint64_t> coalesced_blocks{0};
+  // Background fetches of a remote container's chunk heads at open.
+  std::atomic<uint64_t> heads_prefetches{0};
   std::atomic<uint64_t> prefetch_requests{0};
   std::atomic<uint64_t> prefetched_blocks{0};
   std::atomic<int64_t> pinned_bytes{0};    // blocks held by readers right now
@@ -156,6 +164,20 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
   Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
   Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
+  // Where a chunk's head is, and how much its first read takes.
+  struct HeadProbe;
+  Result<HeadProbe> PlanHeadProbe(int64_t chunk_index) const;
+  // The head from the first bytes of the chunk (a second read when the
+  // head is longer than the probe).
+  Result<cache::Value> HeadFromProbe(const HeadProbe& probe, std::span<const uint8_t> bytes) const;
+  // The heads of CHUNKS that the cache lacks, into the cache, in one
+  // ReadMany (one round trip for them all from a remote source). Best
+  // effort: a head not had is left to FetchChunkHead, which says why.
+  void FetchChunkHeads(std::span<const int64_t> chunks) const;
+  // Remote containers of few chunks: every head, on a background worker.
+  void StartHeadsPrefetch() const;
+  // Returns once no background fetch of heads is in flight.
+  void WaitForHeadsPrefetch() const;
   // Up to ROOM chunks besides WANTED whose heads a remote container of few
   // chunks fetches with a read's own, each once (chunk_access.cc).
   std::vector<int64_t> OtherHeadsToFetch(const std::vector<int64_t>& wanted, size_t room) const;
