@@ -1,5 +1,8 @@
 #include "b2ndfs/cache/block_cache.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -13,6 +16,30 @@
 #include <utility>
 
 namespace b2ndfs::cache {
+
+void PrefaultForWrite(void* p, size_t size) noexcept {
+#ifdef MADV_POPULATE_WRITE
+  // Off for good after the first refusal (an older kernel: EINVAL).
+  static std::atomic<bool> supported{true};
+  if (!supported.load(std::memory_order_relaxed)) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  // The whole pages inside the buffer: the partial ones at its ends may be
+  // shared with other allocations, and are present already if so.
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size) & ~(page - 1);
+  if (end <= begin) return;
+  const int saved_errno = errno;
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) != 0 &&
+      errno == EINVAL) {
+    supported.store(false, std::memory_order_relaxed);
+  }
+  errno = saved_errno;
+#else
+  (void)p;
+  (void)size;
+#endif
+}
+
 namespace {
 
 // splitmix64's finalizer: every input bit flips about half the output bits,
