@@ -571,8 +571,14 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
     ReadPattern& p = *handle.pattern;
     std::lock_guard<std::mutex> lock(p.mutex);
     const int64_t slack = 2 * std::max<int64_t>(n, 128 << 10);
+    // A remote reader that starts at the file's start is taken as
+    // sequential from its first read (most readers of a file start there and
+    // go on): the blocks of its next kernel reads then go out in the same
+    // round trip as this one's, not one round trip later.
+    const bool remote_start = handle.remote && p.next_offset < 0 && offset == 0;
     const bool sequential =
-        p.next_offset >= 0 && offset >= p.next_offset - slack && offset <= p.next_offset + slack;
+        remote_start ||
+        (p.next_offset >= 0 && offset >= p.next_offset - slack && offset <= p.next_offset + slack);
     if (sequential) {
       p.window = std::min(max_window, std::max(p.window * 2, 2 * n));
       from = std::max(end, p.prefetched_until);

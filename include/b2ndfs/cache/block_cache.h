@@ -58,7 +58,7 @@ struct UninitializedAllocator : std::allocator<T> {
     if (n * sizeof(T) >= kPrefaultBytes) PrefaultForWrite(p, n * sizeof(T));
     return p;
   }
-  static constexpr size_t kPrefaultBytes = 32 << 10;
+  static constexpr size_t kPrefaultBytes = 8 << 10;
   template <typename U>
   struct rebind {
     using other = UninitializedAllocator<U>;
