@@ -191,15 +191,24 @@ build_pass() {
       configure "$TSAN_BUILD" -DB2NDFS_TSAN=ON -DB2NDFS_SANITIZE=OFF -DB2NDFS_BUILD_BENCH=OFF || return 1
       local targets=()
       if ((TSAN_SUBSET)); then
-        # The unit tests the selection runs: programs of this tree.
+        # From the names of the tests selected (ctest -N cannot name the
+        # programs of a tree not built yet): unit.NAME runs the program NAME
+        # (b2ndfs_unit_test in tests/CMakeLists.txt), the fuse and stress
+        # scripts start the helpers; any other test: every target.
         targets=("${TSAN_HELPERS[@]}")
-        local cmd
-        while read -r cmd; do
-          [[ $cmd == "$TSAN_BUILD"/* ]] && targets+=("$(basename "$cmd")")
-        done < <(cd "$TSAN_BUILD" && ctest -N -V -R "$TSAN_TESTS" |
-          sed -n 's/^.*Test command: \([^ ]*\).*/\1/p' | tr -d '"')
-        echo "== TSan targets: ${targets[*]}"
-        targets=(--target "${targets[@]}")
+        local name
+        while read -r name; do
+          case $name in
+            unit.*) targets+=("${name#unit.}") ;;
+            fuse.mount_helper) targets=() && break ;; # it installs the whole build
+            fuse.* | stress.*) ;;
+            *) targets=() && break ;;
+          esac
+        done < <(cd "$TSAN_BUILD" && ctest -N -R "$TSAN_TESTS" | sed -n 's/^ *Test *#[0-9]*: //p')
+        if ((${#targets[@]} > 0)); then
+          echo "== TSan targets: ${targets[*]}"
+          targets=(--target "${targets[@]}")
+        fi
       fi
       cmake --build "$TSAN_BUILD" -j"$JOBS" "${targets[@]}"
       ;;
