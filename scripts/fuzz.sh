@@ -16,7 +16,9 @@
 #   build-fuzz/tests/fuzz/fuzz_TARGET FILE      (or the fuzz_TARGET_replay of any build)
 # and, when it is a b2ndfs bug, keep it in tests/fuzz/crashes/TARGET/.
 # Environment: FUZZ_BUILD (default ROOT/build-fuzz), CC/CXX (default clang),
-# FUZZ_JOBS (build parallelism, default 2).
+# FUZZ_JOBS (build parallelism, default 2); FUZZ_NO_BUILD=1: TARGET runs
+# without the build step (after --build-only; runs of several targets at once
+# then do not start ninja on the same tree together).
 # Exit status: 0 when no target found anything, 1 when one did, 2 on usage.
 set -euo pipefail
 
@@ -154,5 +156,5 @@ fi
   exit 2
 }
 [[ $# -gt 0 && $1 == -- ]] && shift
-build
+[[ ${FUZZ_NO_BUILD:-0} == 1 ]] || build
 run "$target" "$seconds" "$@" || exit 1

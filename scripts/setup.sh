@@ -2,6 +2,8 @@
 # Installs everything b2ndfs needs to build and test on Debian 12 (bookworm) or newer.
 #   bash scripts/setup.sh           what building and every test need
 #   bash scripts/setup.sh --build   only what building b2ndfs and the demo need
+# B2NDFS_SETUP_FUZZ=0 leaves out clang and LLVM, which only the fuzz smoke run
+# needs (scripts/test.sh sets it when that pass does not run here).
 # Idempotent: a second run only checks. c-blosc2 (>= 3.3) comes from the system when
 # one is installed (pkg-config / CMake config, as on Debian forky/sid), else from
 # Debian forky's libblosc2-dev, unpacked into a project-local prefix
@@ -25,7 +27,7 @@ case "${1:-}" in
   "") ;;
   --build) MODE=build ;;
   -h | --help)
-    sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -54,7 +56,6 @@ TEST_PACKAGES=(
   python3-tifffile python3-xarray libtiff-tools imagemagick netpbm
   squashfs-tools squashfuse
   systemd
-  clang libclang-rt-14-dev llvm-14
   util-linux attr
   # docs.check renders the man pages as man(1) does.
   man-db groff-base
@@ -66,8 +67,12 @@ TEST_PACKAGES=(
   # conflicts with it).
   nginx nodejs curl
 )
+# What the fuzz smoke run adds: libFuzzer needs clang; llvm-symbolizer names
+# the lines in its reports.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev llvm-14)
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "$MODE" = all ]; then APT_PACKAGES+=("${TEST_PACKAGES[@]}"); fi
+if [ "$MODE" = all ] && [ "${B2NDFS_SETUP_FUZZ:-1}" != 0 ]; then APT_PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -10,7 +10,14 @@
 #         the concurrency, stress and remote-read tests and the cache, worker
 #         and read-plan unit tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a
 #         TSan report from any process (the daemons too) fails the pass;
-#   fuzz  a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh).
+#   fuzz  a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh),
+#         JOBS targets at a time (each one process).
+# The asan, tsan and fuzz trees are built in the background from the start,
+# at the lowest CPU priority (nice 19), while the main pass runs (in a
+# minimal root much of that is package installs and downloads); each pass
+# waits for its build, raising the builds' priority meanwhile. Their output
+# goes to LOGS/build-{asan,tsan,fuzz}.log; a failed build fails its pass. The
+# TSan tree builds only what the default selection runs (see TSAN_HELPERS).
 # Then one summary line per pass and a last line "N passed, N failed": ctest
 # tests over all passes (skipped ones are neither), each fuzz target one
 # test, a build that fails one failed test. Exit status 1 if anything
@@ -45,6 +52,15 @@ fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
 TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http)|stress\..*|unit\..*(cache|worker|pool|read_plan).*)$}"
+# What the default TSan selection runs besides its unit tests (found with
+# ctest -N): the daemon and the helpers that tests/integration/lib.sh and
+# tests/stress/stress_lib.sh start. Any other selection (B2NDFS_TSAN_TESTS,
+# or ctest arguments given here) builds every target.
+TSAN_HELPERS=(b2ndfs b2nd_fixture fuse_compare lifecycle_probe stress_reader)
+TSAN_SUBSET=0
+[[ -z ${B2NDFS_TSAN_TESTS:-} && $# == 0 ]] && TSAN_SUBSET=1
+ASAN_BUILD="${BUILD}-asan"
+TSAN_BUILD="${BUILD}-tsan"
 LOGS="$BUILD-testlogs"
 mkdir -p "$LOGS"
 
@@ -161,9 +177,113 @@ main_in_minbase() {
   ((rc == 0 || TOTAL_FAILED > 0)) || record main 0 1 0 "(check_minbase.sh exited $rc; $(elapsed "$t0"))"
 }
 
+# --- builds of the other passes, in the background ----------------------------
+# build_pass NAME: configures and builds the tree of pass NAME (asan, tsan,
+# fuzz); status 0 when built.
+build_pass() {
+  case $1 in
+    asan)
+      # No -Werror here: GCC's flow warnings are noisier under sanitizers.
+      configure "$ASAN_BUILD" -DB2NDFS_SANITIZE=ON -DB2NDFS_TSAN=OFF -DB2NDFS_BUILD_BENCH=OFF &&
+        cmake --build "$ASAN_BUILD" -j"$JOBS"
+      ;;
+    tsan)
+      configure "$TSAN_BUILD" -DB2NDFS_TSAN=ON -DB2NDFS_SANITIZE=OFF -DB2NDFS_BUILD_BENCH=OFF || return 1
+      local targets=()
+      if ((TSAN_SUBSET)); then
+        # From the names of the tests selected (ctest -N cannot name the
+        # programs of a tree not built yet): unit.NAME runs the program NAME
+        # (b2ndfs_unit_test in tests/CMakeLists.txt), the fuse and stress
+        # scripts start the helpers; any other test: every target.
+        targets=("${TSAN_HELPERS[@]}")
+        local name
+        while read -r name; do
+          case $name in
+            unit.*) targets+=("${name#unit.}") ;;
+            fuse.mount_helper) targets=() && break ;; # it installs the whole build
+            fuse.* | stress.*) ;;
+            *) targets=() && break ;;
+          esac
+        done < <(cd "$TSAN_BUILD" && ctest -N -R "$TSAN_TESTS" | sed -n 's/^ *Test *#[0-9]*: //p')
+        if ((${#targets[@]} > 0)); then
+          echo "== TSan targets: ${targets[*]}"
+          targets=(--target "${targets[@]}")
+        fi
+      fi
+      cmake --build "$TSAN_BUILD" -j"$JOBS" "${targets[@]}"
+      ;;
+    fuzz) FUZZ_JOBS=$JOBS bash "$ROOT/scripts/fuzz.sh" --build-only ;;
+  esac
+}
+
+HOST_BUILDS=()
+if [[ ${B2NDFS_SANITIZERS:-1} == 1 ]]; then
+  HOST_BUILDS+=(asan)
+  [[ ${B2NDFS_TSAN:-1} == 1 ]] && HOST_BUILDS+=(tsan)
+fi
+[[ ${B2NDFS_FUZZ_SMOKE:-1} == 1 && -f $ROOT/scripts/fuzz.sh ]] && HOST_BUILDS+=(fuzz)
+# Without the fuzz pass, its compilers need not be installed.
+[[ " ${HOST_BUILDS[*]} " == *" fuzz "* ]] || export B2NDFS_SETUP_FUZZ=${B2NDFS_SETUP_FUZZ:-0}
+
+# The builds run one after the other in one background job, a process group
+# of its own (set -m), so that its priority can be changed and it can be
+# stopped as a whole. Each writes LOGS/build-NAME.rc: "STATUS SECONDS".
+BG_PID=
+MY_NICE=$(nice)
+start_host_builds() {
+  ((${#HOST_BUILDS[@]} > 0)) || return 0
+  local b
+  for b in "${HOST_BUILDS[@]}"; do rm -f "$LOGS/build-$b.rc"; done
+  set -m
+  (
+    set +m # its commands stay in its process group
+    renice -n 19 -p "$BASHPID" >/dev/null
+    for b in "${HOST_BUILDS[@]}"; do
+      t=$SECONDS
+      build_pass "$b" >"$LOGS/build-$b.log" 2>&1
+      echo "$? $((SECONDS - t))" >"$LOGS/build-$b.rc"
+    done
+  ) </dev/null &
+  BG_PID=$!
+  set +m
+  echo "== building ${HOST_BUILDS[*]} in the background (logs: $LOGS/build-*.log)"
+}
+stop_host_builds() {
+  [[ -n $BG_PID ]] && kill -0 "$BG_PID" 2>/dev/null || return 0
+  kill -TERM -- "-$BG_PID" 2>/dev/null
+  sleep 1
+  kill -KILL -- "-$BG_PID" 2>/dev/null
+  wait "$BG_PID" 2>/dev/null
+}
+trap stop_host_builds EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_build NAME: waits for pass NAME's build, at this script's priority
+# meanwhile (the main pass is done; the builds after it go back to the
+# background); status 0 when it built. BUILD_SECONDS: how long it took.
+BUILD_SECONDS=0
+wait_build() {
+  local rc_file=$LOGS/build-$1.rc rc
+  if [[ ! -f $rc_file ]] && kill -0 "$BG_PID" 2>/dev/null; then
+    echo "== waiting for the $1 build (log: $LOGS/build-$1.log)"
+    renice -n "$MY_NICE" -g "$BG_PID" >/dev/null 2>&1
+    while [[ ! -f $rc_file ]] && kill -0 "$BG_PID" 2>/dev/null; do sleep 2; done
+    renice -n 19 -g "$BG_PID" >/dev/null 2>&1
+  fi
+  read -r rc BUILD_SECONDS 2>/dev/null <"$rc_file" || rc=1
+  if [[ $rc != 0 ]]; then
+    echo "== the $1 build failed (log: $LOGS/build-$1.log):"
+    tail -n 30 "$LOGS/build-$1.log"
+    return 1
+  fi
+  echo "== $1 build: done in $BUILD_SECONDS s (log: $LOGS/build-$1.log)"
+}
+
 # --- main ---------------------------------------------------------------------
 # Everything the other passes need (and debootstrap) is installed here first.
 bash "$ROOT/scripts/setup.sh" || echo "== scripts/setup.sh failed: the passes below will say what is missing"
+start_host_builds
 if [[ $MINBASE == auto && $(id -u) == 0 ]] && command -v debootstrap >/dev/null; then
   main_in_minbase "$@"
   (($? == 77)) && main_here "not in a minimal root: the archive is unreachable" "$@"
@@ -174,28 +294,19 @@ else
 fi
 
 # --- asan ---------------------------------------------------------------------
-if [[ ${B2NDFS_SANITIZERS:-1} == 1 ]]; then
-  ASAN_BUILD="${BUILD}-asan"
-  echo "== build with AddressSanitizer + UBSan (${ASAN_BUILD})"
-  t0=$SECONDS
-  # No -Werror here: GCC's flow warnings are noisier under sanitizers.
-  if configure "$ASAN_BUILD" -DB2NDFS_SANITIZE=ON -DB2NDFS_TSAN=OFF -DB2NDFS_BUILD_BENCH=OFF &&
-    cmake --build "$ASAN_BUILD" -j"$JOBS"; then
+if [[ " ${HOST_BUILDS[*]} " == *" asan "* ]]; then
+  if wait_build asan; then
     echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD})"
     run_ctest asan "$ASAN_BUILD" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
       UBSAN_OPTIONS=print_stacktrace=1 -- --timeout 1800 "$@"
   else
-    record asan 0 1 0 "(build failed; $(elapsed "$t0"))"
+    record asan 0 1 0 "(build failed after $BUILD_SECONDS s; $LOGS/build-asan.log)"
   fi
 fi
 
 # --- tsan ---------------------------------------------------------------------
-if [[ ${B2NDFS_SANITIZERS:-1} == 1 && ${B2NDFS_TSAN:-1} == 1 ]]; then
-  TSAN_BUILD="${BUILD}-tsan"
-  echo "== build with ThreadSanitizer (${TSAN_BUILD})"
-  t0=$SECONDS
-  if configure "$TSAN_BUILD" -DB2NDFS_TSAN=ON -DB2NDFS_SANITIZE=OFF -DB2NDFS_BUILD_BENCH=OFF &&
-    cmake --build "$TSAN_BUILD" -j"$JOBS"; then
+if [[ " ${HOST_BUILDS[*]} " == *" tsan "* ]]; then
+  if wait_build tsan; then
     echo "== tests under ThreadSanitizer (${TSAN_BUILD}): $TSAN_TESTS"
     # TSan maps its shadow at fixed addresses; with a randomised layout
     # (large vm.mmap_rnd_bits, as on recent kernels) its runtime may find
@@ -219,34 +330,45 @@ if [[ ${B2NDFS_SANITIZERS:-1} == 1 && ${B2NDFS_TSAN:-1} == 1 ]]; then
       record tsan-reports 0 1 0 "($n ThreadSanitizer report(s) in $reports; $(elapsed "$tsan_t0"))"
     fi
   else
-    record tsan 0 1 0 "(build failed; $(elapsed "$t0"))"
+    record tsan 0 1 0 "(build failed after $BUILD_SECONDS s; $LOGS/build-tsan.log)"
   fi
 fi
 
 # --- fuzz smoke ---------------------------------------------------------------
-if [[ ${B2NDFS_FUZZ_SMOKE:-1} == 1 && -f $ROOT/scripts/fuzz.sh ]]; then
+if [[ " ${HOST_BUILDS[*]} " == *" fuzz "* ]]; then
   echo "== fuzz smoke run"
-  t0=$SECONDS
-  if FUZZ_JOBS=$JOBS bash "$ROOT/scripts/fuzz.sh" --build-only; then
+  if wait_build fuzz; then
+    t0=$SECONDS
     passed=0
     failed=0
     failed_names=""
-    for target in $(bash "$ROOT/scripts/fuzz.sh" --list); do
-      if FUZZ_JOBS=$JOBS bash "$ROOT/scripts/fuzz.sh" "$target" 20 >"$LOGS/fuzz-$target.log" 2>&1; then
-        passed=$((passed + 1))
-        echo "fuzz_$target: no findings"
-      else
-        failed=$((failed + 1))
-        failed_names+="$target "
-        echo "fuzz_$target: FOUND A PROBLEM (log: $LOGS/fuzz-$target.log)"
-        tail -n 30 "$LOGS/fuzz-$target.log"
-      fi
+    # JOBS targets at a time: each run is one process, on one CPU.
+    mapfile -t targets < <(bash "$ROOT/scripts/fuzz.sh" --list)
+    for ((i = 0; i < ${#targets[@]}; i += JOBS)); do
+      batch=("${targets[@]:i:JOBS}")
+      pids=()
+      for target in "${batch[@]}"; do
+        FUZZ_NO_BUILD=1 bash "$ROOT/scripts/fuzz.sh" "$target" 20 >"$LOGS/fuzz-$target.log" 2>&1 &
+        pids+=($!)
+      done
+      for j in "${!batch[@]}"; do
+        target=${batch[j]}
+        if wait "${pids[j]}"; then
+          passed=$((passed + 1))
+          echo "fuzz_$target: no findings"
+        else
+          failed=$((failed + 1))
+          failed_names+="$target "
+          echo "fuzz_$target: FOUND A PROBLEM (log: $LOGS/fuzz-$target.log)"
+          tail -n 30 "$LOGS/fuzz-$target.log"
+        fi
+      done
     done
     detail="($(elapsed "$t0"))"
     [[ -n $failed_names ]] && detail="findings in: ${failed_names% } $detail"
     record fuzz "$passed" "$failed" 0 "$detail"
   else
-    record fuzz 0 "$(bash "$ROOT/scripts/fuzz.sh" --list | wc -l)" 0 "(build failed; $(elapsed "$t0"))"
+    record fuzz 0 "$(bash "$ROOT/scripts/fuzz.sh" --list | wc -l)" 0 "(build failed after $BUILD_SECONDS s; $LOGS/build-fuzz.log)"
   fi
 fi
 
