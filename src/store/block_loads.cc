@@ -291,12 +291,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       if (piece_landed[j] != 0) return;
       piece_landed[j] = 1;
       const auto [k, m] = owner[j];
-      GlobalReadStats().source_reads++;
-      if (s.ok()) {
-        GlobalReadStats().source_bytes_read += pieces[j].length;
-      } else {
-        source_failed_ = true;
-      }
+      CountSourceRead(s, pieces[j].length);
       meta_->flights.Land(batch.claims[k], batch.claims[k].mine[m], s, &loads.reads[k].owned,
                           &batch.counts[k]);
       if (!s.ok() && batch.landed[k].ok()) batch.landed[k] = s;

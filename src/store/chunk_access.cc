@@ -179,13 +179,8 @@ void Container::FetchChunkHeads(std::span<const int64_t> chunks) const {
   }
   std::vector<char> landed(probes.size(), 0);
   source_->ReadMany(reads, [&](size_t i, const Status& status) {
-    GlobalReadStats().source_reads++;
-    if (!status.ok()) {
-      source_failed_ = true;
-      return;
-    }
-    GlobalReadStats().source_bytes_read += reads[i].length;
-    landed[i] = 1;
+    CountSourceRead(status, reads[i].length);
+    landed[i] = status.ok() ? 1 : 0;
   });
   for (size_t i = 0; i < probes.size(); ++i) {
     if (landed[i] == 0) continue;

@@ -95,13 +95,17 @@ void Container::Charge() {
 
 Status Container::ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const {
   Status status = source_->Read(part, offset, static_cast<size_t>(length), out);
+  CountSourceRead(status, static_cast<size_t>(length));
+  return status;
+}
+
+void Container::CountSourceRead(const Status& status, size_t length) const {
   GlobalReadStats().source_reads++;
   if (!status.ok()) {
     source_failed_ = true;
   } else {
-    GlobalReadStats().source_bytes_read += static_cast<uint64_t>(length);
+    GlobalReadStats().source_bytes_read += length;
   }
-  return status;
 }
 
 Status Container::Load(const FileCatalog* catalog) {

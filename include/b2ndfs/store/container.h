@@ -158,6 +158,9 @@ class Container : public std::enable_shared_from_this<Container> {
   Status LoadLayout();
   Status LoadChunkIndex(std::vector<uint8_t> offsets_chunk);
   Status ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const;
+  // Counts one read of the source (ReadSource's, or one of a ReadMany) as it
+  // ends: stats, and source_failed_ when it failed.
+  void CountSourceRead(const Status& status, size_t length) const;
   void Charge();
   struct ChunkRef;
   Result<ChunkRef> LocateChunk(int64_t chunk_index) const;
