@@ -154,12 +154,9 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     auto span = codec::SpanForRange(*chunk.head, chunk.info, b.first_byte, b.stored);
     if (!span.ok()) continue;
     b.span = *span;
-    // A sparse frame's chunk is a part of its own; a contiguous frame's
-    // chunks are bytes of the frame, so neighbours can share a read.
     const bool sparse = source_->sparse();
-    const int64_t base = sparse ? 0 : chunk.ref.offset;
-    spans.push_back(SourceSpan{sparse ? chunk.ref.offset : source::kFramePart, base + b.span.begin,
-                               base + b.span.end});
+    const int64_t base = chunk.ref.Base(sparse);
+    spans.push_back(SourceSpan{chunk.ref.Part(sparse), base + b.span.begin, base + b.span.end});
     span_block.push_back(i);
   }
   if (spans.empty()) return;
@@ -208,7 +205,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   auto part_span = [&](size_t i) {
     const BlockLoads::Block& b = loads.blocks[i];
     const BlockLoads::View& view = loads.views[static_cast<size_t>(b.view)];
-    const int64_t base = sparse ? 0 : loads.chunks[view.chunk].ref.offset;
+    const int64_t base = loads.chunks[view.chunk].ref.Base(sparse);
     return std::make_pair(base + b.span.begin, base + b.span.end);
   };
   // Sizes read k's buffer and sets the bytes of the part its blocks still
@@ -259,7 +256,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     for (size_t v : read.views) {
       BlockLoads::View& view = loads.views[v];
       const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
-      const int64_t base = sparse ? 0 : chunk.ref.offset;
+      const int64_t base = chunk.ref.Base(sparse);
       const int64_t head_size = codec::ChunkHeadSize(chunk.info);
       // From the head's start to the view's first byte, and to the buffer's end.
       const int64_t distance =

@@ -92,12 +92,12 @@ Status Container::ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t le
                                  uint8_t* out) const {
   const Metadata& src = *meta_;
   if (offset < 0 || length < 0) return InvalidData("negative chunk range");
-  if (source_->sparse()) return ReadSource(ref.offset, offset, length, out);
-  if (ref.offset + offset + length > src.chunks_end) {
+  const bool sparse = source_->sparse();
+  if (!sparse && ref.offset + offset + length > src.chunks_end) {
     return InvalidData("chunk bytes [" + std::to_string(offset) + ", " +
                        std::to_string(offset + length) + ") pass the end of the chunks section");
   }
-  return ReadSource(source::kFramePart, ref.offset + offset, length, out);
+  return ReadSource(ref.Part(sparse), ref.Base(sparse) + offset, length, out);
 }
 
 Result<Container::HeadProbe> Container::PlanHeadProbe(int64_t chunk_index) const {
@@ -171,11 +171,9 @@ void Container::FetchChunkHeads(std::span<const int64_t> chunks) const {
   for (size_t i = 0; i < probes.size(); ++i) {
     const HeadProbe& p = probes[i];
     bytes[i].resize(static_cast<size_t>(p.size));
-    // As ReadChunkBytes: a sparse frame's chunk is a part of its own; the
-    // probe lies inside the chunks section (PlanHeadProbe sized it so).
-    reads[i] = source::PartRead{source_->sparse() ? p.ref.offset : source::kFramePart,
-                                source_->sparse() ? 0 : p.ref.offset, static_cast<size_t>(p.size),
-                                bytes[i].data()};
+    // The probe lies inside the chunks section (PlanHeadProbe sized it so).
+    reads[i] = source::PartRead{p.ref.Part(source_->sparse()), p.ref.Base(source_->sparse()),
+                                static_cast<size_t>(p.size), bytes[i].data()};
   }
   std::vector<char> landed(probes.size(), 0);
   source_->ReadMany(reads, [&](size_t i, const Status& status) {

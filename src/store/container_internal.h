@@ -21,6 +21,11 @@ namespace b2ndfs::store {
 struct Container::ChunkRef {
   format::ChunkKind kind = format::ChunkKind::kStored;
   int64_t offset = 0;  // contiguous: byte offset in the frame; sparse: file number
+  // Where its bytes are read from: a sparse frame's chunk is a part of its
+  // own, from byte 0; a contiguous frame's lies at `offset` of the frame (so
+  // neighbours can share a read).
+  int64_t Part(bool sparse) const { return sparse ? offset : source::kFramePart; }
+  int64_t Base(bool sparse) const { return sparse ? 0 : offset; }
 };
 
 struct Container::HeadProbe {
