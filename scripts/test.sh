@@ -222,8 +222,10 @@ if [[ ${B2NDFS_SANITIZERS:-1} == 1 ]]; then
   [[ ${B2NDFS_TSAN:-1} == 1 ]] && HOST_BUILDS+=(tsan)
 fi
 [[ ${B2NDFS_FUZZ_SMOKE:-1} == 1 && -f $ROOT/scripts/fuzz.sh ]] && HOST_BUILDS+=(fuzz)
+# runs_pass NAME: pass NAME (asan, tsan, fuzz) runs, after its build.
+runs_pass() { [[ " ${HOST_BUILDS[*]} " == *" $1 "* ]]; }
 # Without the fuzz pass, its compilers need not be installed.
-[[ " ${HOST_BUILDS[*]} " == *" fuzz "* ]] || export B2NDFS_SETUP_FUZZ=${B2NDFS_SETUP_FUZZ:-0}
+runs_pass fuzz || export B2NDFS_SETUP_FUZZ=${B2NDFS_SETUP_FUZZ:-0}
 
 # The builds run one after the other in one background job, a process group
 # of its own (set -m), so that its priority can be changed and it can be
@@ -294,7 +296,7 @@ else
 fi
 
 # --- asan ---------------------------------------------------------------------
-if [[ " ${HOST_BUILDS[*]} " == *" asan "* ]]; then
+if runs_pass asan; then
   if wait_build asan; then
     echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD})"
     run_ctest asan "$ASAN_BUILD" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
@@ -305,7 +307,7 @@ if [[ " ${HOST_BUILDS[*]} " == *" asan "* ]]; then
 fi
 
 # --- tsan ---------------------------------------------------------------------
-if [[ " ${HOST_BUILDS[*]} " == *" tsan "* ]]; then
+if runs_pass tsan; then
   if wait_build tsan; then
     echo "== tests under ThreadSanitizer (${TSAN_BUILD}): $TSAN_TESTS"
     # TSan maps its shadow at fixed addresses; with a randomised layout
@@ -335,7 +337,7 @@ if [[ " ${HOST_BUILDS[*]} " == *" tsan "* ]]; then
 fi
 
 # --- fuzz smoke ---------------------------------------------------------------
-if [[ " ${HOST_BUILDS[*]} " == *" fuzz "* ]]; then
+if runs_pass fuzz; then
   echo "== fuzz smoke run"
   if wait_build fuzz; then
     t0=$SECONDS
