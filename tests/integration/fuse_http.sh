@@ -100,18 +100,13 @@ log "last-axis slice: $slice_requests requests (chunk head included), at most $p
 # head and the same read asks for it first: one read of the source more
 # (reads.source_reads: ranges asked for, not HTTP requests, which a
 # revalidation of the object's ETag may add to).
-heads_at_open() { # MNT: waits for the background fetch of the heads
-  local i
-  for ((i = 0; i < 100; i++)); do
-    (($(stats_field "$1" reads.heads_prefetches) >= 1)) && return 0
-    sleep 0.1
-  done
-  return 1
+heads_landed() { # MNT: the background fetch of its chunk heads is done
+  (($(stats_field "$1" reads.heads_prefetches) >= 1))
 }
 MP=$TMP/mnt_heads
 mount_fs "$NGINX_URL/faults/blocks.b2nd" "$MP" -o cache_size=16M,threads=2 || exit 1
 cat "$MP/meta.json" >/dev/null || fail "meta.json of blocks.b2nd (heads at open)"
-heads_at_open "$MP" || fail "no background fetch of chunk heads 10 s after the container opened"
+wait_until 10 heads_landed "$MP" || fail "no background fetch of chunk heads 10 s after the container opened"
 before=$(stats_field "$MP" reads.source_reads)
 check "slice after heads at open: data" cmp "$MP/slices/2/37" "$X/want_slice"
 with_heads=$(($(stats_field "$MP" reads.source_reads) - before))
