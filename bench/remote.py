@@ -248,18 +248,23 @@ def main():
         for rtt in RTTS:
             fs_times, landed_times, base_times = [], [], []
             nginx_bytes, stats_bytes, requests = [], [], []
-            for rep in range(a.reps):
-                mnt = os.path.join(work, f"mnt_{axis}_{rtt}_{rep}")
+            def opened_mount(name):
+                """A fresh mount whose container was opened (meta.json read):
+                not timed, as the block-unaware client is handed the chunk
+                offsets too."""
+                mnt = os.path.join(work, name)
                 p = mount(b2ndfs, f"http://127.0.0.1:{ports[rtt]}/r/", mnt, a.opts)
-                # Opening the container (header, chunk index) is not timed:
-                # the block-unaware client is handed the chunk offsets too.
-                # Its chunk heads, fetched in the background from the open
-                # on, are still on their way: the read waits for them.
                 with open(os.path.join(mnt, "arr.b2nd", "meta.json")) as f:
                     f.read()
+                return mnt, p, os.path.join(mnt, "arr.b2nd", "slices", str(axis), str(INDEX))
+
+            for rep in range(a.reps):
+                # The chunk heads, fetched in the background from the open
+                # on, are still on their way: the read waits for them.
+                mnt, p, slice_path = opened_mount(f"mnt_{axis}_{rtt}_{rep}")
                 before = stats(mnt)["remote"]["bytes_fetched"]
                 since = os.path.getsize(access)
-                seconds, got = read_all(os.path.join(mnt, "arr.b2nd", "slices", str(axis), str(INDEX)))
+                seconds, got = read_all(slice_path)
                 time.sleep(0.2)  # nginx writes its log line after the body
                 n, sent = log_bytes(access, since)
                 stats_bytes.append(stats(mnt)["remote"]["bytes_fetched"] - before)
@@ -271,13 +276,10 @@ def main():
                 # of the chunk heads landed (what the container's block
                 # offsets are to a block-aware client, the chunk offsets to
                 # the whole-chunk client below).
-                mnt = os.path.join(work, f"mnt_{axis}_{rtt}_{rep}_landed")
-                p = mount(b2ndfs, f"http://127.0.0.1:{ports[rtt]}/r/", mnt, a.opts)
-                with open(os.path.join(mnt, "arr.b2nd", "meta.json")) as f:
-                    f.read()
+                mnt, p, slice_path = opened_mount(f"mnt_{axis}_{rtt}_{rep}_landed")
                 wait_for(lambda: stats(mnt)["reads"].get("heads_prefetches", 0) >= 1, 10,
                          "the chunk heads fetched at open")
-                seconds, landed = read_all(os.path.join(mnt, "arr.b2nd", "slices", str(axis), str(INDEX)))
+                seconds, landed = read_all(slice_path)
                 unmount(mnt, p)
                 if landed != got:
                     raise RuntimeError(f"axis {axis}: two fresh mounts read different slices")
