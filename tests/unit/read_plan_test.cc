@@ -145,6 +145,8 @@ class CountingSource final : public source::ByteSource {
   int64_t coalesce_gap() const override { return gap_; }
   mutable std::atomic<int64_t> reads{0};
   mutable std::atomic<int64_t> bytes{0};
+  // Set before the container opens: its workers read them from then on
+  // (the chunk heads are fetched in the background at open).
   int delay_ms = 0;
   bool remote_ = false;
   mutable std::mutex batch_mutex;
@@ -436,17 +438,18 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
   auto want_of = [&](const geometry::Box& box) {
     return SliceBytes(array, box.start.data(), box.stop.data());
   };
-  auto open = [&](uint64_t cache_id) {
+  auto open = [&](uint64_t cache_id, int delay_ms) {
     auto opened = source::OpenLocal(path, &env.descriptors);
     REQUIRE(opened.ok());
     auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{1} << 20);
     counting->remote_ = remote;
+    counting->delay_ms = delay_ms;
     auto container = store::Container::Open(counting, &env.ctx, cache_id, nullptr);
     REQUIRE(container->ok());
     return std::make_pair(counting, container);
   };
   // What one reader of all their boxes fetches.
-  auto [alone_source, alone] = open(1);
+  auto [alone_source, alone] = open(1, 0);
   const geometry::Box all = box_of(0, kReaders - 1);
   std::vector<uint8_t> got(static_cast<size_t>(all.NumItems() * 4));
   REQUIRE(alone->ReadArrayBox(all, got.data()).ok());
@@ -454,8 +457,7 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
   const int64_t alone_bytes = alone_source->bytes.load();
 
   // The readers at once, on a slow source: their reads overlap in time.
-  auto [shared_source, shared] = open(2);
-  shared_source->delay_ms = 20;
+  auto [shared_source, shared] = open(2, 20);
   std::vector<std::vector<uint8_t>> outs(kReaders);
   std::vector<Status> statuses(kReaders);
   std::vector<std::thread> readers;
