@@ -27,11 +27,11 @@
 # Where the main pass runs (B2NDFS_MINBASE):
 #   auto  (default) as root, in a fresh minimal Debian root of this machine's
 #         release (debootstrap --variant=minbase; scripts/check_minbase.sh):
-#         this script itself runs there, from a copy of the sources as a user
-#         gets them, with nothing installed by hand, so every run also checks
-#         that the README's test command works on a minimal machine (its
-#         package test runs the README's main command on a minimal root of
-#         its own). The other passes run here. When that cannot be done (not
+#         the README's main command (scripts/demo.sh) runs there first, then
+#         this script itself, from a copy of the sources as a user gets them,
+#         with nothing installed by hand, so every run also checks that the
+#         README's two commands work on a minimal machine (the demo's line in
+#         the summary). The other passes run here. When that cannot be done (not
 #         root, the archive unreachable), the main pass runs here and its
 #         summary line says why.
 #   0     the main pass here (quicker for development).
@@ -161,7 +161,7 @@ main_here() {
 # minimal root can be made here.
 main_in_minbase() {
   local t0=$SECONDS inner=$LOGS/minbase-summary.tsv rc
-  echo "== main pass in a fresh minimal Debian root (scripts/check_minbase.sh --main-only)"
+  echo "== the demo and the main pass in a fresh minimal Debian root (scripts/check_minbase.sh --main-only)"
   rm -f "$inner"
   bash "$ROOT/scripts/check_minbase.sh" --main-only --summary "$inner" "$@"
   rc=$?

@@ -15,6 +15,10 @@
 #   minbase_copy_sources SRC DEST
 #                           the source tree as a user gets it (no build
 #                           trees, no .deps, no .git)
+#   minbase_demo ROOT LOG   the README's main command (scripts/demo.sh) in
+#                           ROOT/root/b2ndfs, its output into LOG; fails,
+#                           saying why on stderr, unless it ran to its end,
+#                           showed its slice check and left no mount
 #   minbase_release ROOT    stops every process whose root is ROOT and
 #                           unmounts everything below it, deepest first,
 #                           then ROOT's bind mount onto itself
@@ -73,6 +77,26 @@ minbase_copy_sources() {
   mkdir -p "$2"
   tar -C "$1" --exclude='./build*' --exclude='./.git' --exclude='./.deps' --exclude='./bench/out' -cf - . |
     tar -C "$2" -xf -
+}
+
+minbase_demo() {
+  local root=$1 log=$2 ok=0
+  if ! minbase_run "$root" bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    echo "bash scripts/demo.sh fails on a minimal root" >&2
+    ok=1
+  elif ! grep -q "What next" "$log"; then
+    echo "the demo ended without its 'What next' lines" >&2
+    ok=1
+  elif ! grep -q "slice 384 == row 384 of data" "$log"; then
+    echo "the demo did not show its slice check" >&2
+    ok=1
+  fi
+  if awk -v r="$root/root/b2ndfs" 'index($5, r) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+    echo "the demo left a mount behind" >&2
+    ok=1
+  fi
+  return $ok
 }
 
 minbase_release() {

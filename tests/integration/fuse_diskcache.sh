@@ -98,7 +98,7 @@ inval=$(stats_field "$MF" remote.disk_cache.invalidations)
 check "unmount faults again" unmount_fs "$MF"
 
 # --- corrupt files: misses, never wrong bytes ------------------------------------------
-n=$(python3 - "$DC/ranges" <<'PY'
+n=$("$PY" - "$DC/ranges" <<'PY'
 import os, sys
 n = 0
 for root, _, files in os.walk(sys.argv[1]):

@@ -14,7 +14,6 @@
 # Usage: fuse_dtypes.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init dtypes "$1"
-PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
   log "SKIP: $PY has no numpy"
   exit 77

@@ -12,7 +12,6 @@
 # Usage: fuse_headers.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init headers "$1"
-PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy, nibabel, vtkmodules.vtkIOImage; from osgeo import gdal' 2>/dev/null; then
   log "SKIP: $PY lacks numpy, nibabel, vtk or GDAL (scripts/setup.sh installs them)"
   exit 77

@@ -18,7 +18,6 @@
 # Usage: fuse_images.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init images "$1"
-PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy, tifffile' 2>/dev/null; then
   log "SKIP: $PY lacks numpy or tifffile (python3-tifffile; scripts/setup.sh installs it)"
   exit 77

@@ -8,7 +8,6 @@
 # Usage: fuse_numpy.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init numpy "$1"
-PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
   log "SKIP: $PY has no numpy"
   exit 77

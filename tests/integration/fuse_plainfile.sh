@@ -24,7 +24,7 @@ mkdir -p "$S" "$V"
 # Versions of the same size (192 KiB: more than one read-ahead window) that
 # differ everywhere: version k is a deterministic byte stream seeded by k.
 make_version() {
-  python3 -c '
+  "$PY" -c '
 import random, sys
 r = random.Random(int(sys.argv[1]))
 sys.stdout.buffer.write(bytes(r.getrandbits(8) for _ in range(192 * 1024)))' "$1" >"$V/$1"

@@ -12,7 +12,6 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init view "$1"
 SEED=${2:-${B2NDFS_VIEW_SEED:-$RANDOM}}
-PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
   log "SKIP: $PY has no numpy"
   exit 77

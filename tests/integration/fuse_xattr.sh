@@ -14,7 +14,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init xattr "$1"
 require_fuse
 
-PY=/usr/bin/python3
 if ! command -v getfattr >/dev/null; then
   fail "getfattr is missing (the attr package, scripts/setup.sh)"
   finish

@@ -19,7 +19,6 @@
 # Usage: fuse_zarr.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init zarr "$1"
-PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy, zarr, xarray' 2>/dev/null; then
   log "SKIP: $PY lacks numpy, zarr or xarray (python3-zarr, python3-xarray; scripts/setup.sh)"
   exit 77

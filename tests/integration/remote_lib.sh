@@ -40,7 +40,7 @@ nginx_binary() {
 
 # A TCP port nobody listens on now (the kernel picks it).
 free_port() {
-  python3 -c 'import socket
+  "$PY" -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
