@@ -175,6 +175,12 @@ int main(int argc, char** argv) {
   session.single_threaded = cl.single_threaded;
   session.max_threads =
       static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
+  // Worker threads and decompression contexts are made when the session
+  // starts (after the fork into the background), not in the first read.
+  session.on_start = [&workers, &decompressors, threads] {
+    workers.Start();
+    decompressors.Prepare(static_cast<size_t>(threads));
+  };
   session.fuse_args.push_back(program);
   if (cl.debug) session.fuse_args.push_back("-d");
   // A remote source's name without credentials (mount tables are public).

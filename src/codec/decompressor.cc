@@ -341,6 +341,21 @@ DecompressorPool::Lease DecompressorPool::Acquire() {
   return Lease(this, std::make_unique<Decompressor>(binding_));
 }
 
+void DecompressorPool::Prepare(size_t count) {
+  count = std::min(count, max_idle_);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (idle_.size() >= count) return;
+    }
+    // Made without the lock held (it is a leaf lock; making one allocates).
+    auto d = std::make_unique<Decompressor>(binding_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.size() >= count) return;
+    idle_.push_back(std::move(d));
+  }
+}
+
 void DecompressorPool::Return(std::unique_ptr<Decompressor> d) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (idle_.size() < max_idle_) idle_.push_back(std::move(d));

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -32,6 +33,7 @@ struct DirHandle {
 struct State {
   vfs::Filesystem* fs = nullptr;
   size_t max_read = 1 << 20;
+  std::function<void()> on_start;           // SessionOptions::on_start
   std::unique_ptr<AsyncReads> async_reads;  // remote reads; null until the loop runs
   // Handles the kernel has not released yet. On SIGTERM or a forced unmount
   // it never will: they are freed when the session ends.
@@ -103,6 +105,12 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   // for a synchronous O_DIRECT read it does not (AsyncReads answers a waiting
   // one EINTR at once).
   if (state->fs->remote()) conn->want &= ~FUSE_CAP_ASYNC_DIO;
+  // Nothing may throw into libfuse; what did not start now starts on use.
+  try {
+    if (state->on_start) state->on_start();
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarning, std::string("starting worker threads: ") + e.what());
+  }
 }
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -494,6 +502,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   State state;
   state.fs = &filesystem;
   state.max_read = options.max_read;
+  state.on_start = options.on_start;
 
   std::vector<char*> argv;
   for (const auto& a : options.fuse_args) argv.push_back(const_cast<char*>(a.c_str()));

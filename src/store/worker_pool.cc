@@ -1,6 +1,7 @@
 #include "b2ndfs/store/worker_pool.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <utility>
@@ -11,9 +12,9 @@ WorkerPool::WorkerPool(int threads) : size_(threads > 0 ? threads : 0) {}
 
 WorkerPool::~WorkerPool() { Shutdown(); }
 
-// Threads start on first use: the daemon forks (fuse_daemonize) after the
-// pool is built, and threads do not survive a fork.
-void WorkerPool::EnsureStarted() {
+// Threads start on first use or Start(): the daemon forks (fuse_daemonize)
+// after the pool is built, and threads do not survive a fork.
+void WorkerPool::Start() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (started_ || stopping_) return;
   started_ = true;
@@ -39,6 +40,9 @@ void WorkerPool::Shutdown() {
 }
 
 void WorkerPool::WorkerLoop() {
+  // A thread's first allocation attaches it to a malloc arena (creating one
+  // maps and faults in its first pages): done here, not in a first read.
+  std::free(std::malloc(1));
   for (;;) {
     std::function<void()> task;
     {
@@ -88,7 +92,7 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   };
   if (n > 1 && size_ > 1) {
     try {
-      EnsureStarted();
+      Start();
       const size_t helpers = std::min(n - 1, static_cast<size_t>(size_ - 1));
       std::lock_guard<std::mutex> lock(mutex_);
       // Helpers capture `fn` by reference: safe because we wait for
@@ -119,7 +123,7 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
 bool WorkerPool::TrySubmit(std::function<void()> fn, size_t max_queued) {
   if (size_ == 0) return false;
   try {
-    EnsureStarted();
+    Start();
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || threads_.empty() || tasks_.size() >= max_queued) return false;
     tasks_.push_back(std::move(fn));

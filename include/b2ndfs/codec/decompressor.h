@@ -143,6 +143,9 @@ class DecompressorPool {
   explicit DecompressorPool(size_t max_idle, std::shared_ptr<const ArrayBinding> binding = nullptr)
       : max_idle_(max_idle), binding_(std::move(binding)) {}
   Lease Acquire();
+  // Creates contexts until `count` are idle (at most max_idle): the first
+  // reads then find them made.
+  void Prepare(size_t count);
 
  private:
   void Return(std::unique_ptr<Decompressor> d);

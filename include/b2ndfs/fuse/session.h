@@ -5,6 +5,7 @@
 // Thread-safety: callbacks run on libfuse's worker threads concurrently.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct SessionOptions {
   unsigned max_idle_threads = 10;     // idle request threads kept, not ended
   size_t max_read = 1 << 20;          // largest read the kernel should send
   size_t kernel_readahead = 1 << 20;  // the mount's read_ahead_kb, in bytes (0: leave)
+  // Called once the session runs (after daemonizing), before any request is
+  // answered: starts what must not be started before a fork.
+  std::function<void()> on_start;
 };
 
 // Mounts, daemonizes unless foreground (only after the mount succeeded, so

@@ -38,6 +38,10 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int size() const { return size_; }
+  // Starts the threads now rather than on first use, each bound to its
+  // malloc arena (so that the first read after a mount does not pay for
+  // either). Call it after any fork: threads do not survive one.
+  void Start();
   // Runs fn(0) .. fn(n - 1) on the calling thread and up to size() - 1
   // workers (so at most size() at once); returns when all have finished.
   // If fn throws, the remaining items still run and the first exception is
@@ -57,7 +61,6 @@ class WorkerPool {
 
  private:
   void WorkerLoop();
-  void EnsureStarted();
   const int size_;
   std::mutex shutdown_mutex_;  // so that concurrent Shutdown() calls all join
   mutable std::mutex mutex_;
