@@ -37,6 +37,26 @@ itest_init() {
   ITEST_T0=$(date +%s.%N)
   trap itest_cleanup EXIT
   trap 'exit 130' INT TERM
+  itest_watchdog
+}
+
+# ctest kills a test that runs out of time with SIGKILL, which no trap
+# survives: its mounts and servers would stay. ITEST_TIMEOUT (ctest's
+# TIMEOUT, set by tests/integration/CMakeLists.txt) arms a watchdog that
+# stops this script 15 s before that (its children TERMed, so that a command
+# hanging in the foreground lets the EXIT trap run).
+itest_watchdog() {
+  local limit=${ITEST_TIMEOUT:-0}
+  if [[ ! $limit =~ ^[0-9]+$ ]] || ((limit <= 30)); then return 0; fi
+  (
+    # Stopped early (cleanup kills the sleep): nothing more to do.
+    # Its output not ctest's pipe, which ctest reads until every holder ends.
+    { sleep $((limit - 15)) >/dev/null; } 2>/dev/null || exit 0
+    echo "[$ITEST_NAME] FAIL: stopped after $((limit - 15)) s, 15 s before ctest's limit of $limit s" >&2
+    kill -TERM $$
+    pkill -TERM -P $$
+  ) &
+  ITEST_WATCHDOG=$!
 }
 
 log() {
@@ -238,6 +258,10 @@ unmount_strays() {
 itest_cleanup() {
   local rc=$? mnt pid
   set +e
+  if [[ -n ${ITEST_WATCHDOG:-} ]]; then
+    pkill -P "$ITEST_WATCHDOG" 2>/dev/null  # its sleep: then it ends
+    wait "$ITEST_WATCHDOG" 2>/dev/null
+  fi
   for mnt in "${ITEST_MOUNTS[@]}"; do
     unmount_fs "$mnt"
   done
