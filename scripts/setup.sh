@@ -57,6 +57,8 @@ TEST_PACKAGES=(
   squashfs-tools squashfuse
   systemd
   util-linux attr
+  # ps and pkill (the tests' watchdog, fuse.s3's look at command lines)
+  procps
   # docs.check renders the man pages as man(1) does.
   man-db groff-base
   # scripts/build_deb.sh and the package test (package.deb).

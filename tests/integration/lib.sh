@@ -48,6 +48,7 @@ itest_init() {
 itest_watchdog() {
   local limit=${ITEST_TIMEOUT:-0}
   if [[ ! $limit =~ ^[0-9]+$ ]] || ((limit <= 30)); then return 0; fi
+  command -v pkill >/dev/null || return 0  # it needs procps (scripts/setup.sh)
   (
     # Stopped early (cleanup kills the sleep): nothing more to do.
     # Its output not ctest's pipe, which ctest reads until every holder ends.
