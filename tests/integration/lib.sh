@@ -51,7 +51,7 @@ itest_watchdog() {
   command -v pkill >/dev/null || return 0  # it needs procps (scripts/setup.sh)
   (
     # Stopped early (cleanup kills the sleep): nothing more to do.
-    # Its output not ctest's pipe, which ctest reads until every holder ends.
+    # sleep holds no end of ctest's output pipe: ctest reads it until all close.
     { sleep $((limit - 15)) >/dev/null; } 2>/dev/null || exit 0
     echo "[$ITEST_NAME] FAIL: stopped after $((limit - 15)) s, 15 s before ctest's limit of $limit s" >&2
     kill -TERM $$
