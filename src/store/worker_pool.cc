@@ -42,7 +42,9 @@ void WorkerPool::Shutdown() {
 void WorkerPool::WorkerLoop() {
   // A thread's first allocation attaches it to a malloc arena (creating one
   // maps and faults in its first pages): done here, not in a first read.
-  std::free(std::malloc(1));
+  // Through a volatile pointer: GCC deletes a malloc whose only use is free.
+  void* volatile first = std::malloc(1);
+  std::free(first);
   for (;;) {
     std::function<void()> task;
     {
