@@ -143,6 +143,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
   // Each block's compressed span, as bytes of a source part.
   std::vector<SourceSpan> spans;
   std::vector<size_t> span_block;
+  const bool sparse = source_->sparse();
   for (size_t i = 0; i < loads.blocks.size(); ++i) {
     BlockLoads::Block& b = loads.blocks[i];
     const BlockLoads::Chunk& chunk = loads.chunks[block_chunk[i]];
@@ -154,7 +155,6 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     auto span = codec::SpanForRange(*chunk.head, chunk.info, b.first_byte, b.stored);
     if (!span.ok()) continue;
     b.span = *span;
-    const bool sparse = source_->sparse();
     const int64_t base = chunk.ref.Base(sparse);
     spans.push_back(SourceSpan{chunk.ref.Part(sparse), base + b.span.begin, base + b.span.end});
     span_block.push_back(i);
