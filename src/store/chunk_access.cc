@@ -168,12 +168,13 @@ void Container::FetchChunkHeads(std::span<const int64_t> chunks) const {
   if (probes.empty()) return;
   std::vector<cache::Bytes> bytes(probes.size());
   std::vector<source::PartRead> reads(probes.size());
+  const bool sparse = source_->sparse();
   for (size_t i = 0; i < probes.size(); ++i) {
     const HeadProbe& p = probes[i];
     bytes[i].resize(static_cast<size_t>(p.size));
     // The probe lies inside the chunks section (PlanHeadProbe sized it so).
-    reads[i] = source::PartRead{p.ref.Part(source_->sparse()), p.ref.Base(source_->sparse()),
-                                static_cast<size_t>(p.size), bytes[i].data()};
+    reads[i] = source::PartRead{p.ref.Part(sparse), p.ref.Base(sparse), static_cast<size_t>(p.size),
+                                bytes[i].data()};
   }
   std::vector<char> landed(probes.size(), 0);
   source_->ReadMany(reads, [&](size_t i, const Status& status) {
