@@ -5,7 +5,8 @@
 # this machine reaches the network, which holds for a root next to it too:
 # its resolv.conf, apt Acquire settings and locally added CA certificates
 # (e.g. of a TLS-intercepting egress proxy; they join the root's trust store
-# when its ca-certificates package is installed). Nothing else.
+# when its ca-certificates package is installed). Nothing else, but dpkg
+# set to skip its fsyncs (the root is thrown away).
 # Needs root. Used by tests/package/package_deb.sh and scripts/check_minbase.sh.
 #
 #   minbase_make ROOT LOG   debootstrap into ROOT (its output into LOG);
@@ -53,6 +54,10 @@ minbase_make() {
   mount --bind /sys "$root/sys" || return 1
   mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || return 1
   [[ -c $root/dev/fuse ]] || mknod -m 666 "$root/dev/fuse" c 10 229 || return 1
+  # A throwaway root: dpkg's fsync of every file it unpacks guards against a
+  # power loss, which would lose the root anyway (the set-up there: 350 ->
+  # 277 s).
+  echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/b2ndfs-throwaway-root"
   local conf
   for conf in /etc/apt/apt.conf.d/*; do
     [[ -f $conf ]] && grep -q '^[[:space:]]*Acquire::' "$conf" && cp "$conf" "$root/etc/apt/apt.conf.d/"
