@@ -298,12 +298,17 @@ Value BlockCache::Lookup(const Key& key) {
   return value;
 }
 
-Value BlockCache::TryGet(const Key& key) {
+Value BlockCache::TryGet(const Key& key, Count count) {
   Shard& shard = ShardFor(key);
   std::lock_guard<std::mutex> lock(shard.mu);
   Value value = shard.TouchLocked(key);
-  if (value) shard.hits.fetch_add(1, std::memory_order_relaxed);
+  if (value && count == Count::kYes) shard.hits.fetch_add(1, std::memory_order_relaxed);
   return value;
+}
+
+void BlockCache::CountHits(uint64_t n) {
+  // stats() sums the shards: any one of them may hold the count.
+  shards_.front()->hits.fetch_add(n, std::memory_order_relaxed);
 }
 
 bool BlockCache::Contains(const Key& key) const {

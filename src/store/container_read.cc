@@ -118,16 +118,21 @@ bool Container::CopyIfCached(const std::vector<Box>& boxes, uint8_t* out) const 
   const Pin pin(context_->pins, pinned);
   bool all_cached = true;
   int64_t copied_items = 0, wanted_items = 0;
+  uint64_t hits = 0;
   uint8_t* dst = out;
   for (const Box& sub : boxes) {
     layout.ForEachBlockIn(sub, [&](const BlockRef& ref, const Box& region) {
       if (!all_cached) return;
+      // Hits are counted once the read is served here: after a miss, ReadBox
+      // looks every block up again and counts there.
       const cache::Value block = context_->cache->TryGet(
-          cache::Key{cache_id_, ref.chunk_index, ref.block_index, cache::EntryKind::kBlock});
+          cache::Key{cache_id_, ref.chunk_index, ref.block_index, cache::EntryKind::kBlock},
+          cache::BlockCache::Count::kNo);
       if (!block) {
         all_cached = false;
         return;
       }
+      ++hits;
       geometry::CopyRegion(block->data(), ref.block_box, dst, sub, region, itemsize);
       copied_items += region.NumItems();
     });
@@ -137,7 +142,9 @@ bool Container::CopyIfCached(const std::vector<Box>& boxes, uint8_t* out) const 
   }
   // The reply buffer is not zeroed: a walk that missed items (which ReadBox
   // reports as an error) must not pass for a read.
-  return copied_items == wanted_items;
+  if (copied_items != wanted_items) return false;
+  context_->cache->CountHits(hits);
+  return true;
 }
 
 Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,

@@ -25,23 +25,19 @@ using std::chrono::seconds;
 // one makes the test fail instead of hanging.
 constexpr auto kGuard = seconds(20);
 
-Key K(uint64_t container, int64_t chunk, int64_t block = 0,
-      EntryKind kind = EntryKind::kBlock) {
+Key K(uint64_t container, int64_t chunk, int64_t block = 0, EntryKind kind = EntryKind::kBlock) {
   return Key{container, chunk, block, kind};
 }
 
 // Content derived from the key, so any mix-up between keys is visible.
 uint8_t ByteOf(const Key& key, size_t i) {
-  const uint64_t seed =
-      key.container_id * 1000003u + static_cast<uint64_t>(key.chunk) * 7919u +
-      static_cast<uint64_t>(key.block) * 131u + static_cast<uint64_t>(key.kind);
+  const uint64_t seed = key.container_id * 1000003u + static_cast<uint64_t>(key.chunk) * 7919u +
+                        static_cast<uint64_t>(key.block) * 131u + static_cast<uint64_t>(key.kind);
   return static_cast<uint8_t>(((seed + i) * 2654435761u) >> 13);
 }
 
 size_t SizeOf(const Key& key) {
-  return 1 + (static_cast<size_t>(ByteOf(key, 0)) * 16 +
-              static_cast<size_t>(key.block)) %
-                 3000;
+  return 1 + (static_cast<size_t>(ByteOf(key, 0)) * 16 + static_cast<size_t>(key.block)) % 3000;
 }
 
 Value MakeValue(const Key& key, size_t size) {
@@ -155,8 +151,7 @@ TEST_CASE("budget holds on the GetOrLoad path too") {
   BlockCache cache(20000, 4);
   for (int64_t b = 0; b < 500; ++b) {
     const Key key = K(2, 0, b);
-    auto r =
-        cache.GetOrLoad(key, [&] { return Result<Value>(MakeValue(key)); });
+    auto r = cache.GetOrLoad(key, [&] { return Result<Value>(MakeValue(key)); });
     REQUIRE(r.ok());
     REQUIRE(Matches(key, *r));
     REQUIRE(cache.stats().bytes_cached <= 20000);
@@ -165,6 +160,21 @@ TEST_CASE("budget holds on the GetOrLoad path too") {
   // Only fresh keys: entries are exactly what was retained minus evicted.
   CHECK(s.entries == s.inserts - s.evictions);
   CHECK(s.misses == 500);
+}
+
+TEST_CASE("TryGet counts hits unless told not to; CountHits adds them later") {
+  BlockCache cache(1 << 20, 4);
+  const Key a = K(1, 0), b = K(1, 1);
+  cache.Insert(a, MakeValue(a));
+  const CacheStats before = cache.stats();
+  CHECK(Matches(a, cache.TryGet(a)));
+  CHECK(cache.TryGet(b) == nullptr);  // nothing found: no miss either
+  CHECK(cache.stats().hits == before.hits + 1);
+  CHECK(Matches(a, cache.TryGet(a, BlockCache::Count::kNo)));
+  CHECK(cache.stats().hits == before.hits + 1);
+  cache.CountHits(5);
+  CHECK(cache.stats().hits == before.hits + 6);
+  CHECK(cache.stats().misses == before.misses);
 }
 
 TEST_CASE("LRU order with one shard") {
@@ -219,8 +229,7 @@ TEST_CASE("a value held by a reader survives its eviction") {
   REQUIRE_FALSE(cache.Contains(key));
   CHECK(held.use_count() == 1);  // the cache let go, the reader did not
   REQUIRE(held->size() == 1000);
-  for (size_t i = 0; i < held->size(); ++i)
-    REQUIRE((*held)[i] == ByteOf(key, i));
+  for (size_t i = 0; i < held->size(); ++i) REQUIRE((*held)[i] == ByteOf(key, i));
 }
 
 TEST_CASE("single-flight: concurrent callers of one key share one load") {
@@ -339,8 +348,7 @@ TEST_CASE("a throwing loader becomes an error status for every waiter") {
     std::function<Result<Value>()> thrower;
   };
   const std::vector<Case> cases = {
-      {"runtime_error", EIO,
-       []() -> Result<Value> { throw std::runtime_error("boom"); }},
+      {"runtime_error", EIO, []() -> Result<Value> { throw std::runtime_error("boom"); }},
       {"bad_alloc", ENOMEM, []() -> Result<Value> { throw std::bad_alloc(); }},
       {"non-standard", EIO, []() -> Result<Value> { throw 42; }},
       {"null value", EIO, []() -> Result<Value> { return Value(); }},
@@ -374,13 +382,11 @@ TEST_CASE("a throwing loader becomes an error status for every waiter") {
         CHECK(r.status().error_number() == c.expected_errno);
       }
       if (std::string(c.name) == "runtime_error") {
-        CHECK_THAT(results[0].status().message(),
-                   Catch::Matchers::Contains("boom"));
+        CHECK_THAT(results[0].status().message(), Catch::Matchers::Contains("boom"));
       }
       CHECK_FALSE(cache.Contains(key));
       CHECK(cache.stats().load_errors >= 1);
-      auto retry =
-          cache.GetOrLoad(key, [&] { return Result<Value>(MakeValue(key)); });
+      auto retry = cache.GetOrLoad(key, [&] { return Result<Value>(MakeValue(key)); });
       REQUIRE(retry.ok());
       CHECK(Matches(key, *retry));
     }
@@ -390,8 +396,7 @@ TEST_CASE("a throwing loader becomes an error status for every waiter") {
 TEST_CASE("a value bigger than a shard's budget is returned, not retained") {
   BlockCache cache(4000, 2);  // 2000 bytes per shard
   const Key key = K(1, 0, 0);
-  auto r =
-      cache.GetOrLoad(key, [&] { return Result<Value>(MakeValue(key, 2500)); });
+  auto r = cache.GetOrLoad(key, [&] { return Result<Value>(MakeValue(key, 2500)); });
   REQUIRE(r.ok());
   REQUIRE((*r)->size() == 2500);
   for (size_t i = 0; i < 2500; ++i) REQUIRE((**r)[i] == ByteOf(key, i));
@@ -510,18 +515,13 @@ TEST_CASE("stats counters follow the operations") {
   CHECK(s.load_errors == 1);
   CHECK(s.bytes_loaded == SizeOf(a));
   CHECK(s.entries == 2);
-  CHECK(s.bytes_cached ==
-        BlockCache::ChargeFor(SizeOf(a)) + BlockCache::ChargeFor(SizeOf(b)));
+  CHECK(s.bytes_cached == BlockCache::ChargeFor(SizeOf(a)) + BlockCache::ChargeFor(SizeOf(b)));
 }
 
 TEST_CASE("keys differing in one field are distinct entries") {
   BlockCache cache(1 << 20, 16);
-  const std::vector<Key> keys = {K(1, 2, 3),
-                                 K(2, 2, 3),
-                                 K(1, 3, 3),
-                                 K(1, 2, 4),
-                                 K(1, 2, 3, EntryKind::kOther),
-                                 K(1, -2, 3)};
+  const std::vector<Key> keys = {
+      K(1, 2, 3), K(2, 2, 3), K(1, 3, 3), K(1, 2, 4), K(1, 2, 3, EntryKind::kOther), K(1, -2, 3)};
   for (const Key& key : keys) cache.Insert(key, MakeValue(key));
   CHECK(cache.stats().entries == keys.size());
   for (const Key& key : keys) CHECK(Matches(key, cache.Lookup(key)));
@@ -532,8 +532,7 @@ TEST_CASE("stress: threads over a key space bigger than the cache") {
   const int kOpsPerThread = 20000;
   const size_t kCapacity = 256 << 10;  // ~170 average values; 2000 keys
   BlockCache cache(kCapacity, 8);
-  std::atomic<uint64_t> loads{0}, bytes_produced{0}, bad_content{0},
-      failures{0};
+  std::atomic<uint64_t> loads{0}, bytes_produced{0}, bad_content{0}, failures{0};
   std::latch start(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -608,8 +607,7 @@ TEST_CASE("stress: loads, lookups, inserts and erasures interleaved") {
           Value v = cache.Lookup(key);
           if (v != nullptr && !Matches(key, v)) bad.fetch_add(1);
         } else if (o < 95) {
-          if (key.block != 7 && key.block != 13)
-            cache.Insert(key, MakeValue(key));
+          if (key.block != 7 && key.block != 13) cache.Insert(key, MakeValue(key));
         } else if (o < 99) {
           cache.EraseContainer(key.container_id);
         } else {

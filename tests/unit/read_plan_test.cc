@@ -4,7 +4,8 @@
 // bytes of its blocks plus chunk heads, and returns c-blosc2's bytes;
 // concurrent readers whose plans overlap fetch their common bytes once
 // (store/span_flights.h: 1.5x the bytes without it); a remote source gets all
-// of a plan's reads in one ReadMany.
+// of a plan's reads in one ReadMany; a partly cached read counts each block
+// once in the cache's hit and miss counts.
 #include "b2ndfs/store/read_plan.h"
 
 #include <b2nd.h>
@@ -370,6 +371,54 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   REQUIRE(container->ReadArrayBox(box, got.data()).ok());
   CHECK(counting->reads.load() - reads_before == reads);
   CHECK(got == want);
+  b2nd_free(array);
+}
+
+TEST_CASE("a partly cached read counts each block it uses once in the cache's stats",
+          "[read_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  TestStore env(256u << 20, 4, 0);
+  auto opened = source::OpenLocal(path, &env.descriptors);
+  REQUIRE(opened.ok());
+  auto container = store::Container::Open(std::move(opened).value(), &env.ctx, 1, nullptr);
+  REQUIRE(container->ok());
+
+  // B: the plane z = 13; A: the same without its last row of blocks along y,
+  // so that the blocks visited first in B are cached and a later one is not.
+  const int64_t b_start[kNdim] = {13, 0, 0};
+  const int64_t b_stop[kNdim] = {14, kShape[1], kShape[2]};
+  const int64_t a_stop[kNdim] = {14, kShape[1] - kBlocks[1], kShape[2]};
+  const Touched in_a = CountTouched(array, b_start, a_stop);
+  const Touched in_b = CountTouched(array, b_start, b_stop);
+  REQUIRE(in_a.blocks > in_b.chunks);  // else a double count could hide
+  auto read = [&](const int64_t* stop) {
+    geometry::Box box;
+    box.start.assign(b_start, b_start + kNdim);
+    box.stop.assign(stop, stop + kNdim);
+    std::vector<uint8_t> got(static_cast<size_t>(box.NumItems() * 4));
+    REQUIRE(container->ReadArrayBox(box, got.data()).ok());
+    CHECK(got == SliceBytes(array, b_start, stop));
+  };
+  read(a_stop);
+  const cache::CacheStats before = env.cache.stats();
+  read(b_stop);
+  const cache::CacheStats after = env.cache.stats();
+  const uint64_t hits = after.hits - before.hits;
+  const uint64_t misses = after.misses - before.misses;
+  CAPTURE(in_a.blocks, in_b.blocks, in_b.chunks, hits, misses);
+  // Every block of A is a hit, every other block of B a miss; besides them,
+  // at most one chunk-head lookup per chunk.
+  CHECK(hits >= static_cast<uint64_t>(in_a.blocks));
+  CHECK(misses >= static_cast<uint64_t>(in_b.blocks - in_a.blocks));
+  CHECK(hits + misses <= static_cast<uint64_t>(in_b.blocks + in_b.chunks));
+
+  // All cached: a hit per block, nothing else.
+  const cache::CacheStats warm = env.cache.stats();
+  read(b_stop);
+  CHECK(env.cache.stats().hits - warm.hits == static_cast<uint64_t>(in_b.blocks));
+  CHECK(env.cache.stats().misses == warm.misses);
   b2nd_free(array);
 }
 

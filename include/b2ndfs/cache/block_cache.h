@@ -116,9 +116,14 @@ class BlockCache {
   Result<Value> GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader);
   // Cached value or nullptr; counts a hit or a miss.
   Value Lookup(const Key& key);
-  // Cached value (counted as a hit, made most recently used) or nullptr,
-  // counting nothing: for a fast path before GetOrLoad, which counts the miss.
-  Value TryGet(const Key& key);
+  // Cached value (made most recently used) or nullptr. A value found counts
+  // as a hit unless `count` is kNo; nothing found counts nothing: for a fast
+  // path before GetOrLoad, which counts the miss. kNo is for probes that may
+  // be abandoned for a path that looks the same keys up again: their caller
+  // reports what it used with CountHits, so that no lookup counts twice.
+  enum class Count : uint8_t { kYes, kNo };
+  Value TryGet(const Key& key, Count count = Count::kYes);
+  void CountHits(uint64_t n);
   // True when cached (no stats, no LRU touch): for read-ahead decisions.
   bool Contains(const Key& key) const;
   // Caches `value` (replacing any entry of `key`); null values are ignored.
