@@ -5,7 +5,9 @@
 #         c-blosc2's own reads, FUSE tests that really mount, fuzz corpus
 #         replays, stress);
 #   asan  the same suite built with AddressSanitizer + UBSan (LeakSanitizer
-#         included) in BUILD-asan;
+#         included) in BUILD-asan (the tests' own oracles and clients are
+#         not instrumented there nor under TSan: b2ndfs_uninstrumented in
+#         CMakeLists.txt);
 #   tsan  a ThreadSanitizer build (-DB2NDFS_TSAN=ON) in BUILD-tsan running
 #         the concurrency, stress and remote-read tests and the cache, worker
 #         and read-plan unit tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a
