@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "b2ndfs/util/sanitizers.h"
+
 namespace b2ndfs::cache {
 
 void PrefaultForWrite(void* p, size_t size) noexcept {
@@ -37,6 +39,70 @@ void PrefaultForWrite(void* p, size_t size) noexcept {
 #else
   (void)p;
   (void)size;
+#endif
+}
+
+namespace {
+
+// The buffers RecycleBuffer keeps, oldest first. Never destroyed: buffers
+// are freed until the process exits, after static destructors.
+struct RecycledBuffers {
+  std::mutex mu;
+  std::vector<std::pair<void*, size_t>> held;  // capacity kRecycledBuffers
+  size_t bytes = 0;
+  RecycledBuffers() { held.reserve(kRecycledBuffers); }
+};
+
+RecycledBuffers& Recycled() {
+  static RecycledBuffers* const buffers = new RecycledBuffers;
+  return *buffers;
+}
+
+}  // namespace
+
+void* TakeRecycledBuffer(size_t size) noexcept {
+#ifdef B2NDFS_ADDRESS_SANITIZER
+  (void)size;
+  return nullptr;
+#else
+  RecycledBuffers& r = Recycled();
+  std::lock_guard<std::mutex> lock(r.mu);
+  // The newest first: its lines are the likeliest to be in a CPU cache.
+  for (size_t i = r.held.size(); i-- > 0;) {
+    if (r.held[i].second != size) continue;
+    void* p = r.held[i].first;
+    r.held.erase(r.held.begin() + static_cast<std::ptrdiff_t>(i));
+    r.bytes -= size;
+    return p;
+  }
+  return nullptr;
+#endif
+}
+
+bool RecycleBuffer(void* p, size_t size) noexcept {
+#ifdef B2NDFS_ADDRESS_SANITIZER
+  (void)p;
+  (void)size;
+  return false;
+#else
+  if (size > kRecycledBytes) return false;
+  std::pair<void*, size_t> dropped[kRecycledBuffers];
+  size_t ndropped = 0;
+  {
+    RecycledBuffers& r = Recycled();
+    std::lock_guard<std::mutex> lock(r.mu);
+    size_t oldest = 0;
+    while (r.held.size() - oldest == kRecycledBuffers || r.bytes + size > kRecycledBytes) {
+      dropped[ndropped++] = r.held[oldest];
+      r.bytes -= r.held[oldest].second;
+      ++oldest;
+    }
+    r.held.erase(r.held.begin(), r.held.begin() + static_cast<std::ptrdiff_t>(oldest));
+    r.held.emplace_back(p, size);  // within the capacity reserved: no allocation
+    r.bytes += size;
+  }
+  for (size_t i = 0; i < ndropped; ++i) ::operator delete(dropped[i].first, dropped[i].second);
+  return true;
 #endif
 }
 
