@@ -44,8 +44,8 @@ void PrefaultForWrite(void* p, size_t size) noexcept {
 
 namespace {
 
-// The buffers RecycleBuffer keeps, oldest first. Never destroyed: buffers
-// are freed until the process exits, after static destructors.
+// The buffers RecycleBuffer keeps, oldest first. Never destroyed: static
+// destructors at exit may still free block buffers into it.
 struct RecycledBuffers {
   std::mutex mu;
   std::vector<std::pair<void*, size_t>> held;  // capacity kRecycledBuffers
