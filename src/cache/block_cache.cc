@@ -42,6 +42,11 @@ void PrefaultForWrite(void* p, size_t size) noexcept {
 #endif
 }
 
+#ifdef B2NDFS_ADDRESS_SANITIZER
+// Off: ASan must see a block buffer used after its release.
+void* TakeRecycledBuffer(size_t) noexcept { return nullptr; }
+bool RecycleBuffer(void*, size_t) noexcept { return false; }
+#else
 namespace {
 
 // The buffers RecycleBuffer keeps, oldest first. Never destroyed: static
@@ -61,10 +66,6 @@ RecycledBuffers& Recycled() {
 }  // namespace
 
 void* TakeRecycledBuffer(size_t size) noexcept {
-#ifdef B2NDFS_ADDRESS_SANITIZER
-  (void)size;
-  return nullptr;
-#else
   RecycledBuffers& r = Recycled();
   std::lock_guard<std::mutex> lock(r.mu);
   // The newest first: its lines are the likeliest to be in a CPU cache.
@@ -76,15 +77,9 @@ void* TakeRecycledBuffer(size_t size) noexcept {
     return p;
   }
   return nullptr;
-#endif
 }
 
 bool RecycleBuffer(void* p, size_t size) noexcept {
-#ifdef B2NDFS_ADDRESS_SANITIZER
-  (void)p;
-  (void)size;
-  return false;
-#else
   if (size > kRecycledBytes) return false;
   std::pair<void*, size_t> dropped[kRecycledBuffers];
   size_t ndropped = 0;
@@ -103,8 +98,8 @@ bool RecycleBuffer(void* p, size_t size) noexcept {
   }
   for (size_t i = 0; i < ndropped; ++i) ::operator delete(dropped[i].first, dropped[i].second);
   return true;
-#endif
 }
+#endif  // B2NDFS_ADDRESS_SANITIZER
 
 namespace {
 
