@@ -1,8 +1,5 @@
 #include "b2ndfs/cache/block_cache.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -15,91 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "b2ndfs/util/sanitizers.h"
-
 namespace b2ndfs::cache {
-
-void PrefaultForWrite(void* p, size_t size) noexcept {
-#ifdef MADV_POPULATE_WRITE
-  // Off for good after the first refusal (an older kernel: EINVAL).
-  static std::atomic<bool> supported{true};
-  if (!supported.load(std::memory_order_relaxed)) return;
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  // The whole pages inside the buffer: the partial ones at its ends may be
-  // shared with other allocations, and are present already if so.
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size) & ~(page - 1);
-  if (end <= begin) return;
-  const int saved_errno = errno;
-  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) != 0 &&
-      errno == EINVAL) {
-    supported.store(false, std::memory_order_relaxed);
-  }
-  errno = saved_errno;
-#else
-  (void)p;
-  (void)size;
-#endif
-}
-
-#ifdef B2NDFS_ADDRESS_SANITIZER
-// Off: ASan must see a block buffer used after its release.
-void* TakeRecycledBuffer(size_t) noexcept { return nullptr; }
-bool RecycleBuffer(void*, size_t) noexcept { return false; }
-#else
-namespace {
-
-// The buffers RecycleBuffer keeps, oldest first. Never destroyed: static
-// destructors at exit may still free block buffers into it.
-struct RecycledBuffers {
-  std::mutex mu;
-  std::vector<std::pair<void*, size_t>> held;  // capacity kRecycledBuffers
-  size_t bytes = 0;
-  RecycledBuffers() { held.reserve(kRecycledBuffers); }
-};
-
-RecycledBuffers& Recycled() {
-  static RecycledBuffers* const buffers = new RecycledBuffers;
-  return *buffers;
-}
-
-}  // namespace
-
-void* TakeRecycledBuffer(size_t size) noexcept {
-  RecycledBuffers& r = Recycled();
-  std::lock_guard<std::mutex> lock(r.mu);
-  // The newest first: its lines are the likeliest to be in a CPU cache.
-  for (size_t i = r.held.size(); i-- > 0;) {
-    if (r.held[i].second != size) continue;
-    void* p = r.held[i].first;
-    r.held.erase(r.held.begin() + static_cast<std::ptrdiff_t>(i));
-    r.bytes -= size;
-    return p;
-  }
-  return nullptr;
-}
-
-bool RecycleBuffer(void* p, size_t size) noexcept {
-  if (size > kRecycledBytes) return false;
-  std::pair<void*, size_t> dropped[kRecycledBuffers];
-  size_t ndropped = 0;
-  {
-    RecycledBuffers& r = Recycled();
-    std::lock_guard<std::mutex> lock(r.mu);
-    size_t oldest = 0;
-    while (r.held.size() - oldest == kRecycledBuffers || r.bytes + size > kRecycledBytes) {
-      dropped[ndropped++] = r.held[oldest];
-      r.bytes -= r.held[oldest].second;
-      ++oldest;
-    }
-    r.held.erase(r.held.begin(), r.held.begin() + static_cast<std::ptrdiff_t>(oldest));
-    r.held.emplace_back(p, size);  // within the capacity reserved: no allocation
-    r.bytes += size;
-  }
-  for (size_t i = 0; i < ndropped; ++i) ::operator delete(dropped[i].first, dropped[i].second);
-  return true;
-}
-#endif  // B2NDFS_ADDRESS_SANITIZER
 
 namespace {
 

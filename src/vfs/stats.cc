@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "b2ndfs/cache/buffer_memory.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "generation.h"
@@ -59,6 +60,16 @@ std::string Filesystem::StatsJson() const {
   out += kv("load_errors", c.load_errors);
   out += kv("bytes_loaded", c.bytes_loaded);
   out += kv("external_bytes", c.external_bytes, true);
+  out += "  },\n";
+  // Where block memory lives (process-wide): what RSS holds beyond the cache.
+  const cache::BufferMemoryStats m = cache::GetBufferMemoryStats();
+  out += "  \"buffer_memory\": {\n";
+  out += kv("slab_bytes", m.slabs * cache::kSlabBytes);
+  out += kv("slab_bytes_empty", m.slabs_empty * cache::kSlabBytes);
+  out += kv("slab_bytes_used", m.slab_bytes_used);
+  out += kv("slab_buffers", m.slab_slots_used);
+  out += kv("slabs_unmapped", m.slabs_unmapped);
+  out += kv("slab_map_failures", m.slab_map_failures, true);
   out += "  },\n";
   out += "  \"reads\": {\n";
   out += kv("requests", r.reads.load());

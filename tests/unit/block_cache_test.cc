@@ -16,8 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "b2ndfs/util/sanitizers.h"
-
 namespace b2ndfs::cache {
 namespace {
 
@@ -162,55 +160,6 @@ TEST_CASE("budget holds on the GetOrLoad path too") {
   // Only fresh keys: entries are exactly what was retained minus evicted.
   CHECK(s.entries == s.inserts - s.evictions);
   CHECK(s.misses == 500);
-}
-
-#ifndef B2NDFS_ADDRESS_SANITIZER
-// Takes every recycled buffer of `size` out of the pool and frees it; returns
-// how many there were.
-size_t DrainRecycled(size_t size) {
-  size_t n = 0;
-  for (; void* p = TakeRecycledBuffer(size); ++n) ::operator delete(p, size);
-  return n;
-}
-#endif
-
-TEST_CASE("large buffers freed are recycled for the same size, within bounds") {
-#ifdef B2NDFS_ADDRESS_SANITIZER
-  // Off under ASan (it must see block buffers used after their release).
-  CHECK(TakeRecycledBuffer(64 << 10) == nullptr);
-#else
-  // Empty the pool of what earlier tests freed.
-  for (size_t size : {size_t{64} << 10, size_t{96} << 10, size_t{1} << 20}) DrainRecycled(size);
-  UninitializedAllocator<uint8_t> alloc;
-  uint8_t* a = alloc.allocate(64 << 10);
-  alloc.deallocate(a, 64 << 10);
-  CHECK(TakeRecycledBuffer(96 << 10) == nullptr);  // only the same size
-  uint8_t* b = alloc.allocate(64 << 10);
-  CHECK(b == a);                                   // the buffer freed last
-  CHECK(TakeRecycledBuffer(64 << 10) == nullptr);  // taken: gone from the pool
-  alloc.deallocate(b, 64 << 10);
-  CHECK(TakeRecycledBuffer(64 << 10) == a);
-  ::operator delete(a, 64 << 10);
-
-  // At most kRecycledBuffers, and kRecycledBytes in all: the oldest go first.
-  std::vector<uint8_t*> many;
-  for (size_t i = 0; i < kRecycledBuffers + 3; ++i) many.push_back(alloc.allocate(64 << 10));
-  for (uint8_t* p : many) alloc.deallocate(p, 64 << 10);
-  std::vector<void*> back;
-  while (void* p = TakeRecycledBuffer(64 << 10)) back.push_back(p);
-  CHECK(back.size() == kRecycledBuffers);
-  CHECK(back.front() == many.back());  // newest first
-  for (void* p : back) ::operator delete(p, 64 << 10);
-  std::vector<uint8_t*> big;
-  for (size_t i = 0; i < kRecycledBytes / (1 << 20) + 2; ++i)
-    big.push_back(alloc.allocate(1 << 20));
-  for (uint8_t* p : big) alloc.deallocate(p, 1 << 20);
-  CHECK(DrainRecycled(1 << 20) == kRecycledBytes / (1 << 20));
-  // Larger than the whole pool: freed, never kept.
-  uint8_t* huge = alloc.allocate(kRecycledBytes + 1);
-  alloc.deallocate(huge, kRecycledBytes + 1);
-  CHECK(TakeRecycledBuffer(kRecycledBytes + 1) == nullptr);
-#endif
 }
 
 TEST_CASE("TryGet counts hits unless told not to; CountHits adds them later") {

@@ -37,49 +37,29 @@
 #include <utility>
 #include <vector>
 
+#include "b2ndfs/cache/buffer_memory.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::cache {
 
-// Makes the pages of a new buffer of SIZE bytes at P present and writable
-// in one system call, where the kernel supports it (Linux 5.14), so that
-// filling it does not fault once per page.
-void PrefaultForWrite(void* p, size_t size) noexcept;
-
-// A few large buffers freed lately (at most kRecycledBuffers, oldest dropped
-// first), kept for an allocation of the same size: a cache that is full
-// frees a block for every block it decodes, and a recycled buffer needs
-// neither malloc nor the prefault above, which costs a system call even
-// when malloc hands back pages that are present. Not under AddressSanitizer,
-// which could then no longer see a block buffer used after its release.
-void* TakeRecycledBuffer(size_t size) noexcept;     // nullptr: none of that size
-bool RecycleBuffer(void* p, size_t size) noexcept;  // false: the caller frees
-inline constexpr size_t kRecycledBuffers = 32;
-inline constexpr size_t kRecycledBytes = size_t{8} << 20;  // all of them
-
 // Leaves new elements uninitialised: block and chunk buffers are always
 // overwritten in full (by decompression or a read), and zero-filling them
-// first cost ~15% of a cold read. Large buffers are prefaulted: a cold read
-// fills fresh memory, and a fault per 4 KiB page cost a quarter of it (more
-// in a virtual machine, where a fault exits to the hypervisor).
+// first cost ~15% of a cold read. Large buffers come from buffer_memory.h
+// (slabs of present, huge-page-backed memory, reused as soon as freed).
 template <typename T>
 struct UninitializedAllocator : std::allocator<T> {
-  // Recycled buffers are freed with the default alignment's operator delete.
+  // Large buffers are at least 4 KiB-aligned; small ones use operator new.
   static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
-    if (bytes < kPrefaultBytes) return std::allocator<T>::allocate(n);
-    if (void* recycled = TakeRecycledBuffer(bytes)) return static_cast<T*>(recycled);
-    T* p = std::allocator<T>::allocate(n);
-    PrefaultForWrite(p, bytes);
-    return p;
+    if (bytes < kSlabSlotMinBytes) return std::allocator<T>::allocate(n);
+    return static_cast<T*>(AllocateLargeBuffer(bytes));
   }
   void deallocate(T* p, size_t n) noexcept {
     const size_t bytes = n * sizeof(T);
-    if (bytes >= kPrefaultBytes && RecycleBuffer(p, bytes)) return;
-    std::allocator<T>::deallocate(p, n);
+    if (bytes < kSlabSlotMinBytes) return std::allocator<T>::deallocate(p, n);
+    FreeLargeBuffer(p, bytes);
   }
-  static constexpr size_t kPrefaultBytes = 8 << 10;
   template <typename U>
   struct rebind {
     using other = UninitializedAllocator<U>;
