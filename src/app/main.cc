@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/cache/buffer_memory.h"
 #include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/fuse/session.h"
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
   const size_t pin_limit = std::clamp<size_t>(cache_size / 4, 16u << 20, 256u << 20);
   store::PinBudget pins(pin_limit);
   store::StoreContext store;
+  cache::SetSlabHugePages(!cl.no_hugepages);
   // Declared after everything its tasks use (read-ahead tasks hold
   // containers, which point at `store`), so that even its destructor joins
   // them in time; Shutdown() below does it explicitly.

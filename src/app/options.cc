@@ -140,6 +140,10 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     cl.disk_cache_size = *size;
     return Status::Ok();
   }
+  if (option == "no_hugepages") {
+    cl.no_hugepages = true;
+    return Status::Ok();
+  }
   if (option == "no_sign") {
     cl.no_sign = true;
     return Status::Ok();
@@ -309,6 +313,8 @@ std::string Usage(const std::string& program) {
          "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
          "                         decompressed (default 8M, remote files 4x that;\n"
          "                         0 turns it off)\n"
+         "  -o no_hugepages        block memory in 4 KiB pages only (default: 2 MiB slabs\n"
+         "                         ask for transparent huge pages)\n"
          "  -o timeout=SECONDS     remote sources: the longest a request may take, retries\n"
          "                         included; then the read fails with EIO (default 30)\n"
          "  -o retries=N           remote sources: further attempts after a 5xx, 429 or a\n"

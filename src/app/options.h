@@ -21,6 +21,7 @@ struct CommandLine {
   int64_t readahead = -1;             // -1: default
   int max_threads = 0;                // FUSE request threads; 0: DefaultMaxThreads()
   int max_open = 0;                   // containers kept open at once; 0: the vfs default
+  bool no_hugepages = false;          // block memory in 4 KiB pages only
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
   // Remote sources (http://, https://, s3://).
   double timeout = 0;            // seconds a remote request may take, retries included; 0: default

@@ -56,6 +56,7 @@ size_t SlabSizeClass(size_t slot) noexcept {
 
 namespace {
 
+std::atomic<bool> g_huge_pages{true};
 std::atomic<uint64_t> g_slabs{0};
 std::atomic<uint64_t> g_slabs_empty{0};
 std::atomic<uint64_t> g_slots_used{0};
@@ -70,6 +71,8 @@ void* NewPrefaulted(size_t size) {
 }
 
 }  // namespace
+
+void SetSlabHugePages(bool on) noexcept { g_huge_pages.store(on, std::memory_order_relaxed); }
 
 BufferMemoryStats GetBufferMemoryStats() noexcept {
   BufferMemoryStats s;
@@ -137,7 +140,9 @@ uint8_t* MapSlab() noexcept {
   munmap(reinterpret_cast<void*>(base + kSlabBytes), start + kSlabBytes - base);
   void* slab = reinterpret_cast<void*>(base);
 #ifdef MADV_HUGEPAGE
-  madvise(slab, kSlabBytes, MADV_HUGEPAGE);  // a hint: refused where THP is off
+  if (g_huge_pages.load(std::memory_order_relaxed)) {
+    madvise(slab, kSlabBytes, MADV_HUGEPAGE);  // a hint: refused where THP is off
+  }
 #endif
   PrefaultForWrite(slab, kSlabBytes);
   g_slabs.fetch_add(1, std::memory_order_relaxed);

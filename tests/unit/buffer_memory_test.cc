@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -107,6 +111,44 @@ TEST_CASE("slab buffers: aligned, apart, reused newest first, empty slabs kept f
   CHECK(GetBufferMemoryStats().slabs == after.slabs);
   CHECK(GetBufferMemoryStats().slabs_empty == kEmptySlabs - 1);
   FreeLargeBuffer(other, 52 << 10);
+}
+
+// The VmFlags of the mapping that holds P, from /proc/self/smaps.
+std::string VmFlagsAt(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {
+      inside = begin <= addr && addr < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST_CASE("new slabs ask for huge pages unless told not to") {
+  // Enough 1 MiB buffers (two a slab) that the last needs a slab mapped now,
+  // whatever empty slabs were kept.
+  auto last_slab_flags = [] {
+    std::vector<void*> bufs;
+    for (size_t i = 0; i < 2 * (kEmptySlabs + 1); ++i) bufs.push_back(AllocateLargeBuffer(1 << 20));
+    const std::string flags = VmFlagsAt(bufs.back());
+    for (void* p : bufs) FreeLargeBuffer(p, 1 << 20);
+    return flags;
+  };
+  SetSlabHugePages(false);
+  const std::string off = last_slab_flags();
+  SetSlabHugePages(true);
+  const std::string on = last_slab_flags();
+  INFO("huge pages off: " << off << "\non: " << on);
+  REQUIRE(!off.empty());
+  CHECK(off.find(" hg") == std::string::npos);  // VM_HUGEPAGE: MADV_HUGEPAGE was given
+  if (std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
+    CHECK(on.find(" hg") != std::string::npos);
+  }
 }
 
 TEST_CASE("block buffers come from slabs through the cache's allocator") {

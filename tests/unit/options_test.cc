@@ -93,6 +93,11 @@ TEST_CASE("max_threads, max_open and log_level") {
   REQUIRE(cl->log_level.has_value());
   CHECK(*cl->log_level == LogLevel::kWarning);
   CHECK(cl->fuse_options.empty());  // ours, not passed on to libfuse
+  CHECK_FALSE(cl->no_hugepages);
+  auto small_pages = Parse({"-o", "no_hugepages", "/src", "/mnt"});
+  REQUIRE(small_pages.ok());
+  CHECK(small_pages->no_hugepages);
+  CHECK(small_pages->fuse_options.empty());
 
   auto defaults = Parse({"/src", "/mnt"});
   REQUIRE(defaults.ok());

@@ -37,6 +37,13 @@ inline constexpr size_t kEmptySlabs = 4;
 void* AllocateLargeBuffer(size_t size);
 void FreeLargeBuffer(void* p, size_t size) noexcept;
 
+// Whether new slabs ask for transparent huge pages (madvise MADV_HUGEPAGE;
+// on by default). Where the kernel's THP `defrag` setting is `madvise` (the
+// default of Debian and Ubuntu), a fault in such memory may compact memory
+// first: fewer faults and TLB misses, but a latency spike under memory
+// pressure. Off, slabs are made of 4 KiB pages (still present at once).
+void SetSlabHugePages(bool on) noexcept;
+
 // The slot a buffer of SIZE takes in a slab; 0 for sizes slabs do not hold.
 size_t SlabSlotBytes(size_t size) noexcept;
 // The size class of a slot: SlabSlotBytes' values map one to one onto
