@@ -45,6 +45,8 @@ namespace {
 
 // A remote file's read-ahead window is this many times max_readahead.
 constexpr int64_t kRemoteReadaheadFactor = 4;
+// Read-ahead goes on into at most this many files (the one read included).
+constexpr int kReadAheadMaxFiles = 16;
 
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
 
@@ -595,7 +597,19 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
       p.next_offset = end;
     }
   }
-  if (to > from) handle.view->ReadAhead(*handle.container, from, to - from);
+  if (to <= from) return;
+  // What lies past the end is in the files a reader in name order reads
+  // next (slices/0/), where there are such: [from, to) runs on through them.
+  const store::Container& container = *handle.container;
+  int64_t begin = 0;  // where a file starts in that run
+  int files = 0;
+  for (auto file = handle.view; file != nullptr && begin < to && files < kReadAheadMaxFiles;
+       file = file->Next(container), ++files) {
+    const int64_t size = file->Size(container);
+    const int64_t a = std::max(from, begin), b = std::min(to, begin + size);
+    if (b > a) file->ReadAhead(container, a - begin, b - a);
+    begin += size;
+  }
 }
 
 }  // namespace b2ndfs::vfs

@@ -25,6 +25,8 @@ Result<size_t> Node::Read(const store::Container&, int64_t, size_t, uint8_t*) co
 
 void Node::ReadAhead(const store::Container&, int64_t, int64_t) const {}
 
+std::shared_ptr<const Node> Node::Next(const store::Container&) const { return nullptr; }
+
 int64_t StreamFile::Size(const store::Container& container) const {
   return container.StreamSize(stream_);
 }

@@ -15,6 +15,43 @@ uint64_t FileOrdinal(const geometry::ArrayLayout& layout, uint64_t base, int axi
   return ordinal + static_cast<uint64_t>(index);
 }
 
+int Width(int64_t extent) { return DecimalWidth(extent > 0 ? extent - 1 : 0); }
+
+// slices/AXIS/INDEX. Along axis 0 the files are consecutive pieces of the
+// array's bytes, so a reader going through them in order is a sequential
+// reader of `data`, and its read-ahead goes on into the next file. Along
+// the other axes a few bytes of the next file can need a whole new plane of
+// blocks: decoding it ahead would evict what the current file still needs
+// from a cache sized to one plane.
+class SliceFile : public StreamFile {
+ public:
+  static std::shared_ptr<const Node> Make(const geometry::ArrayLayout& layout, uint64_t base,
+                                          int axis, int64_t index) {
+    geometry::Box box = geometry::Box::FromShape(layout.shape());
+    box.start[axis] = index;
+    box.stop[axis] = index + 1;
+    return std::make_shared<SliceFile>(
+        Padded(index, Width(layout.shape()[axis])), FileOrdinal(layout, base, axis, index),
+        store::ArrayStream{std::string(), std::move(box)}, base, axis, index);
+  }
+  SliceFile(std::string name, uint64_t ordinal, store::ArrayStream stream, uint64_t base, int axis,
+            int64_t index)
+      : StreamFile(std::move(name), ordinal, std::move(stream)),
+        base_(base),
+        axis_(axis),
+        index_(index) {}
+
+  std::shared_ptr<const Node> Next(const store::Container& c) const override {
+    if (axis_ != 0 || index_ + 1 >= c.layout().shape()[axis_]) return nullptr;
+    return Make(c.layout(), base_, axis_, index_ + 1);
+  }
+
+ private:
+  uint64_t base_;
+  int axis_;
+  int64_t index_;
+};
+
 class SliceAxisDir : public Node {
  public:
   SliceAxisDir(uint64_t base, int axis)
@@ -23,16 +60,9 @@ class SliceAxisDir : public Node {
 
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
                                              const std::string& name) const override {
-    const auto& layout = c.layout();
-    const int64_t extent = layout.shape()[axis_];
     auto index = ParseIndex(name);
-    if (!index || *index >= extent) return NotFound(name);
-    geometry::Box box = geometry::Box::FromShape(layout.shape());
-    box.start[axis_] = *index;
-    box.stop[axis_] = *index + 1;
-    return std::shared_ptr<const Node>(std::make_shared<StreamFile>(
-        Padded(*index, Width(extent)), FileOrdinal(layout, base_, axis_, *index),
-        store::ArrayStream{std::string(), std::move(box)}));
+    if (!index || *index >= c.layout().shape()[axis_]) return NotFound(name);
+    return SliceFile::Make(c.layout(), base_, axis_, *index);
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
@@ -45,7 +75,6 @@ class SliceAxisDir : public Node {
   }
 
  private:
-  static int Width(int64_t extent) { return DecimalWidth(extent > 0 ? extent - 1 : 0); }
   uint64_t base_;
   int axis_;
 };

@@ -60,6 +60,10 @@ class Node {
                               uint8_t* out) const;
   // Best-effort decompression ahead of a sequential reader.
   virtual void ReadAhead(const store::Container& container, int64_t offset, int64_t length) const;
+  // The file that a reader going through this file's directory in name order
+  // opens next (image-sequence tools do), where reading ahead into it costs
+  // what reading ahead within one file does; nullptr where it would not.
+  virtual std::shared_ptr<const Node> Next(const store::Container& container) const;
 
  protected:
   Node(std::string name, uint64_t ordinal) : name_(std::move(name)), ordinal_(ordinal) {}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# fuse.readahead: a sequential reader of slices/0/IDX has the blocks of the
+# files after it decompressed ahead (image-sequence tools read slices/0/ in
+# name order, and those files are consecutive pieces of `data`); the last
+# file has none after it; the bytes are c-blosc2's throughout.
+# Reads are O_DIRECT, 128 KiB each, so that each reaches the daemon as issued.
+# Usage: fuse_readahead.sh BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+itest_init readahead "$1"
+require_fuse
+
+S=$TMP/src
+R=$TMP/ref
+W=$TMP/want
+M=$TMP/mnt
+mkdir -p "$S" "$R" "$W"
+
+# 16 planes of 512 x 512 float32 (1 MiB each); a block is a quarter of one
+# plane (256 KiB), so every file of slices/0/ has 4 blocks of its own.
+PLANES=16
+BLOCKS_PER_FILE=4
+"$FIXTURE" write "$S/a.b2nd" --ref "$R/a.b2nd" --dtype '<f4' --shape $PLANES,512,512 \
+  --chunks 4,512,512 --blocks 1,128,512 --codec lz4 --filters shuffle --seed 7 >/dev/null ||
+  {
+    fail "b2nd_fixture write"
+    exit 1
+  }
+
+# decompressed MOUNTPOINT: reads.blocks_decompressed once the background
+# work has settled (the same value three times, 0.2 s apart).
+decompressed() {
+  local last=-1 same=0 v i
+  for ((i = 0; i < 100; i++)); do
+    v=$(stats_field "$1" reads.blocks_decompressed)
+    if [[ $v == "$last" ]]; then
+      ((++same >= 2)) && break
+    else
+      same=0
+    fi
+    last=$v
+    sleep 0.2
+  done
+  echo "$last"
+}
+
+# read_plane MOUNTPOINT IDX: slices/0/IDX, read whole in 128 KiB O_DIRECT
+# reads, against c-blosc2's bytes.
+read_plane() {
+  local file idx=$2
+  file=$(printf '%s/a.b2nd/slices/0/%02d' "$1" "$idx")
+  ref_slice "$R/a.b2nd" "$idx,:,:" "$W/$idx"
+  dd if="$file" of="$TMP/got" bs=128K iflag=direct status=none || fail "dd $file"
+  cmp -s "$TMP/got" "$W/$idx" || fail "$file differs from c-blosc2's bytes"
+}
+
+mount_fs "$S" "$M" -o cache_size=64M,threads=2 || exit 1
+read_plane "$M" 0
+after_first=$(decompressed "$M")
+log "slices/0/00 read: $after_first blocks decompressed"
+((after_first >= 2 * BLOCKS_PER_FILE)) ||
+  fail "reading slices/0/00 decompressed $after_first blocks: none of slices/0/01's ($BLOCKS_PER_FILE of its own, at least $BLOCKS_PER_FILE more expected ahead)"
+read_plane "$M" 1
+read_plane "$M" 2
+unmount_fs "$M"
+
+# The last file: nothing after it to read ahead into.
+mount_fs "$S" "$M" -o cache_size=64M,threads=2 || exit 1
+read_plane "$M" $((PLANES - 1))
+last=$(decompressed "$M")
+((last == BLOCKS_PER_FILE)) ||
+  fail "reading the last file decompressed $last blocks, not its $BLOCKS_PER_FILE"
+# Without read-ahead, a file decodes its own blocks only.
+unmount_fs "$M"
+mount_fs "$S" "$M" -o cache_size=64M,threads=2,readahead=0 || exit 1
+read_plane "$M" 0
+none=$(decompressed "$M")
+((none == BLOCKS_PER_FILE)) ||
+  fail "readahead=0: reading slices/0/00 decompressed $none blocks, not its $BLOCKS_PER_FILE"
+errors=$(stats_field "$M" reads.errors)
+[[ $errors == 0 ]] || fail "reads.errors is $errors"
+pid_alive "$DAEMON_PID" || fail "b2ndfs died"
+finish
