@@ -181,6 +181,8 @@ int main(int argc, char** argv) {
   // starts (after the fork into the background), not in the first read.
   session.on_start = [&workers, &decompressors, threads] {
     workers.Start();
+    // Zeroed memory for the first reads' blocks, made while none is asked.
+    workers.TrySubmit(cache::FillEmptySlabs, 1);
     decompressors.Prepare(static_cast<size_t>(threads));
   };
   session.fuse_args.push_back(program);

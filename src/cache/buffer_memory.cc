@@ -91,6 +91,7 @@ void* AllocateLargeBuffer(size_t size) { return NewPrefaulted(size); }
 void FreeLargeBuffer(void* p, size_t size) noexcept { ::operator delete(p, size); }
 void* TakeRecycledBuffer(size_t) noexcept { return nullptr; }
 bool RecycleBuffer(void*, size_t) noexcept { return false; }
+void FillEmptySlabs() noexcept {}
 #else
 namespace {
 
@@ -179,6 +180,26 @@ uint8_t* KeepEmptySlab(uint8_t* base) noexcept {
   g_slabs_empty.store(e.bases.size(), std::memory_order_relaxed);
   return oldest;
 }
+
+}  // namespace
+
+void FillEmptySlabs() noexcept {
+  for (;;) {
+    {
+      EmptySlabs& e = Empty();
+      std::lock_guard<std::mutex> lock(e.mu);
+      if (e.bases.size() >= kEmptySlabs) return;
+    }
+    uint8_t* base = MapSlab();
+    if (base == nullptr) return;
+    if (uint8_t* spare = KeepEmptySlab(base)) {  // others filled it meanwhile
+      UnmapSlab(spare);
+      return;
+    }
+  }
+}
+
+namespace {
 
 // A slot of a slab with room, or nullptr. Holds c.mu.
 void* TakeSlot(SizeClass& c, size_t slot, uint32_t per_slab) {

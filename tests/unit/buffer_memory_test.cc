@@ -151,6 +151,19 @@ TEST_CASE("new slabs ask for huge pages unless told not to") {
   }
 }
 
+TEST_CASE("FillEmptySlabs keeps kEmptySlabs ready, which the next slabs come from") {
+  FillEmptySlabs();
+  const BufferMemoryStats filled = GetBufferMemoryStats();
+  CHECK(filled.slabs_empty == kEmptySlabs);
+  FillEmptySlabs();  // full already: nothing more mapped
+  CHECK(GetBufferMemoryStats().slabs == filled.slabs);
+  void* p = AllocateLargeBuffer(60 << 10);  // a class with no slab yet
+  CHECK(GetBufferMemoryStats().slabs == filled.slabs);
+  CHECK(GetBufferMemoryStats().slabs_empty == kEmptySlabs - 1);
+  FreeLargeBuffer(p, 60 << 10);
+  CHECK(GetBufferMemoryStats().slabs_empty == kEmptySlabs);
+}
+
 TEST_CASE("block buffers come from slabs through the cache's allocator") {
   const BufferMemoryStats before = GetBufferMemoryStats();
   {

@@ -44,6 +44,12 @@ void FreeLargeBuffer(void* p, size_t size) noexcept;
 // pressure. Off, slabs are made of 4 KiB pages (still present at once).
 void SetSlabHugePages(bool on) noexcept;
 
+// Maps and makes present empty slabs until kEmptySlabs are kept: a new
+// slab's 2 MiB must be zeroed by the kernel, and the first reads after a
+// mount would otherwise pay that for every size class they touch. For a
+// background thread at start; no-op under AddressSanitizer.
+void FillEmptySlabs() noexcept;
+
 // The slot a buffer of SIZE takes in a slab; 0 for sizes slabs do not hold.
 size_t SlabSlotBytes(size_t size) noexcept;
 // The size class of a slot: SlabSlotBytes' values map one to one onto
