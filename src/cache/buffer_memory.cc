@@ -233,9 +233,18 @@ void* AllocateSlot(size_t slot) {
       return NewPrefaulted(slot);
     }
     std::lock_guard<std::mutex> lock(c.mu);
-    Slab& s = c.slabs[reinterpret_cast<uintptr_t>(base)];
-    s.base = base;
-    c.with_room.push_back(&s);
+    try {
+      // Room for every slab of the class: FreeSlot's push_back must not throw.
+      if (c.with_room.capacity() <= c.slabs.size()) {
+        c.with_room.reserve(2 * c.slabs.size() + 8);
+      }
+      Slab& s = c.slabs[reinterpret_cast<uintptr_t>(base)];
+      s.base = base;
+      c.with_room.push_back(&s);
+    } catch (const std::bad_alloc&) {
+      UnmapSlab(base);  // not to be lost
+      throw;
+    }
     p = TakeSlot(c, slot, per_slab);
   }
   g_slots_used.fetch_add(1, std::memory_order_relaxed);
@@ -277,7 +286,7 @@ bool FreeSlot(void* p, size_t slot) noexcept {
 // destructors at exit may still free block buffers into it.
 struct RecycledBuffers {
   std::mutex mu;
-  std::vector<std::pair<void*, size_t> > held;  // capacity kRecycledBuffers
+  std::vector<std::pair<void*, size_t>> held;  // capacity kRecycledBuffers
   size_t bytes = 0;
   RecycledBuffers() { held.reserve(kRecycledBuffers); }
 };

@@ -116,11 +116,9 @@ std::string AsString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
 // SPEC.md: names shown as containers, whatever their content.
 bool HasContainerExtension(const std::string& name) {
-  for (const char* ext :
-       {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"}) {
+  for (const char* ext : {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"}) {
     const size_t n = std::strlen(ext);
-    if (name.size() > n && name.compare(name.size() - n, n, ext) == 0)
-      return true;
+    if (name.size() > n && name.compare(name.size() - n, n, ext) == 0) return true;
   }
   return false;
 }
@@ -128,8 +126,7 @@ bool HasContainerExtension(const std::string& name) {
 // ---------------------------------------------------------------------------
 // tree
 
-void CheckMirror(const std::string& mount, const std::string& outdir,
-                 const std::string& rel,
+void CheckMirror(const std::string& mount, const std::string& outdir, const std::string& rel,
                  const std::set<std::string>& containers, Report& report) {
   const std::string src = outdir + (rel.empty() ? "" : "/" + rel);
   const std::string dst = mount + (rel.empty() ? "" : "/" + rel);
@@ -155,27 +152,22 @@ void CheckMirror(const std::string& mount, const std::string& outdir,
       continue;
     }
     if (containers.count(r) != 0 || HasContainerExtension(name)) {
-      if (!S_ISDIR(m.st_mode))
-        report.Fail(r, "(stat)", "container is not shown as a directory");
+      if (!S_ISDIR(m.st_mode)) report.Fail(r, "(stat)", "container is not shown as a directory");
     } else if (S_ISDIR(s.st_mode)) {
-      if (!S_ISDIR(m.st_mode))
-        report.Fail(r, "(stat)", "sub-directory not shown as one");
+      if (!S_ISDIR(m.st_mode)) report.Fail(r, "(stat)", "sub-directory not shown as one");
       CheckMirror(mount, outdir, r, containers, report);
     } else if (S_ISREG(s.st_mode)) {
       if (!S_ISREG(m.st_mode) || m.st_size != s.st_size) {
-        report.Fail(r, "(stat)",
-                    "plain file not shown as a regular file of its size");
+        report.Fail(r, "(stat)", "plain file not shown as a regular file of its size");
         continue;
       }
-      if ((m.st_mode & 0222) != 0)
-        report.Fail(r, "(stat)", "plain file has write bits");
+      if ((m.st_mode & 0222) != 0) report.Fail(r, "(stat)", "plain file has write bits");
       const ReadResult a = ReadFileChunked(dst + "/" + name, 1000);
       const Bytes b = ReadWholeFile(src + "/" + name);
       if (a.error != 0) {
         report.Fail(r, "(read)", Errno(a.error));
       } else {
-        report.Equal(a.bytes.data(), a.bytes.size(), b.data(), b.size(), r,
-                     "(plain file)", 0);
+        report.Equal(a.bytes.data(), a.bytes.size(), b.data(), b.size(), r, "(plain file)", 0);
       }
     }
     report.Count();
@@ -183,28 +175,25 @@ void CheckMirror(const std::string& mount, const std::string& outdir,
 }
 
 // stat() of a virtual file: regular, no write bits, `size` bytes.
-void ExpectFile(const std::string& path, int64_t size,
-                const std::string& container, const std::string& file,
-                Report& report) {
+void ExpectFile(const std::string& path, int64_t size, const std::string& container,
+                const std::string& file, Report& report) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     report.Fail(container, file, "stat: " + Errno(errno));
     return;
   }
   if (!S_ISREG(st.st_mode)) report.Fail(container, file, "not a regular file");
-  if ((st.st_mode & 0222) != 0)
-    report.Fail(container, file, "has write permission bits");
+  if ((st.st_mode & 0222) != 0) report.Fail(container, file, "has write permission bits");
   if (st.st_size != size) {
     report.Fail(container, file,
-                "stat size " + std::to_string(st.st_size) + ", expected " +
-                    std::to_string(size));
+                "stat size " + std::to_string(st.st_size) + ", expected " + std::to_string(size));
     return;
   }
   report.Count();
 }
 
-void ExpectMissing(const std::string& path, const std::string& container,
-                   const std::string& file, Report& report) {
+void ExpectMissing(const std::string& path, const std::string& container, const std::string& file,
+                   Report& report) {
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) {
     report.Fail(container, file, "exists, but should not");
@@ -218,12 +207,12 @@ void ExpectMissing(const std::string& path, const std::string& container,
 // Format headers beside data, zarr/ and the images: which exist depends on
 // dtype and ndim, and fuse.headers, fuse.zarr and fuse.images check that
 // against meta.json; here they may appear.
-const std::set<std::string> kOptionalRootNames = {"data.nhdr", "data.mhd", "data.hdr", "data.nii",
+const std::set<std::string> kOptionalRootNames = {"data.nhdr", "data.mhd",  "data.hdr", "data.nii",
                                                   "zarr",      "data.tiff", "images"};
 
 void ExpectListing(const std::string& path, std::vector<std::string> want,
-                   const std::string& container, const std::string& dir,
-                   Report& report, const std::set<std::string>& optional = {}) {
+                   const std::string& container, const std::string& dir, Report& report,
+                   const std::set<std::string>& optional = {}) {
   int error = 0;
   auto got = ListDir(path, &error);
   std::erase_if(got, [&](const std::string& name) { return optional.count(name) > 0; });
@@ -231,16 +220,14 @@ void ExpectListing(const std::string& path, std::vector<std::string> want,
   if (error != 0) {
     report.Fail(container, dir, "readdir: " + Errno(error));
   } else if (got != want) {
-    report.Fail(container, dir,
-                "lists [" + Join(got) + "], expected [" + Join(want) + "]");
+    report.Fail(container, dir, "lists [" + Join(got) + "], expected [" + Join(want) + "]");
   } else {
     report.Count();
   }
 }
 
-void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
-                        const Reference& ref, std::mt19937_64& rng,
-                        Report& report) {
+void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const Reference& ref,
+                        std::mt19937_64& rng, Report& report) {
   const std::string dir = mount + "/" + e.rel;
   const std::string& c = e.rel;
   const bool zero_d = ref.ndim() == 0;
@@ -255,8 +242,7 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
   if (meta.error != 0) {
     report.Fail(c, "meta.json", "read: " + Errno(meta.error));
   } else {
-    ExpectFile(dir + "/meta.json", static_cast<int64_t>(meta.bytes.size()), c,
-               "meta.json", report);
+    ExpectFile(dir + "/meta.json", static_cast<int64_t>(meta.bytes.size()), c, "meta.json", report);
     std::string error;
     auto json = ParseJson(AsString(meta.bytes), &error);
     if (!json) {
@@ -266,19 +252,15 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
       const Json* itemsize = json->Find("itemsize");
       const Json* format = json->Find("format");
       if (!shape || shape->IntArray() != std::optional<Shape>(ref.shape())) {
-        report.Fail(c, "meta.json",
-                    "\"shape\" missing or differs from the reference");
+        report.Fail(c, "meta.json", "\"shape\" missing or differs from the reference");
       }
-      if (!itemsize ||
-          itemsize->Int() != std::optional<int64_t>(ref.itemsize())) {
+      if (!itemsize || itemsize->Int() != std::optional<int64_t>(ref.itemsize())) {
         report.Fail(c, "meta.json", "\"itemsize\" missing or differs");
       }
       if (!format || format->text != e.Format()) {
-        report.Fail(c, "meta.json",
-                    "\"format\" missing or not \"" + e.Format() + "\"");
+        report.Fail(c, "meta.json", "\"format\" missing or not \"" + e.Format() + "\"");
       }
-      if (json->Find("files") == nullptr)
-        report.Fail(c, "meta.json", "no \"files\"");
+      if (json->Find("files") == nullptr) report.Fail(c, "meta.json", "no \"files\"");
     }
   }
   ExpectFile(dir + "/data", ref.nbytes(), c, "data", report);
@@ -291,13 +273,11 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
     std::string error;
     if (n < 0) {
       report.Fail(c, "data.npy", "read: " + Errno(errno));
-    } else if (auto h =
-                   ParseNpyHeader(head.data(), static_cast<size_t>(n), &error);
+    } else if (auto h = ParseNpyHeader(head.data(), static_cast<size_t>(n), &error);
                !h || !CheckNpyDict(h->dict, ref.shape(), &error)) {
       report.Fail(c, "data.npy", error);
     } else {
-      ExpectFile(dir + "/data.npy",
-                 static_cast<int64_t>(h->total_length) + ref.nbytes(), c,
+      ExpectFile(dir + "/data.npy", static_cast<int64_t>(h->total_length) + ref.nbytes(), c,
                  "data.npy", report);
     }
   }
@@ -308,15 +288,14 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
   }
   // chunks/
   ExpectListing(dir + "/chunks", ref.chunk_names(), c, "chunks/", report);
-  const auto chunk_sample = SampleIndices(
-      static_cast<int64_t>(ref.chunk_names().size()), kAllNamesUpTo, rng);
+  const auto chunk_sample =
+      SampleIndices(static_cast<int64_t>(ref.chunk_names().size()), kAllNamesUpTo, rng);
   for (int64_t i : chunk_sample) {
     ExpectFile(dir + "/chunks/" + ref.chunk_names()[i],
                ref.chunk_boxes()[i].NumItems() * ref.itemsize(), c,
                "chunks/" + ref.chunk_names()[i], report);
   }
-  for (const std::string& name :
-       {std::string("99999"), std::string("x"), std::string("0.")}) {
+  for (const std::string& name : {std::string("99999"), std::string("x"), std::string("0.")}) {
     ExpectMissing(dir + "/chunks/" + name, c, "chunks/" + name, report);
   }
   // slices/
@@ -330,15 +309,13 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
     if (n <= kAllNamesUpTo) {
       std::vector<std::string> names;
       for (int64_t i = 0; i < n; ++i) {
-        names.push_back(
-            SliceName(ref.shape(), a, i).substr(axes[a].size() + 8));
+        names.push_back(SliceName(ref.shape(), a, i).substr(axes[a].size() + 8));
       }
-      ExpectListing(dir + "/slices/" + axes[a], names, c,
-                    "slices/" + axes[a] + "/", report);
+      ExpectListing(dir + "/slices/" + axes[a], names, c, "slices/" + axes[a] + "/", report);
     }
     for (int64_t i : SampleIndices(n, kAllNamesUpTo, rng)) {
-      ExpectFile(dir + "/" + SliceName(ref.shape(), a, i), size, c,
-                 SliceName(ref.shape(), a, i), report);
+      ExpectFile(dir + "/" + SliceName(ref.shape(), a, i), size, c, SliceName(ref.shape(), a, i),
+                 report);
     }
     // Unpadded names are accepted on lookup.
     for (int64_t i : {int64_t{7}, n - 1}) {
@@ -354,8 +331,7 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e,
                 "slices/" + std::to_string(ref.ndim()), report);
 }
 
-int RunTree(const std::string& mount, const std::string& outdir,
-            const std::string& refdir) {
+int RunTree(const std::string& mount, const std::string& outdir, const std::string& refdir) {
   const auto entries = ReadManifest(refdir + "/manifest.tsv");
   Report report;
   std::set<std::string> containers;
@@ -366,10 +342,9 @@ int RunTree(const std::string& mount, const std::string& outdir,
     auto ref = Reference::Open(refdir + "/" + e.reference, e.itemsize);
     CheckTreeContainer(mount, e, *ref, rng, report);
   }
-  std::printf(
-      "fuse_compare tree: %zu containers, %llu checks, %llu mismatches\n",
-      entries.size(), static_cast<unsigned long long>(report.checks()),
-      static_cast<unsigned long long>(report.failures()));
+  std::printf("fuse_compare tree: %zu containers, %llu checks, %llu mismatches\n", entries.size(),
+              static_cast<unsigned long long>(report.checks()),
+              static_cast<unsigned long long>(report.failures()));
   return report.failures() == 0 ? 0 : 1;
 }
 
@@ -378,9 +353,8 @@ int RunTree(const std::string& mount, const std::string& outdir,
 
 // One virtual file checked three ways: read() in odd pieces, pread() at
 // random offsets, mmap() of the whole.
-void CheckBytes(const std::string& path, const Bytes& want,
-                const std::string& container, const std::string& file,
-                std::mt19937_64& rng, int preads, bool use_mmap,
+void CheckBytes(const std::string& path, const Bytes& want, const std::string& container,
+                const std::string& file, std::mt19937_64& rng, int preads, bool use_mmap,
                 Report& report) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -389,9 +363,9 @@ void CheckBytes(const std::string& path, const Bytes& want,
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size != static_cast<off_t>(want.size())) {
-    report.Fail(container, file,
-                "fstat size " + std::to_string(st.st_size) + ", expected " +
-                    std::to_string(want.size()));
+    report.Fail(
+        container, file,
+        "fstat size " + std::to_string(st.st_size) + ", expected " + std::to_string(want.size()));
     close(fd);
     return;
   }
@@ -401,9 +375,8 @@ void CheckBytes(const std::string& path, const Bytes& want,
   for (size_t i = 0;; ++i) {
     const ssize_t n = read(fd, buf.data(), kPieces[i % 7]);
     if (n < 0) {
-      report.Fail(
-          container, file,
-          "read at offset " + std::to_string(got.size()) + ": " + Errno(errno));
+      report.Fail(container, file,
+                  "read at offset " + std::to_string(got.size()) + ": " + Errno(errno));
       close(fd);
       return;
     }
@@ -411,8 +384,7 @@ void CheckBytes(const std::string& path, const Bytes& want,
     got.insert(got.end(), buf.begin(), buf.begin() + n);
     if (got.size() > want.size()) break;
   }
-  report.Equal(got.data(), got.size(), want.data(), want.size(), container,
-               file + " (read)", 0);
+  report.Equal(got.data(), got.size(), want.data(), want.size(), container, file + " (read)", 0);
   const int64_t size = static_cast<int64_t>(want.size());
   // Drop the pages the read() loop cached, so that the daemon serves the
   // preads and the mmap again ("the same bytes every time").
@@ -420,34 +392,29 @@ void CheckBytes(const std::string& path, const Bytes& want,
   for (int i = 0; i < preads && size > 0; ++i) {
     int64_t offset = static_cast<int64_t>(rng() % static_cast<uint64_t>(size));
     if (offset % 2 == 0) offset = std::min<int64_t>(offset + 1, size - 1);
-    const size_t length =
-        1 + rng() % std::min<size_t>(buf.size(), size_t{1} << (rng() % 18));
+    const size_t length = 1 + rng() % std::min<size_t>(buf.size(), size_t{1} << (rng() % 18));
     const ssize_t n = pread(fd, buf.data(), length, offset);
     if (n < 0) {
-      report.Fail(
-          container, file,
-          "pread at offset " + std::to_string(offset) + ": " + Errno(errno));
+      report.Fail(container, file,
+                  "pread at offset " + std::to_string(offset) + ": " + Errno(errno));
       continue;
     }
-    const size_t expect =
-        static_cast<size_t>(std::min<int64_t>(length, size - offset));
-    report.Equal(buf.data(), static_cast<size_t>(n), want.data() + offset,
-                 expect, container, file + " (pread)", offset);
+    const size_t expect = static_cast<size_t>(std::min<int64_t>(length, size - offset));
+    report.Equal(buf.data(), static_cast<size_t>(n), want.data() + offset, expect, container,
+                 file + " (pread)", offset);
   }
   {
     char c = 0;
     const ssize_t n = pread(fd, &c, 1, size);
-    if (n != 0)
-      report.Fail(container, file,
-                  "pread at EOF returned " + std::to_string(n));
+    if (n != 0) report.Fail(container, file, "pread at EOF returned " + std::to_string(n));
   }
   if (use_mmap && size > 0) {
     void* map = mmap(nullptr, want.size(), PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
       report.Fail(container, file, "mmap: " + Errno(errno));
     } else {
-      report.Equal(static_cast<const uint8_t*>(map), want.size(), want.data(),
-                   want.size(), container, file + " (mmap)", 0);
+      report.Equal(static_cast<const uint8_t*>(map), want.size(), want.data(), want.size(),
+                   container, file + " (mmap)", 0);
       munmap(map, want.size());
     }
   }
@@ -464,51 +431,42 @@ int RunBytes(const std::string& mount, const std::string& refdir) {
     auto ref = Reference::Open(refdir + "/" + e.reference, e.itemsize);
     const std::string dir = mount + "/" + e.rel;
     const bool small = ref->nbytes() <= kSmallArray;
-    CheckBytes(dir + "/data", ref->full(), e.rel, "data", rng, 24, true,
-               report);
+    CheckBytes(dir + "/data", ref->full(), e.rel, "data", rng, 24, true, report);
     // data.npy: its body is data.
     const ReadResult npy = ReadFileChunked(dir + "/data.npy", 8191);
     std::string error;
     if (npy.error != 0) {
       report.Fail(e.rel, "data.npy", "read: " + Errno(npy.error));
-    } else if (auto h =
-                   ParseNpyHeader(npy.bytes.data(), npy.bytes.size(), &error);
-               !h) {
+    } else if (auto h = ParseNpyHeader(npy.bytes.data(), npy.bytes.size(), &error); !h) {
       report.Fail(e.rel, "data.npy", error);
     } else {
       Bytes want(npy.bytes.begin(), npy.bytes.begin() + h->total_length);
       want.insert(want.end(), ref->full().begin(), ref->full().end());
-      CheckBytes(dir + "/data.npy", want, e.rel, "data.npy", rng, 8, true,
-                 report);
+      CheckBytes(dir + "/data.npy", want, e.rel, "data.npy", rng, 8, true, report);
     }
     files += 2;
     if (ref->ndim() == 0) continue;
     const auto chunks =
-        SampleIndices(static_cast<int64_t>(ref->chunk_boxes().size()),
-                      small ? 100000 : 64, rng);
+        SampleIndices(static_cast<int64_t>(ref->chunk_boxes().size()), small ? 100000 : 64, rng);
     for (size_t k = 0; k < chunks.size(); ++k) {
       const int64_t i = chunks[k];
-      CheckBytes(dir + "/chunks/" + ref->chunk_names()[i],
-                 ref->Slice(ref->chunk_boxes()[i]), e.rel,
+      CheckBytes(dir + "/chunks/" + ref->chunk_names()[i], ref->Slice(ref->chunk_boxes()[i]), e.rel,
                  "chunks/" + ref->chunk_names()[i], rng, 2, k % 4 == 0, report);
       ++files;
     }
     for (int a = 0; a < ref->ndim(); ++a) {
       const int64_t n = ref->shape()[a];
-      const auto idx = SampleIndices(
-          n, small && n <= kAllNamesUpTo ? kAllNamesUpTo : 16, rng);
+      const auto idx = SampleIndices(n, small && n <= kAllNamesUpTo ? kAllNamesUpTo : 16, rng);
       for (size_t k = 0; k < idx.size(); ++k) {
         const std::string name = SliceName(ref->shape(), a, idx[k]);
-        CheckBytes(dir + "/" + name,
-                   ref->Slice(SliceBox(ref->shape(), a, idx[k])), e.rel, name,
+        CheckBytes(dir + "/" + name, ref->Slice(SliceBox(ref->shape(), a, idx[k])), e.rel, name,
                    rng, k % 8 == 0 ? 2 : 0, k % 16 == 0, report);
         ++files;
       }
     }
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "fuse_compare bytes: %zu containers, %llu files, %llu checks, %llu "
       "mismatches, %.1f s\n",
@@ -521,16 +479,14 @@ int RunBytes(const std::string& mount, const std::string& refdir) {
 // ---------------------------------------------------------------------------
 // hostile
 
-void ExpectEio(const std::string& path, const std::string& container,
-               const std::string& file, Report& report) {
+void ExpectEio(const std::string& path, const std::string& container, const std::string& file,
+               Report& report) {
   const ReadResult r = ReadFileChunked(path);
   if (r.error == 0) {
     report.Fail(container, file,
-                "read succeeded (" + std::to_string(r.bytes.size()) +
-                    " bytes), expected EIO");
+                "read succeeded (" + std::to_string(r.bytes.size()) + " bytes), expected EIO");
   } else if (r.error != EIO) {
-    report.Fail(container, file,
-                "failed with " + Errno(r.error) + ", expected EIO");
+    report.Fail(container, file, "failed with " + Errno(r.error) + ", expected EIO");
   } else {
     report.Count();
   }
@@ -564,8 +520,7 @@ int RunHostile(const std::string& mount, const std::string& hostile_dir) {
         report.Fail(e.name, "meta.json", "\"error\" is not a non-empty string");
       }
       if (expect == HostileExpectation::kPartial) {
-        report.Fail(e.name, "meta.json",
-                    "error, but only some chunks are damaged: " + err->text);
+        report.Fail(e.name, "meta.json", "error, but only some chunks are damaged: " + err->text);
       }
       ExpectListing(dir, {"meta.json"}, e.name, "/", report);
       ExpectMissing(dir + "/data", e.name, "data", report);
@@ -573,9 +528,8 @@ int RunHostile(const std::string& mount, const std::string& hostile_dir) {
     }
     switch (expect) {
       case HostileExpectation::kError:
-        report.Fail(
-            e.name, "meta.json",
-            "no \"error\" for a broken container (" + e.description + ")");
+        report.Fail(e.name, "meta.json",
+                    "no \"error\" for a broken container (" + e.description + ")");
         break;
       case HostileExpectation::kErrorOrEio:
         ExpectEio(dir + "/data", e.name, "data", report);
@@ -583,11 +537,10 @@ int RunHostile(const std::string& mount, const std::string& hostile_dir) {
       case HostileExpectation::kErrorOrSame: {
         const ReadResult r = ReadFileChunked(dir + "/data");
         if (r.error == 0) {
-          report.Equal(r.bytes.data(), r.bytes.size(), intact->full().data(),
-                       intact->full().size(), e.name, "data", 0);
+          report.Equal(r.bytes.data(), r.bytes.size(), intact->full().data(), intact->full().size(),
+                       e.name, "data", 0);
         } else if (r.error != EIO) {
-          report.Fail(e.name, "data",
-                      "failed with " + Errno(r.error) + ", expected EIO");
+          report.Fail(e.name, "data", "failed with " + Errno(r.error) + ", expected EIO");
         }
         break;
       }
@@ -606,12 +559,11 @@ int RunHostile(const std::string& mount, const std::string& hostile_dir) {
               continue;
             }
             const Bytes want = ref->Slice(boxes[name]);
-            report.Equal(r.bytes.data(), r.bytes.size(), want.data(),
-                         want.size(), e.name, "chunks/" + name, 0);
+            report.Equal(r.bytes.data(), r.bytes.size(), want.data(), want.size(), e.name,
+                         "chunks/" + name, 0);
           }
           for (const std::string& name : e.bad_chunks) {
-            ExpectEio(dir + "/chunks/" + name, e.name, "chunks/" + name,
-                      report);
+            ExpectEio(dir + "/chunks/" + name, e.name, "chunks/" + name, report);
           }
         }
         break;
@@ -625,8 +577,7 @@ int RunHostile(const std::string& mount, const std::string& hostile_dir) {
         const Json* shape = json->Find("shape");
         if (n < 0) {
           report.Fail(e.name, "data.npy", "read: " + Errno(errno));
-        } else if (auto h = ParseNpyHeader(head.data(), static_cast<size_t>(n),
-                                           &npy_error);
+        } else if (auto h = ParseNpyHeader(head.data(), static_cast<size_t>(n), &npy_error);
                    !h || !shape || !shape->IntArray() ||
                    !CheckNpyDict(h->dict, *shape->IntArray(), &npy_error)) {
           report.Fail(e.name, "data.npy", "bad header: " + npy_error);
@@ -635,10 +586,9 @@ int RunHostile(const std::string& mount, const std::string& hostile_dir) {
       }
     }
   }
-  std::printf(
-      "fuse_compare hostile: %zu containers, %llu checks, %llu mismatches\n",
-      entries.size(), static_cast<unsigned long long>(report.checks()),
-      static_cast<unsigned long long>(report.failures()));
+  std::printf("fuse_compare hostile: %zu containers, %llu checks, %llu mismatches\n",
+              entries.size(), static_cast<unsigned long long>(report.checks()),
+              static_cast<unsigned long long>(report.failures()));
   return report.failures() == 0 ? 0 : 1;
 }
 
@@ -653,23 +603,19 @@ struct Target {
   int shared_fd = -1;  // one fd used by every thread
 };
 
-int RunConcurrency(const std::string& mount, const std::string& refdir,
-                   int threads) {
+int RunConcurrency(const std::string& mount, const std::string& refdir, int threads) {
   const auto entries = ReadManifest(refdir + "/manifest.tsv");
   std::mt19937_64 rng(kSeed + 2);
   std::vector<Target> targets;
   for (const ManifestEntry& e : entries) {
-    const bool pick =
-        e.rel.rfind("medium/", 0) == 0 || e.rel == "ndim/3d_f4.b2nd" ||
-        e.rel == "frames/sparse_f4.b2nd" || e.rel == "frames/plain.b2frame" ||
-        e.rel == "legacy/caterva_sparse.caterva" ||
-        e.rel == "codecs/zstd_dict.b2nd";
+    const bool pick = e.rel.rfind("medium/", 0) == 0 || e.rel == "ndim/3d_f4.b2nd" ||
+                      e.rel == "frames/sparse_f4.b2nd" || e.rel == "frames/plain.b2frame" ||
+                      e.rel == "legacy/caterva_sparse.caterva" || e.rel == "codecs/zstd_dict.b2nd";
     if (!pick) continue;
     auto ref = Reference::Open(refdir + "/" + e.reference, e.itemsize);
     const std::string dir = mount + "/" + e.rel;
     targets.push_back({e.rel, "data", dir + "/data", ref->full()});
-    for (int64_t i : SampleIndices(
-             static_cast<int64_t>(ref->chunk_boxes().size()), 4, rng)) {
+    for (int64_t i : SampleIndices(static_cast<int64_t>(ref->chunk_boxes().size()), 4, rng)) {
       targets.push_back({e.rel, "chunks/" + ref->chunk_names()[i],
                          dir + "/chunks/" + ref->chunk_names()[i],
                          ref->Slice(ref->chunk_boxes()[i])});
@@ -677,8 +623,8 @@ int RunConcurrency(const std::string& mount, const std::string& refdir,
     for (int a = 0; a < ref->ndim(); ++a) {
       for (int64_t i : SampleIndices(ref->shape()[a], 2, rng)) {
         const std::string name = SliceName(ref->shape(), a, i);
-        targets.push_back({e.rel, name, dir + "/" + name,
-                           ref->Slice(SliceBox(ref->shape(), a, i))});
+        targets.push_back(
+            {e.rel, name, dir + "/" + name, ref->Slice(SliceBox(ref->shape(), a, i))});
       }
     }
   }
@@ -688,11 +634,8 @@ int RunConcurrency(const std::string& mount, const std::string& refdir,
   }
   // The biggest file is the one everybody reads at once.
   std::stable_sort(targets.begin(), targets.end(),
-                   [](const Target& a, const Target& b) {
-                     return a.want.size() > b.want.size();
-                   });
-  for (Target& t : targets)
-    t.shared_fd = open(t.path.c_str(), O_RDONLY | O_CLOEXEC);
+                   [](const Target& a, const Target& b) { return a.want.size() > b.want.size(); });
+  for (Target& t : targets) t.shared_fd = open(t.path.c_str(), O_RDONLY | O_CLOEXEC);
   Report report;
   std::atomic<uint64_t> bytes{0};
   std::vector<std::thread> pool;
@@ -702,13 +645,11 @@ int RunConcurrency(const std::string& mount, const std::string& refdir,
       std::mt19937_64 trng(kSeed + 100 + t);
       Bytes buf(1 << 18);
       for (int op = 0; op < 300; ++op) {
-        const Target& target =
-            op % 2 == 0 ? targets[0] : targets[trng() % targets.size()];
+        const Target& target = op % 2 == 0 ? targets[0] : targets[trng() % targets.size()];
         const int64_t size = static_cast<int64_t>(target.want.size());
         if (size == 0) continue;
         const bool own_fd = (op + t) % 3 == 0;
-        const int fd = own_fd ? open(target.path.c_str(), O_RDONLY | O_CLOEXEC)
-                              : target.shared_fd;
+        const int fd = own_fd ? open(target.path.c_str(), O_RDONLY | O_CLOEXEC) : target.shared_fd;
         if (fd < 0) {
           report.Fail(target.container, target.file, "open: " + Errno(errno));
           continue;
@@ -716,35 +657,27 @@ int RunConcurrency(const std::string& mount, const std::string& refdir,
         if (op % 10 == 9) {  // mmap a window
           const int64_t page = 4096;
           const int64_t off =
-              (static_cast<int64_t>(trng() % static_cast<uint64_t>(size)) /
-               page) *
-              page;
-          const size_t len =
-              static_cast<size_t>(std::min<int64_t>(size - off, 1 << 17));
+              (static_cast<int64_t>(trng() % static_cast<uint64_t>(size)) / page) * page;
+          const size_t len = static_cast<size_t>(std::min<int64_t>(size - off, 1 << 17));
           void* map = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, off);
           if (map == MAP_FAILED) {
             report.Fail(target.container, target.file, "mmap: " + Errno(errno));
           } else {
-            report.Equal(static_cast<const uint8_t*>(map), len,
-                         target.want.data() + off, len, target.container,
-                         target.file + " (mmap)", off);
+            report.Equal(static_cast<const uint8_t*>(map), len, target.want.data() + off, len,
+                         target.container, target.file + " (mmap)", off);
             munmap(map, len);
           }
         } else {
-          const int64_t offset =
-              static_cast<int64_t>(trng() % static_cast<uint64_t>(size));
+          const int64_t offset = static_cast<int64_t>(trng() % static_cast<uint64_t>(size));
           const size_t length = 1 + trng() % (size_t{1} << (trng() % 18));
           const ssize_t n = pread(fd, buf.data(), length, offset);
           if (n < 0) {
             report.Fail(target.container, target.file,
-                        "pread at offset " + std::to_string(offset) + ": " +
-                            Errno(errno));
+                        "pread at offset " + std::to_string(offset) + ": " + Errno(errno));
           } else {
-            const size_t expect =
-                static_cast<size_t>(std::min<int64_t>(length, size - offset));
-            report.Equal(buf.data(), static_cast<size_t>(n),
-                         target.want.data() + offset, expect, target.container,
-                         target.file + " (pread)", offset);
+            const size_t expect = static_cast<size_t>(std::min<int64_t>(length, size - offset));
+            report.Equal(buf.data(), static_cast<size_t>(n), target.want.data() + offset, expect,
+                         target.container, target.file + " (pread)", offset);
             bytes += static_cast<uint64_t>(n);
           }
         }
@@ -757,8 +690,7 @@ int RunConcurrency(const std::string& mount, const std::string& refdir,
     if (t.shared_fd >= 0) close(t.shared_fd);
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "fuse_compare concurrency: %d threads, %zu files, %llu bytes, %llu "
       "checks, "

@@ -52,8 +52,7 @@ std::vector<std::string> SplitTabs(const std::string& line) {
   size_t pos = 0;
   while (true) {
     const size_t tab = line.find('\t', pos);
-    fields.push_back(
-        line.substr(pos, tab == std::string::npos ? tab : tab - pos));
+    fields.push_back(line.substr(pos, tab == std::string::npos ? tab : tab - pos));
     if (tab == std::string::npos) break;
     pos = tab + 1;
   }
@@ -66,8 +65,7 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   size_t pos = 0;
   while (true) {
     const size_t comma = s.find(',', pos);
-    out.push_back(
-        s.substr(pos, comma == std::string::npos ? comma : comma - pos));
+    out.push_back(s.substr(pos, comma == std::string::npos ? comma : comma - pos));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -111,8 +109,8 @@ std::vector<HostileEntry> ReadHostileManifest(const std::string& path) {
   for (const std::string& line : ReadLines(path)) {
     const auto f = SplitTabs(line);
     if (f.size() != 6) throw TestError(path + ": bad line: " + line);
-    entries.push_back({f[0], f[1], SplitCommas(f[2]), SplitCommas(f[3]),
-                       f[4] == "-" ? "" : f[4], f[5]});
+    entries.push_back(
+        {f[0], f[1], SplitCommas(f[2]), SplitCommas(f[3]), f[4] == "-" ? "" : f[4], f[5]});
   }
   if (entries.empty()) throw TestError(path + ": no entries");
   return entries;
@@ -124,8 +122,7 @@ HostileExpectation ExpectationFor(const HostileEntry& e) {
   }
   // SPEC.md: the oldest caterva metalayer has 4 elements (no blockshape);
   // b2ndfs may read it as blocks == chunks, as the chunks here allow.
-  if (e.defect == "meta-dtype" ||
-      e.name == "caterva_missing_blockshape.caterva") {
+  if (e.defect == "meta-dtype" || e.name == "caterva_missing_blockshape.caterva") {
     return HostileExpectation::kDecodesOrError;
   }
   // plugin-*: SPEC.md shows the array (meta.json names what is missing) and
@@ -149,12 +146,10 @@ Reference::~Reference() {
   if (array_ != nullptr) b2nd_free(array_);
 }
 
-std::unique_ptr<Reference> Reference::Open(const std::string& path,
-                                           int64_t itemsize) {
+std::unique_ptr<Reference> Reference::Open(const std::string& path, int64_t itemsize) {
   std::unique_ptr<Reference> ref(new Reference());
   ref->path_ = path;
-  const bool raw =
-      path.size() > 4 && path.compare(path.size() - 4, 4, ".raw") == 0;
+  const bool raw = path.size() > 4 && path.compare(path.size() - 4, 4, ".raw") == 0;
   if (raw) {
     ref->raw_ = ReadWholeFile(path);
     ref->itemsize_ = itemsize;
@@ -165,8 +160,7 @@ std::unique_ptr<Reference> Reference::Open(const std::string& path,
     const Bytes json_bytes = ReadWholeFile(path + ".json");
     std::string error;
     auto json = ParseJson(
-        std::string_view(reinterpret_cast<const char*>(json_bytes.data()),
-                         json_bytes.size()),
+        std::string_view(reinterpret_cast<const char*>(json_bytes.data()), json_bytes.size()),
         &error);
     const Json* items = json ? json->Find("chunk_items") : nullptr;
     auto lengths = items ? items->IntArray() : std::nullopt;
@@ -213,8 +207,8 @@ std::unique_ptr<Reference> Reference::Open(const std::string& path,
       IBox box;
       for (int i = 0; i < array->ndim; ++i) {
         box.start.push_back(coords[i] * array->chunkshape[i]);
-        box.stop.push_back(std::min<int64_t>(
-            (coords[i] + 1) * array->chunkshape[i], array->shape[i]));
+        box.stop.push_back(
+            std::min<int64_t>((coords[i] + 1) * array->chunkshape[i], array->shape[i]));
       }
       ref->chunk_boxes_.push_back(box);
       ref->chunk_names_.push_back(ChunkName(coords));
@@ -234,10 +228,9 @@ Bytes Reference::Slice(const IBox& box) const {
   }
   const Shape extent = box.Extent();
   const int64_t zero = 0;  // c-blosc2 wants non-null pointers for 0-D
-  const int rc = b2nd_get_slice_cbuffer(
-      array_, box.start.empty() ? &zero : box.start.data(),
-      box.stop.empty() ? &zero : box.stop.data(), out.data(),
-      extent.empty() ? &zero : extent.data(), n);
+  const int rc = b2nd_get_slice_cbuffer(array_, box.start.empty() ? &zero : box.start.data(),
+                                        box.stop.empty() ? &zero : box.stop.data(), out.data(),
+                                        extent.empty() ? &zero : extent.data(), n);
   if (rc < 0) {
     throw TestError(path_ + ": b2nd_get_slice_cbuffer" + BoxString(box) +
                     " failed: " + print_error(rc));
@@ -245,23 +238,20 @@ Bytes Reference::Slice(const IBox& box) const {
   return out;
 }
 
-Bytes CopyBox(const Bytes& full, const Shape& shape, int64_t itemsize,
-              const IBox& box) {
+Bytes CopyBox(const Bytes& full, const Shape& shape, int64_t itemsize, const IBox& box) {
   const size_t ndim = shape.size();
   const Shape extent = box.Extent();
   Bytes out(static_cast<size_t>(Product(extent) * itemsize));
   if (out.empty()) return out;
   if (ndim == 0) return Bytes(full.begin(), full.begin() + itemsize);
   Shape strides(ndim, 1);
-  for (size_t i = ndim - 1; i-- > 0;)
-    strides[i] = strides[i + 1] * shape[i + 1];
+  for (size_t i = ndim - 1; i-- > 0;) strides[i] = strides[i + 1] * shape[i + 1];
   const size_t row = static_cast<size_t>(extent[ndim - 1] * itemsize);
   Shape idx(ndim, 0);
   uint8_t* dst = out.data();
   while (true) {
     int64_t lin = 0;
-    for (size_t i = 0; i < ndim; ++i)
-      lin += (box.start[i] + idx[i]) * strides[i];
+    for (size_t i = 0; i < ndim; ++i) lin += (box.start[i] + idx[i]) * strides[i];
     std::memcpy(dst, full.data() + lin * itemsize, row);
     dst += row;
     size_t k = ndim - 1;
@@ -283,12 +273,9 @@ std::string ChunkName(const Shape& coords) {
   return out;
 }
 
-int SliceWidth(int64_t n) {
-  return n <= 1 ? 1 : static_cast<int>(std::to_string(n - 1).size());
-}
+int SliceWidth(int64_t n) { return n <= 1 ? 1 : static_cast<int>(std::to_string(n - 1).size()); }
 
-std::string SliceName(const Shape& shape, int axis, int64_t index,
-                      bool padded) {
+std::string SliceName(const Shape& shape, int axis, int64_t index, bool padded) {
   std::string idx = std::to_string(index);
   if (padded) {
     const int width = SliceWidth(shape[axis]);
@@ -306,8 +293,7 @@ IBox SliceBox(const Shape& shape, int axis, int64_t index) {
   return box;
 }
 
-std::vector<int64_t> SampleIndices(int64_t n, size_t max_count,
-                                   std::mt19937_64& rng) {
+std::vector<int64_t> SampleIndices(int64_t n, size_t max_count, std::mt19937_64& rng) {
   std::vector<int64_t> out;
   if (n <= 0) return out;
   if (static_cast<uint64_t>(n) <= max_count) {
@@ -373,8 +359,7 @@ class JsonParser {
   bool Parse(Json* out, std::string* error) {
     SkipSpace();
     if (!Value(out, 0)) {
-      *error =
-          "JSON syntax error at byte " + std::to_string(pos_) + ": " + why_;
+      *error = "JSON syntax error at byte " + std::to_string(pos_) + ": " + why_;
       return false;
     }
     SkipSpace();
@@ -391,8 +376,8 @@ class JsonParser {
     return false;
   }
   void SkipSpace() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' ||
-                                s_[pos_] == '\n' || s_[pos_] == '\r')) {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -603,8 +588,7 @@ std::optional<Json> ParseJson(std::string_view text, std::string* error) {
 // ---------------------------------------------------------------------------
 // .npy
 
-std::optional<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size,
-                                        std::string* error) {
+std::optional<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, std::string* error) {
   static const uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 10 || std::memcmp(data, kMagic, 6) != 0) {
     *error = "no \\x93NUMPY magic";
@@ -624,21 +608,18 @@ std::optional<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size,
       return std::nullopt;
     }
     len = static_cast<size_t>(data[8]) | (static_cast<size_t>(data[9]) << 8) |
-          (static_cast<size_t>(data[10]) << 16) |
-          (static_cast<size_t>(data[11]) << 24);
+          (static_cast<size_t>(data[10]) << 16) | (static_cast<size_t>(data[11]) << 24);
   } else {
     *error = "unknown .npy version " + std::to_string(h.major);
     return std::nullopt;
   }
   h.total_length = prefix + len;
   if (h.total_length > size) {
-    *error = "header length " + std::to_string(h.total_length) +
-             " runs past the bytes read";
+    *error = "header length " + std::to_string(h.total_length) + " runs past the bytes read";
     return std::nullopt;
   }
   if (h.total_length % 16 != 0) {
-    *error = "header not 16-byte aligned (" + std::to_string(h.total_length) +
-             " bytes)";
+    *error = "header not 16-byte aligned (" + std::to_string(h.total_length) + " bytes)";
     return std::nullopt;
   }
   if (data[h.total_length - 1] != '\n') {
@@ -664,8 +645,7 @@ std::string NpyShapeTuple(const Shape& shape) {
   return out + ")";
 }
 
-bool CheckNpyDict(const std::string& dict, const Shape& shape,
-                  std::string* error) {
+bool CheckNpyDict(const std::string& dict, const Shape& shape, std::string* error) {
   if (dict.empty() || dict.front() != '{' || dict.back() != '}') {
     *error = "header dict is not {...}: " + dict;
     return false;
@@ -688,21 +668,18 @@ bool CheckNpyDict(const std::string& dict, const Shape& shape,
 
 // ---------------------------------------------------------------------------
 
-void Report::Fail(const std::string& container, const std::string& file,
-                  const std::string& what) {
+void Report::Fail(const std::string& container, const std::string& file, const std::string& what) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++failures_;
   if (failures_ <= max_printed_) {
-    std::fprintf(stderr, "MISMATCH %s %s: %s\n", container.c_str(),
-                 file.c_str(), what.c_str());
+    std::fprintf(stderr, "MISMATCH %s %s: %s\n", container.c_str(), file.c_str(), what.c_str());
   } else if (failures_ == max_printed_ + 1) {
     std::fprintf(stderr, "(further mismatches not printed)\n");
   }
 }
 
-bool Report::Equal(const uint8_t* got, size_t got_size, const uint8_t* want,
-                   size_t want_size, const std::string& container,
-                   const std::string& file, int64_t offset) {
+bool Report::Equal(const uint8_t* got, size_t got_size, const uint8_t* want, size_t want_size,
+                   const std::string& container, const std::string& file, int64_t offset) {
   const size_t n = std::min(got_size, want_size);
   const auto diff = std::mismatch(got, got + n, want);
   if (diff.first == got + n && got_size == want_size) {
@@ -713,13 +690,11 @@ bool Report::Equal(const uint8_t* got, size_t got_size, const uint8_t* want,
   if (diff.first != got + n) {
     const size_t at = static_cast<size_t>(diff.first - got);
     std::snprintf(what, sizeof what,
-                  "read of %zu bytes at offset %" PRId64
-                  ": byte at offset %" PRId64 " is 0x%02x, expected 0x%02x",
-                  want_size, offset, offset + static_cast<int64_t>(at),
-                  *diff.first, *diff.second);
+                  "read of %zu bytes at offset %" PRId64 ": byte at offset %" PRId64
+                  " is 0x%02x, expected 0x%02x",
+                  want_size, offset, offset + static_cast<int64_t>(at), *diff.first, *diff.second);
   } else {
-    std::snprintf(what, sizeof what,
-                  "read at offset %" PRId64 " gave %zu bytes, expected %zu",
+    std::snprintf(what, sizeof what, "read at offset %" PRId64 " gave %zu bytes, expected %zu",
                   offset, got_size, want_size);
   }
   Fail(container, file, what);
@@ -745,8 +720,7 @@ uint64_t Report::checks() const {
 
 int RunCommand(const std::vector<std::string>& argv) {
   std::vector<char*> args;
-  for (const std::string& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
   if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) {
@@ -761,8 +735,7 @@ int RunCommand(const std::vector<std::string>& argv) {
 
 std::string MakeTempDir(const std::string& prefix) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string templ =
-      std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + ".XXXXXX";
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + ".XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) {
     throw TestError("mkdtemp " + templ + ": " + std::strerror(errno));
   }

@@ -94,8 +94,7 @@ class Reference {
  public:
   // `path` is a b2nd/caterva container or a .raw file (plain super-chunk,
   // `itemsize`-byte items, chunk lengths from path + ".json").
-  static std::unique_ptr<Reference> Open(const std::string& path,
-                                         int64_t itemsize);
+  static std::unique_ptr<Reference> Open(const std::string& path, int64_t itemsize);
   ~Reference();
   Reference(const Reference&) = delete;
   Reference& operator=(const Reference&) = delete;
@@ -133,20 +132,17 @@ class Reference {
 
 // The C-order bytes of `box` cut out of an array whose C-order bytes are
 // `full` (a brute-force reference, for threads).
-Bytes CopyBox(const Bytes& full, const Shape& shape, int64_t itemsize,
-              const IBox& box);
+Bytes CopyBox(const Bytes& full, const Shape& shape, int64_t itemsize, const IBox& box);
 
 // "0.3.1" for grid coordinates {0, 3, 1}.
 std::string ChunkName(const Shape& coords);
 // Width of slice names on an axis of length n: digits of n - 1 (at least 1).
 int SliceWidth(int64_t n);
 // "slices/A/IDX" with IDX zero-padded; `padded` false gives the plain number.
-std::string SliceName(const Shape& shape, int axis, int64_t index,
-                      bool padded = true);
+std::string SliceName(const Shape& shape, int axis, int64_t index, bool padded = true);
 IBox SliceBox(const Shape& shape, int axis, int64_t index);
 // All of [0, n) when n <= max_count, else 0, n - 1 and random others, sorted.
-std::vector<int64_t> SampleIndices(int64_t n, size_t max_count,
-                                   std::mt19937_64& rng);
+std::vector<int64_t> SampleIndices(int64_t n, size_t max_count, std::mt19937_64& rng);
 // A random box inside `shape`: usually non-empty, sometimes one empty axis.
 IBox RandomBox(const Shape& shape, std::mt19937_64& rng);
 
@@ -179,13 +175,11 @@ struct NpyHeader {
   std::string dict;         // the Python dict literal, without the '\n'
 };
 // Checks magic, version, length field, padding and the trailing newline.
-std::optional<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size,
-                                        std::string* error);
+std::optional<NpyHeader> ParseNpyHeader(const uint8_t* data, size_t size, std::string* error);
 // "(30, 40)", "(1000,)", "()": as numpy writes the shape.
 std::string NpyShapeTuple(const Shape& shape);
 // Checks the dict of an .npy header against the array it should describe.
-bool CheckNpyDict(const std::string& dict, const Shape& shape,
-                  std::string* error);
+bool CheckNpyDict(const std::string& dict, const Shape& shape, std::string* error);
 
 // ---------------------------------------------------------------------------
 // Reporting.
@@ -194,13 +188,11 @@ class Report {
  public:
   explicit Report(size_t max_printed = 40) : max_printed_(max_printed) {}
   // Records a failure: "MISMATCH <container> <file> <what>".
-  void Fail(const std::string& container, const std::string& file,
-            const std::string& what);
+  void Fail(const std::string& container, const std::string& file, const std::string& what);
   // Compares `got` with `want`; on a difference records the first differing
   // byte, counted from `offset` (the file offset of got[0]).
-  bool Equal(const uint8_t* got, size_t got_size, const uint8_t* want,
-             size_t want_size, const std::string& container,
-             const std::string& file, int64_t offset);
+  bool Equal(const uint8_t* got, size_t got_size, const uint8_t* want, size_t want_size,
+             const std::string& container, const std::string& file, int64_t offset);
   void Count(uint64_t checks = 1);  // successful comparisons, for the summary
   uint64_t failures() const;
   uint64_t checks() const;

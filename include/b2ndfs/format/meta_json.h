@@ -42,9 +42,9 @@
 #include <string>
 #include <vector>
 
-#include "b2ndfs/util/blosc_names.h"  // CodecName, FilterName (meta.json's names)
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/util/blosc_names.h"  // CodecName, FilterName (meta.json's names)
 
 namespace b2ndfs::format {
 
