@@ -291,6 +291,12 @@ bool BlockCache::Contains(const Key& key) const {
   return shard.index.count(key) != 0;
 }
 
+bool BlockCache::ContainsOrLoading(const Key& key) const {
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  return shard.index.count(key) != 0 || shard.in_flight.count(key) != 0;
+}
+
 void BlockCache::Insert(const Key& key, Value value) {
   if (value == nullptr) return;
   Shard& shard = ShardFor(key);

@@ -62,7 +62,7 @@ std::atomic<uint64_t> g_slabs_empty{0};
 std::atomic<uint64_t> g_slots_used{0};
 std::atomic<uint64_t> g_slot_bytes_used{0};
 std::atomic<uint64_t> g_slabs_unmapped{0};
-std::atomic<uint64_t> g_slab_map_failures{0};
+std::atomic<uint64_t> g_slab_fallbacks{0};
 
 void* NewPrefaulted(size_t size) {
   void* p = ::operator new(size);
@@ -81,7 +81,7 @@ BufferMemoryStats GetBufferMemoryStats() noexcept {
   s.slab_slots_used = g_slots_used.load(std::memory_order_relaxed);
   s.slab_bytes_used = g_slot_bytes_used.load(std::memory_order_relaxed);
   s.slabs_unmapped = g_slabs_unmapped.load(std::memory_order_relaxed);
-  s.slab_map_failures = g_slab_map_failures.load(std::memory_order_relaxed);
+  s.slab_fallbacks = g_slab_fallbacks.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -156,6 +156,13 @@ void UnmapSlab(uint8_t* base) noexcept {
   g_slabs_unmapped.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Bytes of slabs not in buffers now (racy by design: a bound, not a count).
+uint64_t SlackBytes() noexcept {
+  const uint64_t mapped = g_slabs.load(std::memory_order_relaxed) * kSlabBytes;
+  const uint64_t used = g_slot_bytes_used.load(std::memory_order_relaxed);
+  return mapped > used ? mapped - used : 0;
+}
+
 uint8_t* TakeEmptySlab() noexcept {
   EmptySlabs& e = Empty();
   std::lock_guard<std::mutex> lock(e.mu);
@@ -190,6 +197,7 @@ void FillEmptySlabs() noexcept {
       std::lock_guard<std::mutex> lock(e.mu);
       if (e.bases.size() >= kEmptySlabs) return;
     }
+    if (SlackBytes() + kSlabBytes > kSlabSlackBytes) return;
     uint8_t* base = MapSlab();
     if (base == nullptr) return;
     if (uint8_t* spare = KeepEmptySlab(base)) {  // others filled it meanwhile
@@ -227,9 +235,9 @@ void* AllocateSlot(size_t slot) {
   if (p == nullptr) {
     // Mapped without the lock: making 2 MiB present may take a while.
     uint8_t* base = TakeEmptySlab();
-    if (base == nullptr) base = MapSlab();
+    if (base == nullptr && SlackBytes() + kSlabBytes <= kSlabSlackBytes) base = MapSlab();
     if (base == nullptr) {
-      g_slab_map_failures.fetch_add(1, std::memory_order_relaxed);
+      g_slab_fallbacks.fetch_add(1, std::memory_order_relaxed);
       return NewPrefaulted(slot);
     }
     std::lock_guard<std::mutex> lock(c.mu);

@@ -337,7 +337,14 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  wanted.erase(std::remove_if(wanted.begin(), wanted.end(), cached), wanted.end());
+  // Blocks some read (or earlier read-ahead) is loading are not asked for
+  // again: a task would only wait for them.
+  wanted.erase(std::remove_if(wanted.begin(), wanted.end(),
+                              [&](const std::pair<int64_t, int64_t>& b) {
+                                return context_->cache->ContainsOrLoading(cache::Key{
+                                    cache_id_, b.first, b.second, cache::EntryKind::kBlock});
+                              }),
+               wanted.end());
   auto self = shared_from_this();
   const size_t max_queued = 4 * static_cast<size_t>(context_->workers->size()) + 16;
   // Neighbouring blocks, kPrefetchBytesPerTask of them per task, loaded as
@@ -364,7 +371,7 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
           try {
             BlockLoads loads;
             for (const auto& [chunk, block] : group) {
-              if (!self->context_->cache->Contains(
+              if (!self->context_->cache->ContainsOrLoading(
                       cache::Key{self->cache_id_, chunk, block, cache::EntryKind::kBlock})) {
                 loads.blocks.push_back(BlockLoads::Block{chunk, block});
               }

@@ -69,7 +69,7 @@ std::string Filesystem::StatsJson() const {
   out += kv("slab_bytes_used", m.slab_bytes_used);
   out += kv("slab_buffers", m.slab_slots_used);
   out += kv("slabs_unmapped", m.slabs_unmapped);
-  out += kv("slab_map_failures", m.slab_map_failures, true);
+  out += kv("slab_fallbacks", m.slab_fallbacks, true);
   out += "  },\n";
   out += "  \"reads\": {\n";
   out += kv("requests", r.reads.load());

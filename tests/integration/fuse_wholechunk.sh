@@ -74,9 +74,9 @@ errors=$(stats_field "$M" reads.errors)
 # The blocks live in slabs (none under ASan, which keeps them off).
 slab_bytes=$(stats_field "$M" buffer_memory.slab_bytes)
 slab_used=$(stats_field "$M" buffer_memory.slab_bytes_used)
-failures=$(stats_field "$M" buffer_memory.slab_map_failures)
-[[ $slab_bytes =~ ^[0-9]+$ && $slab_used =~ ^[0-9]+$ ]] && ((slab_used <= slab_bytes)) ||
-  fail "buffer_memory: slab_bytes_used '$slab_used' of slab_bytes '$slab_bytes'"
-[[ $failures == 0 ]] || fail "buffer_memory.slab_map_failures is '$failures'"
+fallbacks=$(stats_field "$M" buffer_memory.slab_fallbacks)
+[[ $slab_bytes =~ ^[0-9]+$ && $slab_used =~ ^[0-9]+$ && $fallbacks =~ ^[0-9]+$ ]] &&
+  ((slab_used <= slab_bytes)) ||
+  fail "buffer_memory: slab_bytes_used '$slab_used' of slab_bytes '$slab_bytes', fallbacks '$fallbacks'"
 pid_alive "$DAEMON_PID" || fail "b2ndfs died"
 finish

@@ -162,6 +162,32 @@ TEST_CASE("budget holds on the GetOrLoad path too") {
   CHECK(s.misses == 500);
 }
 
+TEST_CASE("ContainsOrLoading sees a load in flight; Contains does not") {
+  BlockCache cache(1 << 20, 4);
+  const Key k = K(1, 0);
+  std::latch loading(1), release(1);
+  std::thread loader([&] {
+    auto r = cache.GetOrLoad(k, [&] {
+      loading.count_down();
+      release.wait();
+      return Result<Value>(MakeValue(k));
+    });
+    CHECK(r.ok());
+  });
+  loading.wait();
+  CHECK_FALSE(cache.Contains(k));
+  CHECK(cache.ContainsOrLoading(k));
+  CHECK_FALSE(cache.ContainsOrLoading(K(1, 1)));
+  release.count_down();
+  loader.join();
+  CHECK(cache.Contains(k));
+  CHECK(cache.ContainsOrLoading(k));
+  // A failed load leaves nothing behind.
+  const Key failing = K(1, 2);
+  CHECK_FALSE(cache.GetOrLoad(failing, [] { return Result<Value>(Status(EIO, "boom")); }).ok());
+  CHECK_FALSE(cache.ContainsOrLoading(failing));
+}
+
 TEST_CASE("TryGet counts hits unless told not to; CountHits adds them later") {
   BlockCache cache(1 << 20, 4);
   const Key a = K(1, 0), b = K(1, 1);

@@ -164,6 +164,29 @@ TEST_CASE("FillEmptySlabs keeps kEmptySlabs ready, which the next slabs come fro
   CHECK(GetBufferMemoryStats().slabs_empty == kEmptySlabs);
 }
 
+TEST_CASE("slabs keep under kSlabSlackBytes free; beyond, buffers come from operator new") {
+  // One buffer in each of 24 classes (72 KiB to 512 KiB): each would need a
+  // slab of its own, ~1.8 MiB of it free.
+  std::vector<size_t> sizes;
+  for (size_t octave = 64 << 10; octave < (512 << 10); octave *= 2) {
+    for (size_t k = 1; k <= 8; ++k) sizes.push_back(octave + k * octave / 8);
+  }
+  const BufferMemoryStats before = GetBufferMemoryStats();
+  std::vector<void*> bufs;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    bufs.push_back(AllocateLargeBuffer(sizes[i]));
+    Fill(bufs.back(), sizes[i], i);
+  }
+  const BufferMemoryStats after = GetBufferMemoryStats();
+  CHECK(after.slab_fallbacks > before.slab_fallbacks);
+  CHECK(after.slabs * kSlabBytes - after.slab_bytes_used <= kSlabSlackBytes);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CHECK(Holds(bufs[i], sizes[i], i));
+    FreeLargeBuffer(bufs[i], sizes[i]);
+  }
+  CHECK(GetBufferMemoryStats().slab_slots_used == before.slab_slots_used);
+}
+
 TEST_CASE("block buffers come from slabs through the cache's allocator") {
   const BufferMemoryStats before = GetBufferMemoryStats();
   {

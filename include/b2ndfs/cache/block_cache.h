@@ -127,6 +127,10 @@ class BlockCache {
   void CountHits(uint64_t n);
   // True when cached (no stats, no LRU touch): for read-ahead decisions.
   bool Contains(const Key& key) const;
+  // True when cached or being loaded by a GetOrLoad: read-ahead has no
+  // reason to wait for a load already on its way (a worker would block on
+  // it, and read-ahead runs on few workers).
+  bool ContainsOrLoading(const Key& key) const;
   // Caches `value` (replacing any entry of `key`); null values are ignored.
   void Insert(const Key& key, Value value);
   // Drops every entry of a container (it changed on disk or was closed).

@@ -12,8 +12,11 @@
 //   doubling: at most 1/8 of a slot unused). A freed slot goes back to its
 //   slab for the next buffer of its class, newest first; a slab whose last
 //   slot is freed joins the kEmptySlabs kept for the next slab of any class
-//   (the oldest of them is unmapped). So slabs hold at most the peak of
-//   live buffers per class, rounded up to whole slabs, plus kEmptySlabs.
+//   (the oldest of them is unmapped). And the slabs' free bytes (empty
+//   slabs included) stay under kSlabSlackBytes: a buffer that would need a
+//   new slab beyond that comes from operator new instead. Many size classes
+//   in use at once (containers of many block shapes, compressed spans of
+//   any length) would otherwise each hold a partly used 2 MiB slab.
 // - Larger buffers come from operator new, prefaulted, and a few of them
 //   freed lately (kRecycledBuffers, kRecycledBytes in all) are kept for an
 //   allocation of the same size.
@@ -31,6 +34,7 @@ inline constexpr size_t kSlabBytes = size_t{2} << 20;
 inline constexpr size_t kSlabSlotMinBytes = size_t{8} << 10;
 inline constexpr size_t kSlabSlotMaxBytes = kSlabBytes / 2;
 inline constexpr size_t kEmptySlabs = 4;
+inline constexpr size_t kSlabSlackBytes = size_t{16} << 20;
 
 // Bytes of SIZE or more, 4 KiB-aligned at least; throws std::bad_alloc.
 // Only for SIZE >= kSlabSlotMinBytes; free with FreeLargeBuffer(p, SIZE).
@@ -59,12 +63,12 @@ inline constexpr size_t kSlabSizeClasses = 7 + 8 * 5;
 size_t SlabSizeClass(size_t slot) noexcept;
 
 struct BufferMemoryStats {
-  uint64_t slabs = 0;              // mapped now (kSlabBytes each)
-  uint64_t slabs_empty = 0;        // of which kept empty (at most kEmptySlabs)
-  uint64_t slab_slots_used = 0;    // buffers living in them
-  uint64_t slab_bytes_used = 0;    // their slot bytes
-  uint64_t slabs_unmapped = 0;     // since start
-  uint64_t slab_map_failures = 0;  // fell back to operator new
+  uint64_t slabs = 0;            // mapped now (kSlabBytes each)
+  uint64_t slabs_empty = 0;      // of which kept empty (at most kEmptySlabs)
+  uint64_t slab_slots_used = 0;  // buffers living in them
+  uint64_t slab_bytes_used = 0;  // their slot bytes
+  uint64_t slabs_unmapped = 0;   // since start
+  uint64_t slab_fallbacks = 0;   // slab-sized buffers from operator new (slack bound, no mapping)
 };
 BufferMemoryStats GetBufferMemoryStats() noexcept;
 
