@@ -70,6 +70,17 @@ void* NewPrefaulted(size_t size) {
   return p;
 }
 
+// Sized where the compiler has it (clang before 16 only with
+// -fsized-deallocation).
+void Delete(void* p, size_t size) noexcept {
+#ifdef __cpp_sized_deallocation
+  ::operator delete(p, size);
+#else
+  (void)size;
+  ::operator delete(p);
+#endif
+}
+
 }  // namespace
 
 void SetSlabHugePages(bool on) noexcept { g_huge_pages.store(on, std::memory_order_relaxed); }
@@ -88,7 +99,7 @@ BufferMemoryStats GetBufferMemoryStats() noexcept {
 #ifdef B2NDFS_ADDRESS_SANITIZER
 // Off: ASan must see a buffer used after its release.
 void* AllocateLargeBuffer(size_t size) { return NewPrefaulted(size); }
-void FreeLargeBuffer(void* p, size_t size) noexcept { ::operator delete(p, size); }
+void FreeLargeBuffer(void* p, size_t size) noexcept { Delete(p, size); }
 void* TakeRecycledBuffer(size_t) noexcept { return nullptr; }
 bool RecycleBuffer(void*, size_t) noexcept { return false; }
 void FillEmptySlabs() noexcept {}
@@ -337,7 +348,7 @@ bool RecycleBuffer(void* p, size_t size) noexcept {
     r.held.emplace_back(p, size);  // within the capacity reserved: no allocation
     r.bytes += size;
   }
-  for (size_t i = 0; i < ndropped; ++i) ::operator delete(dropped[i].first, dropped[i].second);
+  for (size_t i = 0; i < ndropped; ++i) Delete(dropped[i].first, dropped[i].second);
   return true;
 }
 
@@ -350,10 +361,10 @@ void* AllocateLargeBuffer(size_t size) {
 void FreeLargeBuffer(void* p, size_t size) noexcept {
   if (const size_t slot = SlabSlotBytes(size)) {
     if (FreeSlot(p, slot)) return;
-    ::operator delete(p, slot);  // AllocateSlot's fallback
+    Delete(p, slot);  // AllocateSlot's fallback
     return;
   }
-  if (!RecycleBuffer(p, size)) ::operator delete(p, size);
+  if (!RecycleBuffer(p, size)) Delete(p, size);
 }
 #endif  // B2NDFS_ADDRESS_SANITIZER
 

@@ -26,8 +26,9 @@ CACHE_MB=4
 # mount-wide PinBudget: max(16 MiB, cache/4)), libfuse's request buffers
 # (1 MiB + 4 KiB per worker thread, up to 10 of them) and b2ndfs's reply
 # buffer kept per FUSE thread (up to 1 MiB each), c-blosc2's scratch
-# per decompression context, and what glibc's per-thread arenas keep of
-# freed blocks. 74 MiB leaves ~15 MiB for allocator noise, while a leak or an
+# per decompression context, what glibc's per-thread arenas keep of
+# freed blocks, and the free part of the block memory's 2 MiB slabs (at most
+# 8 MiB, cache/buffer_memory.h; this run peaks 6-10 MiB higher with them). 74 MiB leaves ~15 MiB for allocator noise, while a leak or an
 # unbounded buffer still shows: the working set read here (~18 MiB of data
 # decompressed over and over, ~1.3 GB served) would push RSS far past it.
 SLACK_MB=${B2NDFS_STRESS_RSS_SLACK_MB:-74}

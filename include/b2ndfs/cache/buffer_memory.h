@@ -34,7 +34,7 @@ inline constexpr size_t kSlabBytes = size_t{2} << 20;
 inline constexpr size_t kSlabSlotMinBytes = size_t{8} << 10;
 inline constexpr size_t kSlabSlotMaxBytes = kSlabBytes / 2;
 inline constexpr size_t kEmptySlabs = 4;
-inline constexpr size_t kSlabSlackBytes = size_t{16} << 20;
+inline constexpr size_t kSlabSlackBytes = kEmptySlabs * kSlabBytes;  // 8 MiB
 
 // Bytes of SIZE or more, 4 KiB-aligned at least; throws std::bad_alloc.
 // Only for SIZE >= kSlabSlotMinBytes; free with FreeLargeBuffer(p, SIZE).
