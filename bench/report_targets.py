@@ -11,8 +11,8 @@ WARM_OPS = ['whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes']
 # Peak RSS must stay within cache_size plus this (the bench's stated constant:
 # FUSE request buffers and threads, blocks pinned by readers in flight,
 # decompression contexts, chunk buffers, malloc's arenas, and the memory
-# kept for reuse: 8 MiB of freed large buffers, 8 MiB of empty slabs and the
-# free slots of partly used slabs, cache/buffer_memory.h).
+# kept for reuse: 8 MiB of freed large buffers and at most 8 MiB free in the
+# block memory's slabs, cache/buffer_memory.h).
 RSS_CONSTANT_MB = 64
 B2_SCENARIOS = ('b2_cold', 'b2_cold_cached', 'b2_warm', 'b2_plane')
 OP_NAMES = {'whole': '`data` sequential', 'slice0': 'slice axis 0', 'slice1': 'slice axis 1',
@@ -198,7 +198,7 @@ def render_targets(results, w):
       'bytes its block cache holds then (the caches here never shrink during a run), against '
       '**%d MiB**, the constant this bench holds b2ndfs to (FUSE request buffers and threads, '
       'blocks pinned by readers in flight, decompression contexts, chunk buffers, malloc '
-      'arenas, memory kept for reuse: at most 8 MiB of freed large buffers and 8 MiB of empty 2 MiB slabs, free slots of partly used slabs); that implies VmHWM ≤ `cache_size` + %d MiB, which the row also checks.\n' % (
+      'arenas, memory kept for reuse: at most 8 MiB of freed large buffers and 8 MiB free in 2 MiB slabs); that implies VmHWM ≤ `cache_size` + %d MiB, which the row also checks.\n' % (
           t.met(), len(t.rows), geometry.PLANE_CACHE_FACTOR, ', '.join(
           OP_NAMES[op] for op in WARM_OPS), RSS_CONSTANT_MB, RSS_CONSTANT_MB))
     w('| target | geometry (blocks / chunks, codec) | measured | ratio | goal | verdict |')
