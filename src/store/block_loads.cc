@@ -220,8 +220,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i : read.blocks) {
       const BlockLoads::Block& b = loads.blocks[i];
-      if (i != first && context_->cache->Contains(
-                            cache::Key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock})) {
+      if (i != first && context_->cache->Contains(BlockKey(cache_id_, b.chunk, b.block))) {
         continue;
       }
       const auto [begin, end] = part_span(i);
@@ -384,7 +383,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   ForEach(workers, order.size(), [&](size_t j) {
     const size_t i = order[j];
     BlockLoads::Block& b = loads.blocks[i];
-    const cache::Key key{cache_id_, b.chunk, b.block, cache::EntryKind::kBlock};
+    const cache::Key key = BlockKey(cache_id_, b.chunk, b.block);
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;

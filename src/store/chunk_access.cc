@@ -411,7 +411,7 @@ Result<cache::Value> Container::DecodeBlock(int64_t chunk_index, int64_t block_i
 }
 
 Result<cache::Value> Container::GetBlock(int64_t chunk_index, int64_t block_index) const {
-  const cache::Key key{cache_id_, chunk_index, block_index, cache::EntryKind::kBlock};
+  const cache::Key key = BlockKey(cache_id_, chunk_index, block_index);
   auto result =
       context_->cache->GetOrLoad(key, [&]() { return DecodeBlock(chunk_index, block_index); });
   if (!result.ok()) {

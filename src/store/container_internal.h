@@ -159,6 +159,11 @@ constexpr int64_t kIndexPageBlock = -1;  // chunk = page number
 constexpr int64_t kChunkHeadBlock = -2;
 constexpr int64_t kWholeChunkBlock = -3;
 
+// The cache key of a decompressed block.
+inline cache::Key BlockKey(uint64_t container_id, int64_t chunk, int64_t block) {
+  return cache::Key{container_id, chunk, block, cache::EntryKind::kBlock};
+}
+
 // The cache key of a chunk's head (FetchChunkHead).
 inline cache::Key ChunkHeadKey(uint64_t container_id, int64_t chunk) {
   return cache::Key{container_id, chunk, kChunkHeadBlock, cache::EntryKind::kOther};

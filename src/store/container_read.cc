@@ -126,8 +126,7 @@ bool Container::CopyIfCached(const std::vector<Box>& boxes, uint8_t* out) const 
       // Hits are counted once the read is served here: after a miss, ReadBox
       // looks every block up again and counts there.
       const cache::Value block = context_->cache->TryGet(
-          cache::Key{cache_id_, ref.chunk_index, ref.block_index, cache::EntryKind::kBlock},
-          cache::BlockCache::Count::kNo);
+          BlockKey(cache_id_, ref.chunk_index, ref.block_index), cache::BlockCache::Count::kNo);
       if (!block) {
         all_cached = false;
         return;
@@ -209,8 +208,7 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
     // pins are granted: no reader waits for pins while it holds some.
     BlockLoads loads;
     for (BlockWork& w : batch) {
-      w.value = context_->cache->TryGet(
-          cache::Key{cache_id_, w.chunk, w.block, cache::EntryKind::kBlock});
+      w.value = context_->cache->TryGet(BlockKey(cache_id_, w.chunk, w.block));
       if (w.value) continue;
       w.load = static_cast<int64_t>(loads.blocks.size());
       loads.blocks.push_back(BlockLoads::Block{w.chunk, w.block});
@@ -307,8 +305,7 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   const int64_t last = CeilDiv(std::min(body_offset + length, body_size), itemsize);
   GlobalReadStats().prefetch_requests++;
   auto cached = [&](const std::pair<int64_t, int64_t>& b) {
-    return context_->cache->Contains(
-        cache::Key{cache_id_, b.first, b.second, cache::EntryKind::kBlock});
+    return context_->cache->Contains(BlockKey(cache_id_, b.first, b.second));
   };
   // A sequential reader of cached blocks lands here on every read: when the
   // blocks of the range's first, middle and last items are cached, take the
@@ -341,8 +338,8 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   // again: a task would only wait for them.
   wanted.erase(std::remove_if(wanted.begin(), wanted.end(),
                               [&](const std::pair<int64_t, int64_t>& b) {
-                                return context_->cache->ContainsOrLoading(cache::Key{
-                                    cache_id_, b.first, b.second, cache::EntryKind::kBlock});
+                                return context_->cache->ContainsOrLoading(
+                                    BlockKey(cache_id_, b.first, b.second));
                               }),
                wanted.end());
   auto self = shared_from_this();
@@ -372,7 +369,7 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
             BlockLoads loads;
             for (const auto& [chunk, block] : group) {
               if (!self->context_->cache->ContainsOrLoading(
-                      cache::Key{self->cache_id_, chunk, block, cache::EntryKind::kBlock})) {
+                      BlockKey(self->cache_id_, chunk, block))) {
                 loads.blocks.push_back(BlockLoads::Block{chunk, block});
               }
             }
