@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "key_index.h"
+
 namespace b2ndfs::cache {
 
 namespace {
@@ -29,8 +31,8 @@ constexpr uint64_t Mix(uint64_t x) {
 
 // One finalizer over a multiply-add of the fields (distinct odd multipliers,
 // so blocks, chunks and containers do not cancel out): a warm read hashes
-// every block it touches, twice (shard, then bucket), and four rounds of
-// Mix() were a tenth of its lookup.
+// every block it touches (once: the high half picks the shard, the low half
+// the slot), and four rounds of Mix() were a tenth of its lookup.
 uint64_t HashKey(const Key& key) {
   return Mix(key.container_id * 0x9e3779b97f4a7c15ULL +
              static_cast<uint64_t>(key.chunk) * 0xc2b2ae3d27d4eb4fULL +
@@ -103,6 +105,9 @@ struct alignas(64) BlockCache::Shard {
     size_t charge;
   };
   using List = std::list<Entry>;
+  struct EntryKey {
+    const Key& operator()(List::iterator it) const { return it->key; }
+  };
 
   explicit Shard(size_t budget_bytes) : budget(budget_bytes) {}
 
@@ -113,7 +118,7 @@ struct alignas(64) BlockCache::Shard {
   size_t used = 0;      // sum of charges in `lru`; guarded by mu
   size_t reserved = 0;  // this shard's share of external charges; guarded by mu
   List lru;             // front = most recently used; guarded by mu
-  std::unordered_map<Key, List::iterator, KeyHash> index;                 // guarded by mu
+  KeyIndex<Key, List::iterator, EntryKey> index;                          // guarded by mu
   std::unordered_map<Key, std::shared_ptr<InFlight>, KeyHash> in_flight;  // guarded by mu
 
   // Relaxed: they are tallies, read together only by stats().
@@ -129,30 +134,30 @@ struct alignas(64) BlockCache::Shard {
   // freed under the lock: the caller destroys `dropped` after unlocking).
   void DropLocked(List::iterator it, List* dropped) {
     used -= it->charge;
-    index.erase(it->key);
+    index.Erase(it->key, HashKey(it->key));
     dropped->splice(dropped->end(), lru, it);
   }
 
   // Looks `key` up and marks it most recently used; nullptr when absent.
-  Value TouchLocked(const Key& key) {
-    auto it = index.find(key);
-    if (it == index.end()) return nullptr;
-    lru.splice(lru.begin(), lru, it->second);
-    return it->second->value;
+  Value TouchLocked(const Key& key, uint64_t hash) {
+    const List::iterator* it = index.Find(key, hash);
+    if (it == nullptr) return nullptr;
+    lru.splice(lru.begin(), lru, *it);
+    return (*it)->value;
   }
 
   // Caches `value` under `key`, evicting from the tail to fit the budget. A
   // value charged more than the whole budget is not kept (and any older entry
   // of the key is dropped regardless).
-  void RetainLocked(const Key& key, Value value, List* dropped) {
-    if (auto it = index.find(key); it != index.end()) {
-      DropLocked(it->second, dropped);
+  void RetainLocked(const Key& key, uint64_t hash, Value value, List* dropped) {
+    if (const List::iterator* it = index.Find(key, hash)) {
+      DropLocked(*it, dropped);
     }
     const size_t charge = ChargeFor(value->size());
     if (charge + reserved > budget) return;
     lru.push_front(Entry{key, std::move(value), charge});
     try {
-      index.emplace(key, lru.begin());
+      index.Insert(hash, lru.begin());
     } catch (...) {
       lru.pop_front();
       throw;
@@ -172,7 +177,7 @@ struct alignas(64) BlockCache::Shard {
 
   // Ends the load of `key` by `flight`: unregisters it and caches a good
   // result unless EraseContainer/Clear abandoned it meanwhile. Takes `mu`.
-  void Complete(const Key& key, const std::shared_ptr<InFlight>& flight,
+  void Complete(const Key& key, uint64_t hash, const std::shared_ptr<InFlight>& flight,
                 const Result<Value>& result) noexcept {
     List dropped;  // outlives the lock: evicted buffers are freed unlocked
     std::lock_guard<std::mutex> lock(mu);
@@ -187,7 +192,7 @@ struct alignas(64) BlockCache::Shard {
     bytes_loaded.fetch_add((*result)->size(), std::memory_order_relaxed);
     if (!flight->cacheable) return;
     try {
-      RetainLocked(key, *result, &dropped);
+      RetainLocked(key, hash, *result, &dropped);
     } catch (const std::bad_alloc&) {
       // Not cached; the waiters still get the value.
     }
@@ -220,20 +225,20 @@ BlockCache::BlockCache(size_t capacity_bytes, int shards) : capacity_bytes_(capa
 
 BlockCache::~BlockCache() = default;
 
-BlockCache::Shard& BlockCache::ShardFor(const Key& key) const {
-  // The high half picks the shard; the map buckets use the low bits, so the
+BlockCache::Shard& BlockCache::ShardFor(uint64_t hash) const {
+  // The high half picks the shard; the index slots use the low bits, so the
   // two choices stay independent.
-  const uint64_t h = HashKey(key) >> 32;
-  return *shards_[static_cast<size_t>(h % shards_.size())];
+  return *shards_[static_cast<size_t>((hash >> 32) % shards_.size())];
 }
 
 Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader) {
-  Shard& shard = ShardFor(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
   std::shared_ptr<InFlight> flight;
   bool is_loader = false;
   try {
     std::lock_guard<std::mutex> lock(shard.mu);
-    if (Value hit = shard.TouchLocked(key)) {
+    if (Value hit = shard.TouchLocked(key, hash)) {
       shard.hits.fetch_add(1, std::memory_order_relaxed);
       return hit;
     }
@@ -252,7 +257,7 @@ Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<V
 
   if (is_loader) {
     Result<Value> result = RunLoader(loader);
-    shard.Complete(key, flight, result);
+    shard.Complete(key, hash, flight, result);
     // Published after the cache is updated: a caller arriving in between
     // already finds the value (or, after an error, starts a fresh load).
     flight->Publish(std::move(result));
@@ -265,17 +270,19 @@ Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<V
 }
 
 Value BlockCache::Lookup(const Key& key) {
-  Shard& shard = ShardFor(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  Value value = shard.TouchLocked(key);
+  Value value = shard.TouchLocked(key, hash);
   (value ? shard.hits : shard.misses).fetch_add(1, std::memory_order_relaxed);
   return value;
 }
 
 Value BlockCache::TryGet(const Key& key, Count count) {
-  Shard& shard = ShardFor(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  Value value = shard.TouchLocked(key);
+  Value value = shard.TouchLocked(key, hash);
   if (value && count == Count::kYes) shard.hits.fetch_add(1, std::memory_order_relaxed);
   return value;
 }
@@ -286,24 +293,27 @@ void BlockCache::CountHits(uint64_t n) {
 }
 
 bool BlockCache::Contains(const Key& key) const {
-  Shard& shard = ShardFor(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  return shard.index.count(key) != 0;
+  return shard.index.Find(key, hash) != nullptr;
 }
 
 bool BlockCache::ContainsOrLoading(const Key& key) const {
-  Shard& shard = ShardFor(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  return shard.index.count(key) != 0 || shard.in_flight.count(key) != 0;
+  return shard.index.Find(key, hash) != nullptr || shard.in_flight.count(key) != 0;
 }
 
 void BlockCache::Insert(const Key& key, Value value) {
   if (value == nullptr) return;
-  Shard& shard = ShardFor(key);
+  const uint64_t hash = HashKey(key);
+  Shard& shard = ShardFor(hash);
   Shard::List dropped;  // outlives the lock: freed after unlocking
   std::lock_guard<std::mutex> lock(shard.mu);
   try {
-    shard.RetainLocked(key, std::move(value), &dropped);
+    shard.RetainLocked(key, hash, std::move(value), &dropped);
   } catch (const std::bad_alloc&) {
     // Caching is best effort: without memory for the index, skip it.
   }

@@ -156,7 +156,7 @@ class BlockCache {
 
  private:
   struct Shard;
-  Shard& ShardFor(const Key& key) const;
+  Shard& ShardFor(uint64_t key_hash) const;
   size_t capacity_bytes_;
   std::vector<std::unique_ptr<Shard>> shards_;
   mutable std::mutex charge_mutex_;  // guards external_bytes_
