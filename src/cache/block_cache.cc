@@ -292,6 +292,11 @@ void BlockCache::CountHits(uint64_t n) {
   shards_.front()->hits.fetch_add(n, std::memory_order_relaxed);
 }
 
+void BlockCache::Prefetch(const Key& key) const {
+  const uint64_t hash = HashKey(key);
+  ShardFor(hash).index.Prefetch(hash);
+}
+
 bool BlockCache::Contains(const Key& key) const {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);

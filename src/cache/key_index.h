@@ -11,6 +11,7 @@
 // reads anyway); the key is read back from the entry only when the tags match.
 // Linear probing, deletion by backward shift (no tombstones), at most 5/8 full.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -74,6 +75,18 @@ class KeyIndex {
   void clear() {
     std::vector<Slot>().swap(slots_);
     size_ = 0;
+    PublishHint();
+  }
+
+  // Starts loading the slot line where `hash`'s key would be, without the
+  // owner's lock: a caller about to look up many keys in a row overlaps
+  // their misses. The table may be regrown meanwhile; the hint then names
+  // stale memory, which a prefetch may name harmlessly (it never faults).
+  void Prefetch(uint64_t hash) const {
+    const Slot* base = hint_base_.load(std::memory_order_relaxed);
+    if (base == nullptr) return;
+    const size_t mask = hint_mask_.load(std::memory_order_relaxed);
+    __builtin_prefetch(base + (TagOf(hash) & mask));
   }
 
  private:
@@ -100,10 +113,19 @@ class KeyIndex {
     for (Slot& slot : old) {
       if (slot.tag != 0) Place(std::move(slot));
     }
+    PublishHint();
+  }
+
+  void PublishHint() {
+    hint_base_.store(slots_.empty() ? nullptr : slots_.data(), std::memory_order_relaxed);
+    hint_mask_.store(slots_.empty() ? 0 : slots_.size() - 1, std::memory_order_relaxed);
   }
 
   std::vector<Slot> slots_;  // a power of two in size, or empty
   size_t size_ = 0;
+  // slots_'s address and mask for Prefetch, which reads them unlocked.
+  std::atomic<const Slot*> hint_base_{nullptr};
+  std::atomic<size_t> hint_mask_{0};
 };
 
 }  // namespace b2ndfs::cache

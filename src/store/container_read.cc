@@ -101,48 +101,44 @@ class Pin {
 
 }  // namespace
 
-// A warm reader's read: every block it touches is cached. Each block's share
-// is copied as the block walk reaches it, one block held at a time: no plan
-// of pieces, no batches (which cost as much per block as the copy of a
-// small piece). At the first block not cached it gives up and ReadBox plans
-// the whole read (re-copying what was copied here, the same bytes; blocks
-// looked up here count a second cache hit then).
-bool Container::CopyIfCached(const std::vector<Box>& boxes, uint8_t* out) const {
+// A warm reader's read: every block it touches is cached. Each piece is
+// copied in the order listed, one block held at a time: no grouping, no
+// batches (which cost as much per block as the copy of a small piece). The
+// index slots of the next blocks are prefetched a few pieces ahead, so the
+// lookups' cache misses overlap instead of queueing behind each copy. At the
+// first block not cached it gives up and ReadBox plans the whole read
+// (re-copying what was copied here, the same bytes; blocks looked up here
+// count a second cache hit then).
+bool Container::CopyIfCached(const std::vector<Box>& boxes, std::span<const Piece> pieces,
+                             std::span<const int64_t> coords,
+                             std::span<uint8_t* const> sub_dst) const {
   const ArrayLayout& layout = *layout_;
   const int64_t itemsize = layout.itemsize();
+  const int n = layout.ndim();
   // The block held is pinned as a batch of one would be (Irregular1D reports
   // its longest block in blockshape).
   int64_t block_items = 1;
   for (int64_t extent : layout.blockshape()) block_items *= extent;
   const size_t pinned = static_cast<size_t>(block_items * itemsize);
   const Pin pin(context_->pins, pinned);
-  bool all_cached = true;
-  int64_t copied_items = 0, wanted_items = 0;
-  uint64_t hits = 0;
-  uint8_t* dst = out;
-  for (const Box& sub : boxes) {
-    layout.ForEachBlockIn(sub, [&](const BlockRef& ref, const Box& region) {
-      if (!all_cached) return;
-      // Hits are counted once the read is served here: after a miss, ReadBox
-      // looks every block up again and counts there.
-      const cache::Value block = context_->cache->TryGet(
-          BlockKey(cache_id_, ref.chunk_index, ref.block_index), cache::BlockCache::Count::kNo);
-      if (!block) {
-        all_cached = false;
-        return;
-      }
-      ++hits;
-      geometry::CopyRegion(block->data(), ref.block_box, dst, sub, region, itemsize);
-      copied_items += region.NumItems();
-    });
-    if (!all_cached) return false;
-    wanted_items += sub.NumItems();
-    dst += sub.NumItems() * itemsize;
+  cache::BlockCache& cache = *context_->cache;
+  constexpr size_t kPrefetchAhead = 8;
+  auto key_of = [&](const Piece& p) { return BlockKey(cache_id_, p.chunk_index, p.block_index); };
+  for (size_t i = 0; i < std::min(kPrefetchAhead, pieces.size()); ++i) {
+    cache.Prefetch(key_of(pieces[i]));
   }
-  // The reply buffer is not zeroed: a walk that missed items (which ReadBox
-  // reports as an error) must not pass for a read.
-  if (copied_items != wanted_items) return false;
-  context_->cache->CountHits(hits);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i + kPrefetchAhead < pieces.size()) cache.Prefetch(key_of(pieces[i + kPrefetchAhead]));
+    const Piece& p = pieces[i];
+    // Hits are counted once the read is served here: after a miss, ReadBox
+    // looks every block up again and counts there.
+    const cache::Value block = cache.TryGet(key_of(p), cache::BlockCache::Count::kNo);
+    if (!block) return false;
+    const int64_t* c = coords.data() + p.coords;
+    geometry::CopyRegion(block->data(), geometry::BoxRef(c, c + n, n), sub_dst[p.tag], boxes[p.tag],
+                         geometry::BoxRef(c + 2 * n, c + 3 * n, n), itemsize);
+  }
+  cache.CountHits(pieces.size());
   return true;
 }
 
@@ -152,7 +148,6 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
   const int64_t itemsize = layout.itemsize();
   const int n = layout.ndim();
   const std::vector<Box> boxes = geometry::LinearRangeToBoxes(box, item_begin, item_end);
-  if (CopyIfCached(boxes, out)) return Status::Ok();
   ScratchLease lease;
   ReadScratch& s = lease.get();
   uint8_t* dst = out;
@@ -168,6 +163,7 @@ Status Container::ReadBox(const Box& box, int64_t item_begin, int64_t item_end,
     return Status(EIO, "internal error: the read plan covers " + std::to_string(planned_items) +
                            " of " + std::to_string(item_end - item_begin) + " items");
   }
+  if (CopyIfCached(boxes, s.pieces, s.coords, s.sub_dst)) return Status::Ok();
   // A block cut by the sub-boxes' borders has pieces in several of them:
   // group them, so that each block is looked up (or loaded) once.
   auto by_block = [](const Piece& a, const Piece& b) {

@@ -125,6 +125,9 @@ class BlockCache {
   enum class Count : uint8_t { kYes, kNo };
   Value TryGet(const Key& key, Count count = Count::kYes);
   void CountHits(uint64_t n);
+  // Starts loading where `key`'s entry is looked up (no lock, no stats): a
+  // reader about to look up a run of keys issues this a few keys ahead.
+  void Prefetch(const Key& key) const;
   // True when cached (no stats, no LRU touch): for read-ahead decisions.
   bool Contains(const Key& key) const;
   // True when cached or being loaded by a GetOrLoad: read-ahead has no

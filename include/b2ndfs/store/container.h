@@ -201,9 +201,12 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
   Status ReadBox(const geometry::Box& box, int64_t item_begin, int64_t item_end,
                  uint8_t* out) const;
-  // ReadBox's warm path (container_read.cc): false, having copied part, when
-  // a block is not cached.
-  bool CopyIfCached(const std::vector<geometry::Box>& boxes, uint8_t* out) const;
+  // ReadBox's warm path (container_read.cc): copies the listed pieces (of
+  // sub-box p.tag, which starts at sub_dst[p.tag]); false, having copied
+  // part, when a block is not cached.
+  bool CopyIfCached(const std::vector<geometry::Box>& boxes,
+                    std::span<const geometry::BlockPiece> pieces, std::span<const int64_t> coords,
+                    std::span<uint8_t* const> sub_dst) const;
   Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length, uint8_t* out) const;
   std::string RenderMeta(const FileCatalog* catalog) const;
 
