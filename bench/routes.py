@@ -9,6 +9,7 @@ falls on all routes alike instead of on whichever ran last.
 """
 import json
 import os
+import time
 
 import geometry
 from mounts import (cpu_delta, cpu_seconds, log, read_ahead_kb, run, run_json,
@@ -30,9 +31,15 @@ SEED = 20240601
 # The routes of an operation. `b2_plane` is b2ndfs cold (source cached) with a
 # cache of about one plane of blocks (geometry.plane_cache_mb); `inproc` for
 # seq2 is the untimed-as-target reference of its bytes (bench_inprocess planes).
+# `b2_unprimed` is b2_cold_cached without priming the machine's memory first
+# (after PRIME_IDLE_SECONDS idle instead): what a fresh daemon pays here for
+# memory the host took back (see prime()).
 ROUTES = ['inproc', 'inproc_drop', 'b2_cold', 'b2_cold_cached', 'b2_warm', 'memfs', 'sq_cold',
-          'sq_warm', 'b2_plane']
+          'sq_warm', 'b2_plane', 'b2_unprimed']
+PRIME_IDLE_SECONDS = 3
 ROUTES_OF = {
+    'whole': {'inproc', 'inproc_drop', 'b2_cold', 'b2_cold_cached', 'b2_warm', 'memfs', 'sq_cold',
+              'sq_warm', 'b2_unprimed'},
     'seq0': {'b2_cold_cached', 'b2_warm'},
     'seq2': {'b2_plane', 'inproc'},
     'viewcubes': {'inproc', 'inproc_drop', 'b2_cold', 'b2_cold_cached', 'b2_warm'},
@@ -151,6 +158,24 @@ class ArrayRun:
             run([self.tool('bench_reader'), 'seq', path])
         return self.resident(path)
 
+    def prime(self, scenario, op):
+        """Touches and frees, right before a cold run, about the memory the run allocates
+        (bench_reader prime). In this virtual machine memory freed more than a second or
+        two ago has gone back to the host (free page reporting) and costs 0.3-1 s per GiB
+        to take back, memory freed just now ~0.1 s: without this a route's time depended
+        on what the run before it freed. Returns the seconds priming took (high: the
+        memory had gone back)."""
+        if scenario == 'b2_unprimed':
+            time.sleep(PRIME_IDLE_SECONDS)
+            return None
+        if scenario == 'b2_plane':
+            mib = self.plane_cache_mb
+        elif op in ('whole', 'seq0', 'seq2', 'rand'):
+            mib = self.nbytes >> 20
+        else:
+            mib = min(self.nbytes >> 20, 256)
+        return run_json([self.tool('bench_reader'), 'prime', str(mib + 64)])['seconds']
+
     def record(self, scenario, op, rep, result, **extra):
         r = {'geometry': self.g['name'], 'scenario': scenario, 'op': op, 'rep': rep,
              'seconds': result['seconds'], 'bytes': result['bytes'],
@@ -195,16 +220,18 @@ class ArrayRun:
         if op == 'seq2' and rep > 0:
             return  # the reference bytes of slices/2/: once is enough
         res = self.make_resident(self.b2nd) if scenario == 'inproc' else self.evict(self.b2nd)
+        prime_s = self.prime(scenario, op)
         result = run_json(self.inproc_cmd(op, evict=scenario == 'inproc_drop'))
-        self.record(scenario, op, rep, result, resident=res,
+        self.record(scenario, op, rep, result, resident=res, prime_s=prime_s,
                     open_seconds=result.get('open_seconds'))
 
     def cold(self, scenario, op, rep):
         """A fresh mount for this one run."""
         mountpoint = os.path.join(self.mnt, scenario)
-        cache_mb = None
+        cache_mb = prime_s = None
         if scenario == 'sq_cold':
             res = self.evict(self.sqfs)
+            prime_s = self.prime(scenario, op)
             mount_s, pid = self.mount_squash(mountpoint)
             cmd = self.squash_cmd(op, mountpoint)
         elif scenario == 'memfs_first':
@@ -214,6 +241,7 @@ class ArrayRun:
         else:
             res = self.evict(self.b2nd) if scenario == 'b2_cold' else self.make_resident(self.b2nd)
             cache_mb = self.plane_cache_mb if scenario == 'b2_plane' else self.cache_size_mb
+            prime_s = self.prime(scenario, op)
             mount_s, pid = self.mount_b2ndfs(mountpoint, cache_mb)
             cmd = self.reader_cmd(op, mountpoint)
         try:
@@ -223,7 +251,7 @@ class ArrayRun:
             daemon_cpu = cpu_delta(cpu0, cpu_seconds(pid))
             stats = self.b2ndfs_stats(mountpoint) if scenario.startswith('b2') else None
             self.record('memfs' if scenario == 'memfs_first' else scenario, op, rep, result,
-                        resident=res, mount_s=mount_s, daemon_cpu=daemon_cpu,
+                        resident=res, prime_s=prime_s, mount_s=mount_s, daemon_cpu=daemon_cpu,
                         rss_kb=vm_hwm_kb(pid), stats=stats,
                         cache_mb=cache_mb, read_ahead_kb=read_ahead_kb(mountpoint))
         finally:
@@ -297,7 +325,7 @@ class ArrayRun:
             return False
         if op in ROUTES_OF:
             return scenario in ROUTES_OF[op]
-        return scenario != 'b2_plane' and (op not in B2NDFS_ONLY or scenario not in (
+        return scenario not in ('b2_plane', 'b2_unprimed') and (op not in B2NDFS_ONLY or scenario not in (
             'memfs', 'sq_cold', 'sq_warm'))
 
     def run(self):
