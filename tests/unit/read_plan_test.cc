@@ -512,8 +512,11 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
   std::vector<std::thread> readers;
   for (int r = 0; r < kReaders; ++r) {
     outs[r].resize(static_cast<size_t>(box_of(r, r).NumItems() * 4));
-    readers.emplace_back(
-        [&, r] { statuses[r] = shared->ReadArrayBox(box_of(r, r), outs[r].data()); });
+    // `container` by name: C++20 lambdas may not capture structured bindings
+    // implicitly before clang 16.
+    readers.emplace_back([&, r, container = shared] {
+      statuses[r] = container->ReadArrayBox(box_of(r, r), outs[r].data());
+    });
   }
   for (std::thread& t : readers) t.join();
   for (int r = 0; r < kReaders; ++r) {
