@@ -22,6 +22,7 @@
 
 #include "async_reads.h"
 #include "b2ndfs/util/log.h"
+#include "page_pusher.h"
 
 namespace b2ndfs::fuse {
 namespace {
@@ -539,6 +540,9 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   auto invalidator = std::make_unique<Invalidator>(session);
   filesystem.SetInvalidateCallback(
       [&invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
+  auto pusher = std::make_unique<PagePusher>(session);
+  filesystem.SetPagePushCallback(
+      [&pusher](vfs::PagePush push) { pusher->Enqueue(std::move(push)); });
   // Only a remote source has reads that wait on the network (no idle threads
   // for local mounts).
   if (filesystem.remote()) state.async_reads = std::make_unique<AsyncReads>(AsyncReads::Options{});
@@ -563,6 +567,8 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   if (state.async_reads) state.async_reads->Shutdown();
   filesystem.SetInvalidateCallback(nullptr);
   invalidator.reset();
+  filesystem.SetPagePushCallback(nullptr);
+  pusher.reset();
   fuse_session_unmount(session);
   fuse_remove_signal_handlers(session);
   fuse_session_destroy(session);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/file.h"
@@ -47,6 +48,9 @@ namespace {
 constexpr int64_t kRemoteReadaheadFactor = 4;
 // Read-ahead goes on into at most this many files (the one read included).
 constexpr int kReadAheadMaxFiles = 16;
+// Files pushed into the kernel's page cache ahead of their reader are at
+// most this big (each is rendered whole into one buffer).
+constexpr int64_t kPushMaxBytes = 16 << 20;
 
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
 
@@ -517,8 +521,22 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
       B2NDFS_ASSIGN_OR_RETURN(handle.container, generation->Container(*this));
       handle.view = node->view;
       handle.pattern = node->pattern;
+      handle.ino_base = generation->ino_base();
       // The inode belongs to one generation: its cached pages are always right.
       handle.keep_cache = true;
+      // A reader going through pushed files sends no reads that would plan
+      // read-ahead: the open of one carries the push on to the next.
+      bool was_pushed = false;
+      if (handle.pattern) {
+        std::lock_guard<std::mutex> lock(handle.pattern->mutex);
+        was_pushed = std::exchange(handle.pattern->pushed, false);
+      }
+      if (was_pushed) {
+        if (auto next = handle.view->Next(*handle.container)) {
+          next->ReadAhead(*handle.container, 0, next->Size(*handle.container));
+          PushAhead(handle, next);
+        }
+      }
       return handle;
     }
     case NodeType::kDir:
@@ -573,14 +591,15 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
     ReadPattern& p = *handle.pattern;
     std::lock_guard<std::mutex> lock(p.mutex);
     const int64_t slack = 2 * std::max<int64_t>(n, 128 << 10);
-    // A remote reader that starts at the file's start is taken as
-    // sequential from its first read (most readers of a file start there and
-    // go on): the blocks of its next kernel reads then go out in the same
-    // round trip as this one's, not one round trip later.
-    const bool remote_start = handle.remote && p.next_offset < 0 && offset == 0;
-    const bool sequential =
-        remote_start ||
-        (p.next_offset >= 0 && offset >= p.next_offset - slack && offset <= p.next_offset + slack);
+    // A reader that starts at the file's start is taken as sequential from
+    // its first read (most readers of a file start there and go on): a
+    // remote reader's next blocks then go out in the same round trip as this
+    // read's, and a file read in one request (a slice of slices/0/ that an
+    // image-sequence tool opens, reads and closes) still reads ahead into
+    // the next file.
+    const bool from_start = p.next_offset < 0 && offset == 0;
+    const bool sequential = from_start || (p.next_offset >= 0 && offset >= p.next_offset - slack &&
+                                           offset <= p.next_offset + slack);
     if (sequential) {
       p.window = std::min(max_window, std::max(p.window * 2, 2 * n));
       from = std::max(end, p.prefetched_until);
@@ -607,9 +626,45 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
        file = file->Next(container), ++files) {
     const int64_t size = file->Size(container);
     const int64_t a = std::max(from, begin), b = std::min(to, begin + size);
-    if (b > a) file->ReadAhead(container, a - begin, b - a);
+    if (b > a) {
+      file->ReadAhead(container, a - begin, b - a);
+      // The window has just reached the next file: its reader will open it
+      // and read it whole, so its pages can be waiting in the kernel.
+      if (files == 1 && a == begin) PushAhead(handle, file);
+    }
     begin += size;
   }
+}
+
+void Filesystem::PushAhead(const FileHandle& handle,
+                           const std::shared_ptr<const views::Node>& file) {
+  if (!push_ || handle.remote || handle.ino_base == 0) return;
+  if (file->ordinal() == views::kNoOrdinal) return;
+  const int64_t size = file->Size(*handle.container);
+  if (size <= 0 || size > kPushMaxBytes) return;
+  const Ino ino = handle.ino_base + file->ordinal();
+  // An inode the kernel never looked up would refuse the pages.
+  const std::shared_ptr<Node> node = Find(ino);
+  if (node == nullptr || node->pattern == nullptr) return;
+  PagePush push;
+  push.ino = ino;
+  push.size = size;
+  push.render = [container = handle.container, file, size](uint8_t* out) -> Status {
+    B2NDFS_ASSIGN_OR_RETURN(const size_t n,
+                            file->Read(*container, 0, static_cast<size_t>(size), out));
+    if (static_cast<int64_t>(n) != size) return Status(EIO, "short read of " + file->name());
+    return Status::Ok();
+  };
+  push.done = [this, size, pattern = node->pattern](bool stored) {
+    if (!stored) return;
+    {
+      std::lock_guard<std::mutex> lock(pattern->mutex);
+      pattern->pushed = true;
+    }
+    pushed_files_.fetch_add(1, std::memory_order_relaxed);
+    pushed_bytes_.fetch_add(static_cast<uint64_t>(size), std::memory_order_relaxed);
+  };
+  push_(std::move(push));
 }
 
 }  // namespace b2ndfs::vfs

@@ -88,6 +88,8 @@ std::string Filesystem::StatsJson() const {
   out += kv("heads_prefetches", r.heads_prefetches.load());
   out += kv("readahead_requests", r.prefetch_requests.load());
   out += kv("readahead_blocks", r.prefetched_blocks.load());
+  out += kv("pushed_files", pushed_files_.load());
+  out += kv("pushed_bytes", pushed_bytes_.load());
   out += kv("pinned_bytes", r.pinned_bytes.load(), true);
   out += "  },\n";
   out += "  \"read_latency_us\": {\n";

@@ -2,7 +2,9 @@
 # fuse.readahead: a sequential reader of slices/0/IDX has the blocks of the
 # files after it decompressed ahead (image-sequence tools read slices/0/ in
 # name order, and those files are consecutive pieces of `data`); the last
-# file has none after it; the bytes are c-blosc2's throughout.
+# file has none after it; a reader with page-cached reads finds each next
+# file's pages pushed to the kernel before it opens it; the bytes are
+# c-blosc2's throughout.
 # Reads are O_DIRECT, 128 KiB each, so that each reaches the daemon as issued.
 # Usage: fuse_readahead.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -76,6 +78,42 @@ read_plane "$M" 0
 none=$(decompressed "$M")
 ((none == BLOCKS_PER_FILE)) ||
   fail "readahead=0: reading slices/0/00 decompressed $none blocks, not its $BLOCKS_PER_FILE"
+unmount_fs "$M"
+
+# Pages pushed ahead: a reader going through slices/0/ in name order with
+# ordinary (page-cached) reads finds the next file's pages stored in the
+# kernel by the daemon (fuse_lowlevel_notify_store) before it opens it, and
+# reads it without a request; its open carries the push on to the file after.
+# Each step waits for the push it expects, so the checks do not depend on
+# timing. Rendering a pushed file counts as one read request of the daemon.
+mount_fs "$S" "$M" -o cache_size=64M,threads=2 || exit 1
+ls -l "$M/a.b2nd/slices/0" >/dev/null || fail "ls slices/0" # the kernel must know the inodes
+for ((i = 0; i < PLANES; i++)); do ref_slice "$R/a.b2nd" "$i,:,:" "$W/$i"; done
+# wait_pushed N: until N files have been pushed (10 s at most).
+wait_pushed() {
+  local t
+  for ((t = 0; t < 100; t++)); do
+    (($(stats_field "$M" reads.pushed_files) >= $1)) && return 0
+    sleep 0.1
+  done
+  return 1
+}
+for ((i = 0; i < PLANES; i++)); do
+  file=$(printf '%s/a.b2nd/slices/0/%02d' "$M" "$i")
+  before=$(stats_field "$M" reads.requests)
+  cat "$file" >"$TMP/got" || fail "cat $file"
+  cmp -s "$TMP/got" "$W/$i" || fail "$file differs from c-blosc2's bytes"
+  ((i + 1 < PLANES)) && { wait_pushed $((i + 1)) || fail "the file after $file was not pushed"; }
+  after=$(stats_field "$M" reads.requests)
+  # A pushed file: no request of its own, one to render the file after it.
+  want=$((i + 1 < PLANES ? 1 : 0))
+  if ((i > 0 && after - before != want)); then
+    fail "$file (pushed) took $((after - before)) read requests, not $want"
+  fi
+done
+pushed_bytes=$(stats_field "$M" reads.pushed_bytes)
+((pushed_bytes == (PLANES - 1) * 512 * 512 * 4)) ||
+  fail "pushed_bytes is $pushed_bytes, not $(((PLANES - 1) * 512 * 512 * 4))"
 errors=$(stats_field "$M" reads.errors)
 [[ $errors == 0 ]] || fail "reads.errors is $errors"
 pid_alive "$DAEMON_PID" || fail "b2ndfs died"

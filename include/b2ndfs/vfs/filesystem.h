@@ -70,6 +70,18 @@ struct StaleNode {
   bool forget_name = false;  // the name itself may be gone
 };
 
+// A whole file to hand to the kernel's page cache before its reader asks for
+// it (read-ahead across the files of slices/0/, which image-sequence tools
+// open one after another): the FUSE layer fills `size` bytes with `render`
+// and stores them as inode `ino`'s pages, which the kernel keeps only for an
+// inode it knows; it then calls `done` with whether they were stored.
+struct PagePush {
+  Ino ino = 0;
+  int64_t size = 0;
+  std::function<Status(uint8_t* out)> render;
+  std::function<void(bool stored)> done;
+};
+
 struct DirEntry {
   std::string name;
   mode_t type = 0;  // S_IFDIR / S_IFREG
@@ -93,6 +105,9 @@ struct ReadPattern {
   int64_t next_offset = -1;
   int64_t window = 0;            // current read-ahead distance in bytes
   int64_t prefetched_until = 0;  // read-ahead was requested up to here
+  // The file's pages were pushed to the kernel ahead of its reader, who may
+  // read them without a request: its open passes the push on to the next file.
+  bool pushed = false;
 };
 
 // An open regular file.
@@ -103,8 +118,9 @@ struct FileHandle {
   std::shared_ptr<const source::PlainFile> passthrough;  // ordinary source files
   std::shared_ptr<ReadPattern> pattern;
   std::shared_ptr<const std::string> snapshot;  // generated files (stats)
-  bool keep_cache = true;                       // false when a plain file changed since
-  bool direct_io = false;                       // for generated files whose size is not fixed
+  Ino ino_base = 0;        // virtual files: their generation's first inode number
+  bool keep_cache = true;  // false when a plain file changed since
+  bool direct_io = false;  // for generated files whose size is not fixed
   // Reads may wait on the network (a remote tree's file): the FUSE layer
   // answers them off its request threads.
   bool remote = false;
@@ -169,6 +185,9 @@ class Filesystem {
   void SetInvalidateCallback(std::function<void(const std::vector<StaleNode>&)> callback) {
     invalidate_ = std::move(callback);
   }
+  // Called (from a request thread, no lock held) with a file to store in the
+  // kernel's page cache ahead of its reader; no callback, no pushes.
+  void SetPagePushCallback(std::function<void(PagePush)> callback) { push_ = std::move(callback); }
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
   const Options& options() const { return options_; }
@@ -200,6 +219,7 @@ class Filesystem {
   Result<std::shared_ptr<Generation>> LiveGeneration(const Node& node);
   void GenerationReplaced(const ContainerEntry& entry, const std::shared_ptr<Generation>& old);
   void PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length);
+  void PushAhead(const FileHandle& handle, const std::shared_ptr<const views::Node>& file);
 
   Options options_;
   store::StoreContext* store_;
@@ -217,6 +237,9 @@ class Filesystem {
   Ino next_ino_ = kRootIno + 1;
   LatencyHistogram read_latency_;
   std::function<void(const std::vector<StaleNode>&)> invalidate_;
+  std::function<void(PagePush)> push_;
+  std::atomic<uint64_t> pushed_files_{0};
+  std::atomic<uint64_t> pushed_bytes_{0};
   int64_t start_time_ns_ = 0;
   std::atomic<uint64_t> generations_replaced_{0};
   std::atomic<uint64_t> stale_replies_{0};

@@ -1,0 +1,83 @@
+#include "page_pusher.h"
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "b2ndfs/util/log.h"
+
+namespace b2ndfs::fuse {
+
+PagePusher::PagePusher(struct fuse_session* session) : session_(session) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+PagePusher::~PagePusher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void PagePusher::Enqueue(vfs::PagePush push) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ || queue_.size() >= kMaxQueued) return;
+    if (std::any_of(queue_.begin(), queue_.end(),
+                    [&](const vfs::PagePush& queued) { return queued.ino == push.ino; })) {
+      return;
+    }
+    queue_.push_back(std::move(push));
+  }
+  wake_.notify_one();
+}
+
+void PagePusher::Loop() {
+  for (;;) {
+    vfs::PagePush push;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      push = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    bool stored = false;
+    std::unique_ptr<uint8_t[]> bytes(new (std::nothrow) uint8_t[static_cast<size_t>(push.size)]);
+    if (bytes != nullptr) {
+      Status rendered = Status::Ok();
+      try {
+        rendered = push.render(bytes.get());
+      } catch (const std::exception& e) {
+        rendered = Status(EIO, e.what());
+      }
+      if (rendered.ok()) {
+        struct fuse_bufvec buffer = FUSE_BUFVEC_INIT(static_cast<size_t>(push.size));
+        buffer.buf[0].mem = bytes.get();
+        const int rc = fuse_lowlevel_notify_store(session_, push.ino, 0, &buffer,
+                                                  static_cast<enum fuse_buf_copy_flags>(0));
+        // -ENOENT: the kernel dropped the inode meanwhile; nothing to store.
+        stored = rc == 0;
+        if (rc != 0 && rc != -ENOENT) {
+          Log(LogLevel::kDebug, "storing pages ahead of a reader: " + std::string(strerror(-rc)));
+        }
+      } else {
+        Log(LogLevel::kDebug, "rendering a file ahead of its reader: " + rendered.message());
+      }
+    }
+    push.done(stored);
+  }
+}
+
+}  // namespace b2ndfs::fuse
