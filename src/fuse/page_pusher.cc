@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/util/log.h"
 
 namespace b2ndfs::fuse {
@@ -54,17 +55,23 @@ void PagePusher::Loop() {
       queue_.pop_front();
     }
     bool stored = false;
-    std::unique_ptr<uint8_t[]> bytes(new (std::nothrow) uint8_t[static_cast<size_t>(push.size)]);
-    if (bytes != nullptr) {
+    // From the block memory's slabs and recycled buffers: memory used
+    // before, which a fresh allocation per push would not be.
+    std::optional<cache::Bytes> bytes;
+    try {
+      bytes.emplace(static_cast<size_t>(push.size));
+    } catch (const std::bad_alloc&) {
+    }
+    if (bytes) {
       Status rendered = Status::Ok();
       try {
-        rendered = push.render(bytes.get());
+        rendered = push.render(bytes->data());
       } catch (const std::exception& e) {
         rendered = Status(EIO, e.what());
       }
       if (rendered.ok()) {
         struct fuse_bufvec buffer = FUSE_BUFVEC_INIT(static_cast<size_t>(push.size));
-        buffer.buf[0].mem = bytes.get();
+        buffer.buf[0].mem = bytes->data();
         const int rc = fuse_lowlevel_notify_store(session_, push.ino, 0, &buffer,
                                                   static_cast<enum fuse_buf_copy_flags>(0));
         // -ENOENT: the kernel dropped the inode meanwhile; nothing to store.
