@@ -26,14 +26,8 @@ class KeyIndex {
  public:
   // The handle stored for `key`, or nullptr.
   const Handle* Find(const Key& key, uint64_t hash) const {
-    if (size_ == 0) return nullptr;
-    const uint32_t tag = TagOf(hash);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = tag & mask;; i = (i + 1) & mask) {
-      const Slot& slot = slots_[i];
-      if (slot.tag == 0) return nullptr;
-      if (slot.tag == tag && KeyOf{}(slot.handle) == key) return &slot.handle;
-    }
+    const size_t i = SlotOf(key, hash);
+    return i == kAbsent ? nullptr : &slots_[i].handle;
   }
 
   // Adds `handle` for a key not in the index. May throw std::bad_alloc
@@ -46,15 +40,9 @@ class KeyIndex {
 
   // Removes `key`; false when it was not there.
   bool Erase(const Key& key, uint64_t hash) {
-    if (size_ == 0) return false;
-    const uint32_t tag = TagOf(hash);
+    size_t hole = SlotOf(key, hash);
+    if (hole == kAbsent) return false;
     const size_t mask = slots_.size() - 1;
-    size_t hole = tag & mask;
-    for (;; hole = (hole + 1) & mask) {
-      const Slot& slot = slots_[hole];
-      if (slot.tag == 0) return false;
-      if (slot.tag == tag && KeyOf{}(slot.handle) == key) break;
-    }
     // Backward shift: each later slot of the run moves into the hole when
     // its home is at or before the hole, so no probe sequence is broken.
     for (size_t next = (hole + 1) & mask; slots_[next].tag != 0; next = (next + 1) & mask) {
@@ -95,8 +83,22 @@ class KeyIndex {
     Handle handle{};
   };
 
+  static constexpr size_t kAbsent = ~size_t{0};
+
   static uint32_t TagOf(uint64_t hash) {
     return static_cast<uint32_t>(hash & 0x7fffffffU) | 0x80000000U;
+  }
+
+  // The slot holding `key`, or kAbsent.
+  size_t SlotOf(const Key& key, uint64_t hash) const {
+    if (size_ == 0) return kAbsent;
+    const uint32_t tag = TagOf(hash);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = tag & mask;; i = (i + 1) & mask) {
+      const Slot& slot = slots_[i];
+      if (slot.tag == 0) return kAbsent;
+      if (slot.tag == tag && KeyOf{}(slot.handle) == key) return i;
+    }
   }
 
   // The tag holds the hash's low 31 bits: enough for any home up to 2^31 slots.
