@@ -158,7 +158,7 @@ size_t PreadFull(int fd, uint8_t* buffer, size_t length, int64_t offset, Clock& 
 // In a virtual machine with free page reporting (virtio-balloon, Linux's
 // page_reporting: free blocks of 2 MiB and more go back to the host about
 // 2 s after they are freed), memory freed long ago costs the host's work to
-// take back, 0.3-0.5 GB/s here, against ~15 GB/s for memory freed moments
+// take back, 0.3-1.2 GB/s here, against ~15 GB/s for memory freed moments
 // ago. A process that allocates as it reads (a daemon filling its block
 // cache) pays that inside its timing, one that reuses a buffer touched
 // before its clock (c-blosc2 in-process) does not; touching and freeing

@@ -212,7 +212,7 @@ def render_targets(results, w):
       'slabs); that implies VmHWM ≤ `cache_size` + %d MiB, which the row also checks. Cold runs '
       '(and c-blosc2\'s) start right after `bench_reader prime` wrote and freed about the memory '
       'the run allocates: in this virtual machine memory freed a second or more before has gone '
-      'back to the host (free page reporting) and costs it 0.3–1 s per GiB to hand out again; '
+      'back to the host (free page reporting) and costs it 0.8–3 s per GiB to hand out again; '
       'rows marked (info) show the whole array without it and are not counted.\n' % (
           t.met(), t.targets(), geometry.PLANE_CACHE_FACTOR, ', '.join(
           OP_NAMES[op] for op in WARM_OPS), RSS_CONSTANT_MB, RSS_CONSTANT_MB))

@@ -161,8 +161,8 @@ class ArrayRun:
     def prime(self, scenario, op):
         """Touches and frees, right before a cold run, about the memory the run allocates
         (bench_reader prime). In this virtual machine memory freed more than a second or
-        two ago has gone back to the host (free page reporting) and costs 0.3-1 s per GiB
-        to take back, memory freed just now ~0.1 s: without this a route's time depended
+        two ago has gone back to the host (free page reporting) and costs 0.8-3 s per GiB
+        to take back, memory freed just now 0.1-0.5 s: without this a route's time depended
         on what the run before it freed. Returns the seconds priming took (high: the
         memory had gone back)."""
         if scenario == 'b2_unprimed':
