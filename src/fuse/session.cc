@@ -16,6 +16,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "async_reads.h"
 #include "b2ndfs/util/log.h"
 #include "page_pusher.h"
+#include "reply_buffers.h"
 
 namespace b2ndfs::fuse {
 namespace {
@@ -36,6 +38,7 @@ struct State {
   size_t max_read = 1 << 20;
   std::function<void()> on_start;           // SessionOptions::on_start
   std::unique_ptr<AsyncReads> async_reads;  // remote reads; null until the loop runs
+  std::unique_ptr<ReplyBuffers> reply_buffers;
   // Handles the kernel has not released yet. On SIGTERM or a forced unmount
   // it never will: they are freed when the session ends.
   std::mutex handles_mutex;  // leaf lock
@@ -60,6 +63,10 @@ struct State {
     for (auto* d : dirs) delete d;
   }
 };
+
+// Reply buffers made present at the start: a sequential reader has one read
+// in flight and the kernel's read-ahead another.
+constexpr size_t kPreparedReplyBuffers = 2;
 
 State& StateOf(fuse_req_t req) { return *static_cast<State*>(fuse_req_userdata(req)); }
 
@@ -248,30 +255,17 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   });
 }
 
-// This thread's reply buffer, kept from read to read: a fresh allocation of
-// up to max_read bytes per request costs page faults on first touch whenever
-// malloc serves it from memory it had given back to the kernel.
-uint8_t* ReplyBuffer(size_t size) {
-  thread_local std::unique_ptr<uint8_t[]> buffer;
-  thread_local size_t capacity = 0;
-  if (size > capacity) {
-    buffer.reset();  // never hold both
-    buffer.reset(new uint8_t[size]);
-    capacity = size;
-  }
-  return buffer.get();
-}
-
-// Reads into this thread's reply buffer and replies (the buffer is free
-// again once fuse_reply_buf returns: the kernel has copied it).
+// Reads into a reply buffer and replies (the buffer is free again once
+// fuse_reply_buf returns: the kernel has copied it).
 void ServeRead(fuse_req_t req, vfs::FileHandle& handle, size_t size, off_t offset) {
-  uint8_t* buffer = ReplyBuffer(std::max<size_t>(size, 1));
-  auto n = StateOf(req).fs->Read(handle, offset, size, buffer);
+  State& state = StateOf(req);
+  const ReplyBuffers::Lease buffer = state.reply_buffers->Take(std::max<size_t>(size, 1));
+  auto n = state.fs->Read(handle, offset, size, buffer.data());
   if (!n.ok()) {
     fuse_reply_err(req, ErrnoOf(n.status()));
     return;
   }
-  fuse_reply_buf(req, reinterpret_cast<const char*>(buffer), *n);
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buffer.data()), *n);
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, struct fuse_file_info* fi) {
@@ -504,6 +498,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   state.fs = &filesystem;
   state.max_read = options.max_read;
   state.on_start = options.on_start;
+  state.reply_buffers = std::make_unique<ReplyBuffers>(options.max_read);
 
   std::vector<char*> argv;
   for (const auto& a : options.fuse_args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -543,6 +538,14 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   auto pusher = std::make_unique<PagePusher>(session);
   filesystem.SetPagePushCallback(
       [&pusher](vfs::PagePush push) { pusher->Enqueue(std::move(push)); });
+  // Made present while the first requests are on their way, after the fork
+  // of fuse_daemonize (whose child would copy pages touched before it).
+  std::thread reply_preparer;
+  try {
+    reply_preparer = std::thread([&state] { state.reply_buffers->Prepare(kPreparedReplyBuffers); });
+  } catch (const std::system_error&) {
+    // No thread to spare: reads make their buffers as they come.
+  }
   // Only a remote source has reads that wait on the network (no idle threads
   // for local mounts).
   if (filesystem.remote()) state.async_reads = std::make_unique<AsyncReads>(AsyncReads::Options{});
@@ -563,6 +566,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
       fuse_loop_cfg_destroy(config);
     }
   }
+  if (reply_preparer.joinable()) reply_preparer.join();
   // Before the unmount (replies need the channel) and the handles' release.
   if (state.async_reads) state.async_reads->Shutdown();
   filesystem.SetInvalidateCallback(nullptr);
