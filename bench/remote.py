@@ -11,7 +11,7 @@
     (Python fetching the whole compressed chunks the slice needs over 8
     kept-alive connections, then c-blosc2 decompressing them: bench_remote_blocks
     decode), at 0 ms and 20 ms added round-trip time (a delaying TCP proxy,
-    bench/remote_delay_proxy.py: this kernel has no tc netem);
+    scripts/latency_proxy.py: this kernel has no tc netem);
 (c) the whole array read sequentially (cat data) over S3 (s3rver on loopback)
     against the same through a local mount.
 Every mount is fresh (cold block cache); everything started is stopped.
@@ -236,7 +236,7 @@ def main():
     for rtt in RTTS:
         if rtt:
             pport = free_port()
-            p = start(["/usr/bin/python3", os.path.join(ROOT, "bench", "remote_delay_proxy.py"),
+            p = start(["/usr/bin/python3", os.path.join(ROOT, "scripts", "latency_proxy.py"),
                        str(pport), str(nport), str(rtt)], stdout=subprocess.PIPE)
             p.stdout.readline()
             ports[rtt] = pport
@@ -363,7 +363,7 @@ def write_report(path, info, rows, s3row, reps, opts):
       f"chunk; an axis slice touches 1/8 of each chunk's blocks), zstd clevel 1 + shuffle, "
       f"{info['file_bytes']} bytes on disk. Slice: `slices/A/{INDEX}`, 256 KiB.\n")
     w("Servers: nginx (Debian) on loopback; round-trip time added by "
-      "`bench/remote_delay_proxy.py` (asyncio; forwards every segment RTT/2 later per "
+      "`scripts/latency_proxy.py` (asyncio; forwards every segment RTT/2 later per "
       "direction, a new connection pays one RTT) because this kernel has no `tc netem`. "
       "S3: s3rver 3.x (Node.js) on loopback.\n")
     w("## (a) Bytes fetched for one axis slice\n")

@@ -173,7 +173,7 @@ server_errors=$(stats_field "$MB" remote.errors_by_kind.server)
 # A long link (20 ms round trips through a delaying proxy): byte-exact, and
 # the request latency percentiles show it.
 PROXY_PORT=$(free_port)
-"$PY" "$(dirname "${BASH_SOURCE[0]}")/latency_proxy.py" "$PROXY_PORT" "127.0.0.1:$NGINX_PORT" 10 \
+"$PY" "$(dirname "${BASH_SOURCE[0]}")/../../scripts/latency_proxy.py" "$PROXY_PORT" "$NGINX_PORT" 20 \
   >"$X/proxy.out" 2>&1 &
 ITEST_HELPERS+=($!)
 wait_until 10 grep -q ready "$X/proxy.out" || fail "the latency proxy did not start: $(cat "$X/proxy.out")"

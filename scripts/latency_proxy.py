@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""A TCP proxy on loopback that adds round-trip time (bench/remote.py).
+"""A TCP proxy on loopback that adds round-trip time, for the remote tests
+(tests/integration/fuse_http.sh) and the remote benchmark (bench/remote.py).
 
-    remote_delay_proxy.py LISTEN_PORT TARGET_PORT RTT_MS
+    latency_proxy.py LISTEN_PORT TARGET_PORT RTT_MS
 
-This kernel has no `tc netem`, so latency is added here: every segment read
+Not every kernel has `tc netem`, so latency is added here: every segment read
 from either side is forwarded RTT/2 later (scheduled, not slept: reading goes
 on meanwhile, so only latency is added, not a bandwidth limit; order is
 kept). A new connection also pays one RTT (SYN / SYN-ACK). Prints "ready"
