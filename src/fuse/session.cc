@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -23,6 +22,7 @@
 
 #include "async_reads.h"
 #include "b2ndfs/util/log.h"
+#include "invalidator.h"
 #include "page_pusher.h"
 #include "reply_buffers.h"
 
@@ -99,6 +99,11 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   conn->max_readahead = static_cast<unsigned>(state->max_read);
   if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
   if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
+  // Every listing as READDIRPLUS (ServeReadDir chooses which entries carry
+  // attributes): in the kernel's "auto" mode only a directory's first page
+  // would, unless its entries were looked up meanwhile.
+  if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
   // The source is read-only for us: no need for the kernel to ask before
   // every read whether cached pages are still valid (open decides).
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
@@ -191,36 +196,92 @@ void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   });
 }
 
-void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
-               struct fuse_file_info* fi) {
+// The kernel gets the attributes of a directory's entries with their names
+// (READDIRPLUS) where looking them up is cheap (inside a container) and the
+// directory holds at most this many: it then knows their inodes before they
+// are opened, so pages can be pushed ahead of a reader of slices/0/ on a
+// fresh mount, and `ls -l` costs no lookup per entry. Larger directories (a
+// chunks/ of millions) and the mirrored tree (whose lookups would open
+// containers) get names only, as with READDIR.
+constexpr size_t kReadDirPlusMaxEntries = size_t{1} << 16;
+
+// READDIR and READDIRPLUS. Each entry handed over with attributes is a
+// lookup: one kernel reference, given back by FORGET.
+void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                  struct fuse_file_info* fi, bool plus) {
   Trampoline(req, [&] {
+    State& state = StateOf(req);  // before replying, which frees `req`
     auto* handle = reinterpret_cast<DirHandle*>(fi->fh);
     const vfs::DirListing& listing = *handle->listing;
+    const bool attributes =
+        plus && listing.cheap_lookups() && listing.size() <= kReadDirPlusMaxEntries;
+    // References this reply hands over: given back when it never arrives
+    // (an interrupted request, or an exception on the way).
+    struct References {
+      vfs::Filesystem& fs;
+      std::vector<fuse_ino_t> inos;
+      bool handed_over = false;
+      ~References() {
+        if (!handed_over)
+          for (fuse_ino_t i : inos) fs.Forget(i, 1);
+      }
+    } refs{*state.fs, {}};
     std::vector<char> buffer(size);
     size_t used = 0;
     // Offsets 0 and 1 are "." and ".."; entry i of the listing is at i + 2.
     const size_t total = listing.size() + 2;
     for (size_t index = static_cast<size_t>(offset); index < total; ++index) {
-      struct stat st;
-      std::memset(&st, 0, sizeof st);
+      fuse_entry_param e;
+      std::memset(&e, 0, sizeof e);
       std::string name;
       if (index < 2) {
         name = index == 0 ? "." : "..";
-        st.st_ino = ino;
-        st.st_mode = S_IFDIR;
+        e.attr.st_ino = ino;
+        e.attr.st_mode = S_IFDIR;
       } else {
         vfs::DirEntry entry = listing.at(index - 2);
         name = std::move(entry.name);
-        st.st_ino = entry.ino;
-        st.st_mode = entry.type;
+        e.attr.st_ino = entry.ino;
+        e.attr.st_mode = entry.type;
+        if (attributes) {
+          // A failed lookup leaves the entry without attributes (ino 0:
+          // the kernel looks it up when it is used).
+          auto attr = state.fs->Lookup(ino, name);
+          if (attr.ok()) {
+            e.ino = attr->st.st_ino;
+            e.attr = attr->st;
+            e.attr_timeout = attr->timeout;
+            e.entry_timeout = attr->timeout;
+            refs.inos.push_back(e.ino);
+          }
+        }
       }
-      size_t need = fuse_add_direntry(req, buffer.data() + used, size - used, name.c_str(), &st,
-                                      static_cast<off_t>(index + 1));
-      if (need > size - used) break;
+      const off_t next = static_cast<off_t>(index + 1);
+      const size_t need = plus ? fuse_add_direntry_plus(req, buffer.data() + used, size - used,
+                                                        name.c_str(), &e, next)
+                               : fuse_add_direntry(req, buffer.data() + used, size - used,
+                                                   name.c_str(), &e.attr, next);
+      if (need > size - used) {
+        if (e.ino != 0) {
+          refs.inos.pop_back();
+          state.fs->Forget(e.ino, 1);
+        }
+        break;
+      }
       used += need;
     }
-    fuse_reply_buf(req, buffer.data(), used);
+    refs.handed_over = fuse_reply_buf(req, buffer.data(), used) == 0;
   });
+}
+
+void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+               struct fuse_file_info* fi) {
+  ServeReadDir(req, ino, size, offset, fi, false);
+}
+
+void OpReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                   struct fuse_file_info* fi) {
+  ServeReadDir(req, ino, size, offset, fi, true);
 }
 
 void OpReleaseDir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
@@ -378,6 +439,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.getattr = OpGetAttr;
   ops.opendir = OpOpenDir;
   ops.readdir = OpReadDir;
+  ops.readdirplus = OpReadDirPlus;
   ops.releasedir = OpReleaseDir;
   ops.open = OpOpen;
   ops.read = OpRead;
@@ -436,58 +498,6 @@ void SetKernelReadahead(const std::string& mountpoint, size_t bytes) {
   std::fprintf(f, "%zu\n", bytes / 1024);
   std::fclose(f);
 }
-
-// Forwards "this inode changed" to the kernel from its own thread: the
-// notification must not be sent from inside a request for the same inode.
-class Invalidator {
- public:
-  explicit Invalidator(struct fuse_session* session) : session_(session) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~Invalidator() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  void Enqueue(const std::vector<vfs::StaleNode>& nodes) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      pending_.insert(pending_.end(), nodes.begin(), nodes.end());
-    }
-    wake_.notify_all();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-      if (stopping_) return;
-      std::vector<vfs::StaleNode> batch;
-      batch.swap(pending_);
-      lock.unlock();
-      // -ENOENT answers mean the kernel holds nothing for it: nothing to do.
-      for (const auto& node : batch) {
-        if (node.forget_name) {
-          fuse_lowlevel_notify_inval_entry(session_, node.parent, node.name.c_str(),
-                                           node.name.size());
-        }
-        fuse_lowlevel_notify_inval_inode(session_, node.ino, 0, 0);
-      }
-      lock.lock();
-    }
-  }
-
-  struct fuse_session* session_;
-  std::mutex mutex_;  // leaf lock
-  std::condition_variable wake_;
-  std::vector<vfs::StaleNode> pending_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
 
 }  // namespace
 

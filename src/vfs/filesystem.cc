@@ -74,6 +74,7 @@ class ViewListing : public DirListing {
     return DirEntry{std::move(e.name), static_cast<mode_t>(e.directory ? S_IFDIR : S_IFREG),
                     e.ordinal == views::kNoOrdinal ? 0 : ino_base_ + e.ordinal};
   }
+  bool cheap_lookups() const override { return true; }
 
  private:
   std::shared_ptr<const views::Listing> listing_;

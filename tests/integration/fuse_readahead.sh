@@ -89,7 +89,9 @@ unmount_fs "$M"
 # requests less the pushes. A push is a hint (a file the kernel dropped is
 # read as usual), so a few files may still need a request; most must not.
 mount_fs "$S" "$M" -o cache_size=64M,threads=2 || exit 1
-ls -l "$M/a.b2nd/slices/0" >/dev/null || fail "ls slices/0" # the kernel must know the inodes
+# A plain listing hands the kernel the inodes (READDIRPLUS), as an image
+# sequence reader lists the directory before it opens the files.
+ls "$M/a.b2nd/slices/0" >/dev/null || fail "ls slices/0"
 for ((i = 0; i < PLANES; i++)); do ref_slice "$R/a.b2nd" "$i,:,:" "$W/$i"; done
 # wait_pushed N: until N files have been pushed (10 s at most).
 wait_pushed() {

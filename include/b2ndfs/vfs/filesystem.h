@@ -95,6 +95,10 @@ class DirListing {
   virtual ~DirListing() = default;
   virtual size_t size() const = 0;
   virtual DirEntry at(size_t index) const = 0;
+  // Looking its entries up costs no source I/O and opens no container (the
+  // views of an open container): the FUSE layer may hand the kernel their
+  // attributes with their names (READDIRPLUS).
+  virtual bool cheap_lookups() const { return false; }
 };
 
 // How one file is being read, shared by all its handles (and so by mmap

@@ -1,0 +1,49 @@
+#include "invalidator.h"
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+namespace b2ndfs::fuse {
+
+Invalidator::Invalidator(struct fuse_session* session) : session_(session) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Invalidator::~Invalidator() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Invalidator::Enqueue(const std::vector<vfs::StaleNode>& nodes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.insert(pending_.end(), nodes.begin(), nodes.end());
+  }
+  wake_.notify_all();
+}
+
+void Invalidator::Loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+    if (stopping_) return;
+    std::vector<vfs::StaleNode> batch;
+    batch.swap(pending_);
+    lock.unlock();
+    // -ENOENT answers mean the kernel holds nothing for it: nothing to do.
+    for (const auto& node : batch) {
+      if (node.forget_name) {
+        fuse_lowlevel_notify_inval_entry(session_, node.parent, node.name.c_str(),
+                                         node.name.size());
+      }
+      fuse_lowlevel_notify_inval_inode(session_, node.ino, 0, 0);
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace b2ndfs::fuse
