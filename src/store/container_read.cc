@@ -382,6 +382,15 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   }
 }
 
+bool Container::StreamCached(const ArrayStream& stream) const {
+  if (!ok() || context_->cache == nullptr) return false;
+  bool all = true;
+  layout_->ForEachBlockIn(stream.box, [&](const BlockRef& ref, const Box&) {
+    all = all && context_->cache->Contains(BlockKey(cache_id_, ref.chunk_index, ref.block_index));
+  });
+  return all;
+}
+
 int64_t Container::StreamSize(const ArrayStream& stream) const {
   const int64_t header = static_cast<int64_t>(stream.header.size());
   if (!ok()) return header;

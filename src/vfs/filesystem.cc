@@ -651,6 +651,9 @@ void Filesystem::PushAhead(const FileHandle& handle,
   push.ino = ino;
   push.size = size;
   push.render = [container = handle.container, file, size](uint8_t* out) -> Status {
+    // Only from cached blocks: decoding here would compete with the
+    // reader's own requests and read-ahead (a cold reader is not helped).
+    if (!file->Cached(*container)) return Status(EAGAIN, file->name() + " is not decompressed yet");
     B2NDFS_ASSIGN_OR_RETURN(const size_t n,
                             file->Read(*container, 0, static_cast<size_t>(size), out));
     if (static_cast<int64_t>(n) != size) return Status(EIO, "short read of " + file->name());

@@ -25,6 +25,8 @@ Result<size_t> Node::Read(const store::Container&, int64_t, size_t, uint8_t*) co
 
 void Node::ReadAhead(const store::Container&, int64_t, int64_t) const {}
 
+bool Node::Cached(const store::Container&) const { return false; }
+
 std::shared_ptr<const Node> Node::Next(const store::Container&) const { return nullptr; }
 
 int64_t StreamFile::Size(const store::Container& container) const {
@@ -39,6 +41,10 @@ Result<size_t> StreamFile::Read(const store::Container& container, int64_t offse
 void StreamFile::ReadAhead(const store::Container& container, int64_t offset,
                            int64_t length) const {
   container.Prefetch(stream_, offset, length);
+}
+
+bool StreamFile::Cached(const store::Container& container) const {
+  return container.StreamCached(stream_);
 }
 
 // The container directory: the union of what the registered kinds offer,

@@ -2,9 +2,10 @@
 # fuse.readahead: a sequential reader of slices/0/IDX has the blocks of the
 # files after it decompressed ahead (image-sequence tools read slices/0/ in
 # name order, and those files are consecutive pieces of `data`); the last
-# file has none after it; a reader with page-cached reads finds each next
-# file's pages pushed to the kernel before it opens it; the bytes are
-# c-blosc2's throughout.
+# file has none after it; a reader with page-cached reads, once the blocks
+# are cached, finds each next file's pages pushed to the kernel before it
+# opens it (after a plain `ls`: READDIRPLUS), and pushes decompress nothing;
+# the bytes are c-blosc2's throughout.
 # Reads are O_DIRECT, 128 KiB each, so that each reaches the daemon as issued.
 # Usage: fuse_readahead.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -84,15 +85,33 @@ unmount_fs "$M"
 # ordinary (page-cached) reads finds the next file's pages stored in the
 # kernel by the daemon (fuse_lowlevel_notify_store) before it opens it, and
 # reads it without a request; its open carries the push on to the file after.
-# Each step waits for the push it expects. Rendering a pushed file counts as
-# a read request of the daemon, so the reader's own requests are the
-# requests less the pushes. A push is a hint (a file the kernel dropped is
-# read as usual), so a few files may still need a request; most must not.
+# Only files whose blocks are all decompressed are pushed (rendering one that
+# is not would compete with the reader's own work): the first pass fills the
+# block cache, the files' pages are dropped, and the second pass is the one
+# checked. Each step waits for the push it expects. Rendering a pushed file
+# counts as a read request of the daemon, so the reader's own requests are
+# the requests less the pushes. A push is a hint (a file the kernel dropped
+# is read as usual), so a few files may still need a request; most must not.
 mount_fs "$S" "$M" -o cache_size=64M,threads=2 || exit 1
 # A plain listing hands the kernel the inodes (READDIRPLUS), as an image
 # sequence reader lists the directory before it opens the files.
 ls "$M/a.b2nd/slices/0" >/dev/null || fail "ls slices/0"
 for ((i = 0; i < PLANES; i++)); do ref_slice "$R/a.b2nd" "$i,:,:" "$W/$i"; done
+for ((i = 0; i < PLANES; i++)); do
+  file=$(printf '%s/a.b2nd/slices/0/%02d' "$M" "$i")
+  cmp -s "$file" "$W/$i" || fail "first pass: $file differs from c-blosc2's bytes"
+done
+((cold_decoded = $(decompressed "$M")))
+((cold_decoded == PLANES * BLOCKS_PER_FILE)) ||
+  fail "the first pass decompressed $cold_decoded blocks, not each of the $((PLANES * BLOCKS_PER_FILE)) once"
+# Drops the files' pages (the kernel keeps the inodes).
+"$PY" - "$M/a.b2nd/slices/0" <<'PYEOF' || fail "dropping the pages of slices/0"
+import os, sys
+for name in sorted(os.listdir(sys.argv[1])):
+    fd = os.open(os.path.join(sys.argv[1], name), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+PYEOF
 # wait_pushed N: until N files have been pushed (10 s at most).
 wait_pushed() {
   local t
@@ -103,17 +122,21 @@ wait_pushed() {
   return 1
 }
 with_requests=0
+pushed_before=$(stats_field "$M" reads.pushed_files)
 for ((i = 0; i < PLANES; i++)); do
   file=$(printf '%s/a.b2nd/slices/0/%02d' "$M" "$i")
   requests0=$(stats_field "$M" reads.requests)
   pushed0=$(stats_field "$M" reads.pushed_files)
   cat "$file" >"$TMP/got" || fail "cat $file"
   cmp -s "$TMP/got" "$W/$i" || fail "$file differs from c-blosc2's bytes"
-  ((i + 1 < PLANES)) && { wait_pushed $((i + 1)) || fail "the file after $file was not pushed"; }
+  ((i + 1 < PLANES)) && { wait_pushed $((pushed_before + i + 1)) || fail "the file after $file was not pushed"; }
   requests=$(($(stats_field "$M" reads.requests) - requests0))
   pushes=$(($(stats_field "$M" reads.pushed_files) - pushed0))
   ((i > 0 && requests > pushes)) && with_requests=$((with_requests + 1))
 done
+((decoded = $(decompressed "$M")))
+((decoded == cold_decoded)) ||
+  fail "the second pass decompressed $((decoded - cold_decoded)) blocks (pushes must only copy cached blocks)"
 log "$with_requests of $((PLANES - 1)) pushed files needed read requests of their own"
 ((with_requests <= (PLANES - 1) / 4)) ||
   fail "$with_requests of $((PLANES - 1)) pushed files needed read requests of their own"

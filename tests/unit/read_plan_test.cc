@@ -422,6 +422,32 @@ TEST_CASE("a partly cached read counts each block it uses once in the cache's st
   b2nd_free(array);
 }
 
+TEST_CASE("a stream is cached once every block of its box is, and not before",
+          "[read_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  TestStore env(256u << 20, 4, 0);
+  auto opened = source::OpenLocal(path, &env.descriptors);
+  REQUIRE(opened.ok());
+  auto container = store::Container::Open(std::move(opened).value(), &env.ctx, 1, nullptr);
+  REQUIRE(container->ok());
+  // The plane z = 13, and the same without its last row of blocks along y.
+  geometry::Box plane, most;
+  plane.start = most.start = {13, 0, 0};
+  plane.stop = {14, kShape[1], kShape[2]};
+  most.stop = {14, kShape[1] - kBlocks[1], kShape[2]};
+  const store::ArrayStream stream{"", plane};
+  CHECK(!container->StreamCached(stream));
+  std::vector<uint8_t> got(static_cast<size_t>(plane.NumItems() * 4));
+  REQUIRE(container->ReadArrayBox(most, got.data()).ok());
+  CHECK(!container->StreamCached(stream));  // its last row of blocks is not
+  CHECK(container->StreamCached(store::ArrayStream{"", most}));
+  REQUIRE(container->ReadArrayBox(plane, got.data()).ok());
+  CHECK(container->StreamCached(stream));
+  b2nd_free(array);
+}
+
 TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_plan]") {
   TempDir dir;
   const std::string path = (dir.path / "a.b2nd").string();

@@ -149,6 +149,9 @@ class Container : public std::enable_shared_from_this<Container> {
   // [offset, offset + length) of the stream need and the cache lacks. Best
   // effort: does nothing without workers or when their queue is full.
   void Prefetch(const ArrayStream& stream, int64_t offset, int64_t length) const;
+  // Every block the stream's box touches is in the block cache now: reading
+  // it would decompress nothing.
+  bool StreamCached(const ArrayStream& stream) const;
 
  private:
   Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,

@@ -60,6 +60,10 @@ class Node {
                               uint8_t* out) const;
   // Best-effort decompression ahead of a sequential reader.
   virtual void ReadAhead(const store::Container& container, int64_t offset, int64_t length) const;
+  // Reading the whole file now would decompress nothing (its blocks are all
+  // in the block cache). Files are pushed to the kernel ahead of a reader
+  // only then: a push that decodes competes with the reader's own work.
+  virtual bool Cached(const store::Container& container) const;
   // The file that a reader going through this file's directory in name order
   // opens next (image-sequence tools do), where reading ahead into it costs
   // what reading ahead within one file does; nullptr where it would not.
@@ -83,6 +87,7 @@ class StreamFile : public Node {
   Result<size_t> Read(const store::Container& container, int64_t offset, size_t length,
                       uint8_t* out) const override;
   void ReadAhead(const store::Container& container, int64_t offset, int64_t length) const override;
+  bool Cached(const store::Container& container) const override;
 
  private:
   store::ArrayStream stream_;
