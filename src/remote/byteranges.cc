@@ -82,6 +82,7 @@ bool ByterangesParser::BeginPart(const std::string& content_range) {
     return Fail("a part names another total size (" + std::to_string(cr->total) + ")");
   }
   bool any = false;
+  part_targets_.clear();
   for (size_t i = 0; i < targets_.size(); ++i) {
     const Target& t = targets_[i];
     if (t.last < cr->first || t.first > cr->last) continue;
@@ -94,6 +95,7 @@ bool ByterangesParser::BeginPart(const std::string& content_range) {
                   " came twice");
     }
     filled_[i] = true;
+    part_targets_.push_back(i);
     any = true;
   }
   if (!any) {
@@ -202,7 +204,11 @@ bool ByterangesParser::Feed(const char* data, size_t n) {
         }
         part_pos_ = hi;
         in.remove_prefix(k);
-        if (part_pos_ > part_last_) state_ = single_ ? State::kEpilogue : State::kDelimiter;
+        if (part_pos_ > part_last_) {
+          state_ = single_ ? State::kEpilogue : State::kDelimiter;
+          completed_.insert(completed_.end(), part_targets_.begin(), part_targets_.end());
+          part_targets_.clear();
+        }
         break;
       }
       case State::kEpilogue:
@@ -213,6 +219,11 @@ bool ByterangesParser::Feed(const char* data, size_t n) {
     }
   }
   return state_ != State::kFailed;
+}
+
+void ByterangesParser::TakeCompleted(std::vector<size_t>* out) {
+  out->insert(out->end(), completed_.begin(), completed_.end());
+  completed_.clear();
 }
 
 bool ByterangesParser::Finish() {

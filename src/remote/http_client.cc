@@ -153,7 +153,10 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
       return 0;
     }
     if (r->parser == nullptr) {
-      r->parser = std::make_unique<ByterangesParser>(r->targets,
+      std::vector<ByterangesParser::Target> wanted;
+      wanted.reserve(r->live.size());
+      for (size_t t : r->live) wanted.push_back(r->targets[t]);
+      r->parser = std::make_unique<ByterangesParser>(std::move(wanted),
                                                      r->version != nullptr ? r->version->size : -1);
       if (auto boundary = ByterangesBoundary(r->info.content_type)) {
         r->parser->StartMultipart(*boundary);
@@ -162,7 +165,16 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
         return 0;
       }
     }
-    if (!r->parser->Feed(data, n)) {
+    const bool fed = r->parser->Feed(data, n);
+    // The parts that ended are good whatever comes after them.
+    const size_t before = r->completed.size();
+    r->parser->TakeCompleted(&r->completed);
+    for (size_t i = before; i < r->completed.size(); ++i) {
+      const size_t target = r->live[r->completed[i]];
+      r->completed[i] = target;
+      r->delivered[target] = 1;
+    }
+    if (!fed) {
       r->parse_error = r->parser->error();
       return 0;
     }
@@ -238,7 +250,14 @@ void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOption
   struct curl_slist* list = nullptr;
   std::string range;
   if (!request.targets.empty()) {
-    for (const ByterangesParser::Target& t : request.targets) {
+    // A retry asks only for what earlier attempts did not deliver.
+    request.delivered.resize(request.targets.size(), 0);
+    request.live.clear();
+    for (size_t i = 0; i < request.targets.size(); ++i) {
+      if (request.delivered[i] == 0) request.live.push_back(i);
+    }
+    for (size_t i : request.live) {
+      const ByterangesParser::Target& t = request.targets[i];
       if (!range.empty()) range += ",";
       range += std::to_string(t.first) + "-" + std::to_string(t.last);
     }
@@ -490,14 +509,27 @@ void HttpClient::GetRanges(std::span<const RangeGet> gets, const RangeDone& done
     run.push_back(&r);
   }
   std::vector<size_t> again;  // ranges of refused multi-range requests
-  Run(run, [&](size_t j, const Status& status) {
-    if (!status.ok() && requests[j].multi_refused) {
-      no_multi_range_.store(true, std::memory_order_relaxed);
-      again.insert(again.end(), groups[j].begin(), groups[j].end());
-      return;
-    }
-    for (size_t i : groups[j]) done(i, status);
-  });
+  // Ranges reported as their parts came in, before their request ended.
+  std::vector<std::vector<char>> reported(groups.size());
+  for (size_t j = 0; j < groups.size(); ++j) reported[j].assign(groups[j].size(), 0);
+  Run(
+      run,
+      [&](size_t j, const Status& status) {
+        const bool refused = !status.ok() && requests[j].multi_refused;
+        if (refused) no_multi_range_.store(true, std::memory_order_relaxed);
+        for (size_t k = 0; k < groups[j].size(); ++k) {
+          if (reported[j][k] != 0) continue;
+          if (refused) {
+            again.push_back(groups[j][k]);
+          } else {
+            done(groups[j][k], status);
+          }
+        }
+      },
+      [&](size_t j, size_t k) {
+        reported[j][k] = 1;
+        done(groups[j][k], Status::Ok());
+      });
   if (again.empty()) return;
   Log(LogLevel::kInfo, RedactUrl(*gets[again.front()].url) +
                            ": the server does not answer multi-range requests as asked; "

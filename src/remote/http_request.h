@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,13 @@ struct HttpClient::Request {
   // A multi-range request (`ranged` too): its ranges, ascending and
   // disjoint; the answer goes through `parser`.
   std::vector<ByterangesParser::Target> targets;
+  // Across attempts: the targets whose bytes are all in, each reported to
+  // the caller as its part ends (well before the answer does) and never
+  // asked for again by a retry; and those not reported yet (the loop takes
+  // them). This attempt asks for the `live` ones (indices into targets).
+  std::vector<char> delivered;
+  std::vector<size_t> completed;
+  std::vector<size_t> live;
   std::unique_ptr<ByterangesParser> parser;
   std::string parse_error;
   // The answer was not the parts asked for (a 200, a malformed body): the
@@ -58,6 +66,11 @@ struct HttpClient::Request {
     parse_error.clear();
     multi_refused = false;
     if (document != nullptr) document->clear();
+  }
+  // A multi-range request all of whose ranges are in.
+  bool AllDelivered() const {
+    return !targets.empty() && delivered.size() == targets.size() &&
+           std::find(delivered.begin(), delivered.end(), 0) == delivered.end();
   }
   std::string What() const {
     std::string what = std::string(method) + " " + RedactUrl(url);

@@ -38,9 +38,12 @@ double Now() { return std::chrono::duration<double>(Clock::now().time_since_epoc
 // The requests one caller waits for, and those that ended and are not yet
 // reported to it.
 struct Batch {
-  std::mutex mutex;  // leaf lock; guards ended, remaining
+  std::mutex mutex;  // leaf lock; guards ended, parts, remaining
   std::condition_variable changed;
   std::vector<std::pair<size_t, Status>> ended;
+  // Ranges of multi-range requests still running whose bytes are in:
+  // (request, target).
+  std::vector<std::pair<size_t, size_t>> parts;
   size_t remaining = 0;
 };
 
@@ -172,6 +175,7 @@ class HttpClient::Loop {
       }
       int still_running = 0;
       curl_multi_perform(multi_, &still_running);
+      for (Transfer* t : running) PostCompleted(t);
       int left = 0;
       while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
         if (msg->msg != CURLMSG_DONE) continue;
@@ -262,12 +266,30 @@ class HttpClient::Loop {
     t->easy = nullptr;
   }
 
+  // Hands the caller the ranges of `t` whose bytes came in since the last
+  // call (a multi-range answer's parts, as each ends).
+  void PostCompleted(Transfer* t) {
+    std::vector<size_t>& completed = t->request->completed;
+    if (completed.empty()) return;
+    Batch* batch = t->batch;
+    {
+      std::lock_guard<std::mutex> lock(batch->mutex);
+      for (size_t target : completed) batch->parts.emplace_back(t->index, target);
+      batch->changed.notify_all();
+    }
+    completed.clear();
+  }
+
   void Finished(Transfer* t, CURLcode code, std::vector<Transfer*>* waiting) {
     client_->latency_.Record(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t->started).count()));
     client_->requests_++;
+    PostCompleted(t);
     bool transient = false;
     t->last = EvaluateAttempt(t->easy, code, *t->request, &transient, &t->kind);
+    // Every range came whole before the answer went wrong (a connection
+    // reset before the closing boundary): nothing is left to ask for.
+    if (!t->last.ok() && t->request->AllDelivered()) t->last = Status::Ok();
     client_->bytes_ += t->request->received;
     Detach(t);
     if (t->last.ok() || !transient || t->attempt >= client_->options_.retries) {
@@ -290,6 +312,7 @@ class HttpClient::Loop {
 
   // Reports the request's outcome to its caller; `t` is not touched after.
   void End(Transfer* t) {
+    PostCompleted(t);
     Status status = t->last;
     if (status.ok()) {
       if (client_->down_until_.load(std::memory_order_relaxed) != 0) client_->down_until_.store(0);
@@ -359,7 +382,8 @@ void HttpClient::Failed(Status& status, ErrorKind& kind, double deadline) {
   if (status.error_number() != ENOENT && LogAllowed()) Log(LogLevel::kWarning, status.message());
 }
 
-void HttpClient::Run(std::span<Request* const> requests, const RangeDone& done) {
+void HttpClient::Run(std::span<Request* const> requests, const RangeDone& done,
+                     const PartDone& part_done) {
   if (requests.empty()) return;
   const double start = Now();
   // A server that just let a request run out of time is not asked again
@@ -411,13 +435,27 @@ void HttpClient::Run(std::span<Request* const> requests, const RangeDone& done) 
   // `done` does.
   std::exception_ptr thrown;
   std::vector<std::pair<size_t, Status>> ended;
+  std::vector<std::pair<size_t, size_t>> parts;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(batch.mutex);
-      batch.changed.wait(lock, [&] { return !batch.ended.empty() || batch.remaining == 0; });
+      batch.changed.wait(lock, [&] {
+        return !batch.ended.empty() || !batch.parts.empty() || batch.remaining == 0;
+      });
       ended.swap(batch.ended);
-      if (ended.empty() && batch.remaining == 0) break;
+      parts.swap(batch.parts);
+      if (ended.empty() && parts.empty() && batch.remaining == 0) break;
     }
+    // A request's parts were posted before its end: reported in that order.
+    for (auto& [index, target] : parts) {
+      if (thrown || !part_done) continue;
+      try {
+        part_done(index, target);
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+    }
+    parts.clear();
     for (auto& [index, status] : ended) {
       if (thrown) continue;
       try {

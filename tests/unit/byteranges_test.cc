@@ -135,6 +135,48 @@ TEST_CASE("parts in another order, and one part joining ranges", "[byteranges]")
   }
 }
 
+TEST_CASE("each range is reported whole as soon as its part ends", "[byteranges]") {
+  Ranges r;
+  r.asked = {{0, 99}, {200, 299}, {400, 499}, {600, 699}};
+  ByterangesParser p = r.Parser();
+  p.StartMultipart("b");
+  // Parts out of order, one joining two ranges; fed a byte at a time.
+  const std::string parts[] = {Part("b", 400, 499), Part("b", 0, 299), Part("b", 600, 699)};
+  const std::vector<std::vector<size_t>> expected = {{2}, {0, 1}, {3}};
+  std::vector<size_t> seen;
+  for (size_t k = 0; k < 3; ++k) {
+    // Up to the part's last byte nothing new is whole; with it, its ranges.
+    for (size_t i = 0; i + 1 < parts[k].size(); ++i) {
+      REQUIRE(p.Feed(parts[k].data() + i, 1));
+      p.TakeCompleted(&seen);
+      REQUIRE(seen.empty());
+    }
+    REQUIRE(p.Feed(parts[k].data() + parts[k].size() - 1, 1));
+    p.TakeCompleted(&seen);
+    CHECK(seen == expected[k]);
+    seen.clear();
+  }
+  const std::string end = End("b");
+  REQUIRE(p.Feed(end.data(), end.size()));
+  p.TakeCompleted(&seen);
+  CHECK(seen.empty());
+  REQUIRE(p.Finish());
+  CHECK(r.Exact());
+}
+
+TEST_CASE("the parts before a refused one stay reported", "[byteranges]") {
+  Ranges r;
+  r.asked = {{0, 99}, {200, 299}};
+  ByterangesParser p = r.Parser();
+  p.StartMultipart("b");
+  const std::string body = Part("b", 0, 99) + Part("b", 250, 299);  // covers 200-299 only partly
+  CHECK(!p.Feed(body.data(), body.size()));
+  std::vector<size_t> seen;
+  p.TakeCompleted(&seen);
+  CHECK(seen == std::vector<size_t>{0});
+  CHECK(!p.Finish());
+}
+
 TEST_CASE("hostile answers are refused", "[byteranges]") {
   Ranges r;
   r.asked = {{0, 99}, {200, 299}};

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -56,9 +57,16 @@ std::string Answer206(int64_t first, int64_t last, int64_t total = kObjectBytes,
          std::to_string(last) + "/" + std::to_string(total) + "\r\nETag: \"v1\"\r\n\r\n" + body;
 }
 
+// In an answer: the server sends what comes before kPause, calls the
+// test's pause hook (with the request), then sends the rest; before
+// kClose, it sends what comes before and closes the connection.
+const std::string kPause = "<<PAUSE>>";
+const std::string kClose = "<<CLOSE>>";
+
 class Server {
  public:
-  explicit Server(Script script) : script_(std::move(script)) {
+  explicit Server(Script script, std::function<void(const Seen&)> pause = nullptr)
+      : script_(std::move(script)), pause_(std::move(pause)) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -128,13 +136,29 @@ class Server {
       }
       // Long enough for the client's other requests to arrive meanwhile.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      const std::string out = script_(seen);
+      std::string out = script_(seen);
       --in_flight_;
-      if (out.empty() || ::send(fd, out.data(), out.size(), MSG_NOSIGNAL) < 0) return;
+      if (out.empty()) return;
+      const size_t pause = out.find(kPause);
+      if (pause != std::string::npos) {
+        if (!Send(fd, out.substr(0, pause))) return;
+        if (pause_) pause_(seen);
+        out.erase(0, pause + kPause.size());
+      }
+      const size_t close = out.find(kClose);
+      if (!Send(fd, out.substr(0, close))) return;
+      if (close != std::string::npos) {
+        ::shutdown(fd, SHUT_RDWR);  // the client sees the connection end
+        return;
+      }
     }
+  }
+  static bool Send(int fd, const std::string& bytes) {
+    return bytes.empty() || ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) >= 0;
   }
 
   Script script_;
+  std::function<void(const Seen&)> pause_;
   int listener_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
@@ -146,21 +170,29 @@ class Server {
   std::map<int64_t, int> attempts_;
 };
 
-std::string AnswerMultipart(const Seen& s, bool reversed = false) {
+// A multipart answer; `marker` (kPause or kClose) goes after the first
+// `marked` parts (it is not counted in Content-Length).
+std::string AnswerMultipart(const Seen& s, bool reversed = false, size_t marked = 0,
+                            const std::string& marker = "") {
   if (s.ranges.size() == 1) return Answer206(s.first, s.last);
   std::string body;
+  size_t at = std::string::npos;  // of the marker in body
   auto ranges = s.ranges;
   if (reversed) std::reverse(ranges.begin(), ranges.end());
-  for (auto [first, last] : ranges) {
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    if (k == marked && !marker.empty()) at = body.size();
+    const auto [first, last] = ranges[k];
     body += "\r\n--XYZ\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes " +
             std::to_string(first) + "-" + std::to_string(last) + "/" +
             std::to_string(kObjectBytes) + "\r\n\r\n";
     for (int64_t i = first; i <= last; ++i) body += static_cast<char>(ByteAt(i));
   }
   body += "\r\n--XYZ--\r\n";
+  const size_t length = body.size();
+  if (at != std::string::npos) body.insert(at, marker);
   return "HTTP/1.1 206 Partial Content\r\nContent-Type: multipart/byteranges; "
          "boundary=XYZ\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+         std::to_string(length) + "\r\n\r\n" + body;
 }
 
 struct Batch {
@@ -351,6 +383,97 @@ TEST_CASE("multi-range requests, and a server that refuses them", "[http]") {
     for (const Status& s : b.status) REQUIRE(s.ok());
     CHECK(requests.load() == 16);
     CHECK(multi.load() == 0);
+  }
+}
+
+TEST_CASE("a multi-range answer's ranges land as its parts come; a retry asks for the rest",
+          "[http]") {
+  remote::ObjectInfo version;
+  version.size = kObjectBytes;
+  remote::HttpOptions o = Options();
+  o.multi_range = true;
+  // 64 ranges: 8 requests of 8.
+  std::vector<std::vector<uint8_t>> out(64, std::vector<uint8_t>(1000));
+  std::vector<remote::RangeGet> gets;
+  std::vector<Status> status(64, Status(EINVAL, "never reported"));
+  const auto run = [&](HttpClient& client, const std::string& url, auto&& on_done) {
+    gets.clear();
+    for (size_t i = 0; i < 64; ++i) {
+      gets.push_back(
+          remote::RangeGet{&url, static_cast<int64_t>(i) * 3000, 1000, out[i].data(), &version});
+    }
+    client.GetRanges(gets, [&](size_t i, const Status& st) {
+      status[i] = st;
+      on_done(i);
+    });
+    for (const Status& st : status) REQUIRE(st.ok());
+    for (size_t i = 0; i < 64; ++i) {
+      for (size_t k = 0; k < 1000; ++k) {
+        REQUIRE(out[i][k] == ByteAt(static_cast<int64_t>(i) * 3000 + static_cast<int64_t>(k)));
+      }
+    }
+  };
+  SECTION("reported while the answer is still coming") {
+    // Each answer stops after half its parts until the client has reported
+    // their ranges: reported only once the request ended, the server waits
+    // in vain (5 s) and says so.
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<int64_t> reported;  // offsets, guarded by mutex
+    std::atomic<int> released_by_client{0};
+    Server server([&](const Seen& s) { return AnswerMultipart(s, false, 4, kPause); },
+                  [&](const Seen& s) {
+                    std::unique_lock<std::mutex> lock(mutex);
+                    const bool all = changed.wait_for(lock, std::chrono::seconds(5), [&] {
+                      for (size_t k = 0; k < 4; ++k) {
+                        if (std::find(reported.begin(), reported.end(), s.ranges[k].first) ==
+                            reported.end()) {
+                          return false;
+                        }
+                      }
+                      return true;
+                    });
+                    if (all) released_by_client++;
+                  });
+    HttpClient client(o);
+    const std::string url = server.url();
+    run(client, url, [&](size_t i) {
+      std::lock_guard<std::mutex> lock(mutex);
+      reported.push_back(gets[i].offset);
+      changed.notify_all();
+    });
+    CHECK(released_by_client.load() == 8);
+    CHECK(client.stats().retries == 0);
+  }
+  SECTION("a connection cut after some parts: the retry asks only for the others") {
+    std::mutex mutex;
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> asked;  // guarded by mutex
+    Server server([&](const Seen& s) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        asked.push_back(s.ranges);
+      }
+      // First attempts (8 ranges): 4 parts, then the connection closes.
+      return s.ranges.size() == 8 ? AnswerMultipart(s, false, 4, kClose) : AnswerMultipart(s);
+    });
+    HttpClient client(o);
+    const std::string url = server.url();
+    run(client, url, [](size_t) {});
+    CHECK(client.stats().retries == 8);
+    std::lock_guard<std::mutex> lock(mutex);
+    REQUIRE(asked.size() == 16);
+    std::vector<std::pair<int64_t, int64_t>> first_halves, retried;
+    for (const auto& ranges : asked) {
+      if (ranges.size() == 8) {
+        first_halves.insert(first_halves.end(), ranges.begin() + 4, ranges.end());
+      } else {
+        CHECK(ranges.size() == 4);
+        retried.insert(retried.end(), ranges.begin(), ranges.end());
+      }
+    }
+    std::sort(first_halves.begin(), first_halves.end());
+    std::sort(retried.begin(), retried.end());
+    CHECK(retried == first_halves);  // exactly the ranges that did not come
   }
 }
 

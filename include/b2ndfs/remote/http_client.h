@@ -174,8 +174,12 @@ class HttpClient {
   class Loop;  // http_transfers.cc
   Status Perform(Request& request);
   // Runs the requests at once (http_transfers.cc); done(i, status) on this
-  // thread as each ends.
-  void Run(std::span<Request* const> requests, const RangeDone& done);
+  // thread as each ends, and before that part_done(i, t) as each range t
+  // of multi-range request i comes in whole (a retry then asks only for the
+  // others; a request whose ranges all came is a success).
+  using PartDone = std::function<void(size_t request, size_t target)>;
+  void Run(std::span<Request* const> requests, const RangeDone& done,
+           const PartDone& part_done = nullptr);
   // A request failed in the end: marks a timeout, counts and logs it.
   void Failed(Status& status, ErrorKind& kind, double deadline);
   void CountError(ErrorKind kind);
