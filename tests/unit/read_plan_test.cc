@@ -305,6 +305,15 @@ struct TestStore {
   std::unique_ptr<store::WorkerPool> workers;
   source::DescriptorCache descriptors;
   store::StoreContext ctx;
+
+  // The local container at `path`, opened as the mount opens it.
+  std::shared_ptr<const store::Container> OpenLocal(const std::string& path) {
+    auto opened = source::OpenLocal(path, &descriptors);
+    REQUIRE(opened.ok());
+    auto container = store::Container::Open(std::move(opened).value(), &ctx, 1, nullptr);
+    REQUIRE(container->ok());
+    return container;
+  }
 };
 
 }  // namespace
@@ -380,10 +389,7 @@ TEST_CASE("a partly cached read counts each block it uses once in the cache's st
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   TestStore env(256u << 20, 4, 0);
-  auto opened = source::OpenLocal(path, &env.descriptors);
-  REQUIRE(opened.ok());
-  auto container = store::Container::Open(std::move(opened).value(), &env.ctx, 1, nullptr);
-  REQUIRE(container->ok());
+  auto container = env.OpenLocal(path);
 
   // B: the plane z = 13; A: the same without its last row of blocks along y,
   // so that the blocks visited first in B are cached and a later one is not.
@@ -422,16 +428,12 @@ TEST_CASE("a partly cached read counts each block it uses once in the cache's st
   b2nd_free(array);
 }
 
-TEST_CASE("a stream is cached once every block of its box is, and not before",
-          "[read_plan]") {
+TEST_CASE("a stream is cached once every block of its box is, and not before", "[read_plan]") {
   TempDir dir;
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   TestStore env(256u << 20, 4, 0);
-  auto opened = source::OpenLocal(path, &env.descriptors);
-  REQUIRE(opened.ok());
-  auto container = store::Container::Open(std::move(opened).value(), &env.ctx, 1, nullptr);
-  REQUIRE(container->ok());
+  auto container = env.OpenLocal(path);
   // The plane z = 13, and the same without its last row of blocks along y.
   geometry::Box plane, most;
   plane.start = most.start = {13, 0, 0};
@@ -578,10 +580,7 @@ TEST_CASE("random byte ranges of the array stream return c-blosc2's bytes, cold 
   CAPTURE(cache_bytes, threads);
   TestStore env(cache_bytes, 2, threads);
   env.ctx.max_pinned_bytes = 256u << 10;
-  auto opened = source::OpenLocal(path, &env.descriptors);
-  REQUIRE(opened.ok());
-  auto container = store::Container::Open(std::move(opened).value(), &env.ctx, 1, nullptr);
-  REQUIRE(container->ok());
+  auto container = env.OpenLocal(path);
   const store::ArrayStream stream{"HEAD",
                                   geometry::Box::FromShape({kShape[0], kShape[1], kShape[2]})};
   REQUIRE(container->StreamSize(stream) == static_cast<int64_t>(want.size()) + 4);
