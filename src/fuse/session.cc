@@ -126,6 +126,15 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   }
 }
 
+// A looked-up node as the kernel gets it: one reference to its inode, its
+// attributes, and how long it may cache both.
+void SetEntry(const vfs::Attr& attr, fuse_entry_param* e) {
+  e->ino = attr.st.st_ino;
+  e->attr = attr.st;
+  e->attr_timeout = attr.timeout;
+  e->entry_timeout = attr.timeout;
+}
+
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Trampoline(req, [&] {
     // Taken before replying: a reply frees `req`, even a failed one.
@@ -137,10 +146,7 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     }
     fuse_entry_param e;
     std::memset(&e, 0, sizeof e);
-    e.ino = attr->st.st_ino;
-    e.attr = attr->st;
-    e.attr_timeout = attr->timeout;
-    e.entry_timeout = attr->timeout;
+    SetEntry(*attr, &e);
     if (fuse_reply_entry(req, &e) == -ENOENT) {
       // The lookup was interrupted: the kernel never saw the reference.
       state.fs->Forget(e.ino, 1);
@@ -248,10 +254,7 @@ void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
           // the kernel looks it up when it is used).
           auto attr = state.fs->Lookup(ino, name);
           if (attr.ok()) {
-            e.ino = attr->st.st_ino;
-            e.attr = attr->st;
-            e.attr_timeout = attr->timeout;
-            e.entry_timeout = attr->timeout;
+            SetEntry(*attr, &e);
             refs.inos.push_back(e.ino);
           }
         }
