@@ -1,51 +1,82 @@
 #include "reply_buffers.h"
 
+#include <cstring>
 #include <new>
 
 #include "b2ndfs/cache/buffer_memory.h"
 
 namespace b2ndfs::fuse {
 
-ReplyBuffers::Lease::~Lease() {
-  if (buffer_ != nullptr) pool_->Give(std::move(buffer_), size_);
+namespace {
+
+// Slab memory (huge pages) where the size fits a slab, else prefaulted.
+uint8_t* NewBuffer(size_t size) {
+  if (size >= cache::kSlabSlotMinBytes) {
+    return static_cast<uint8_t*>(cache::AllocateLargeBuffer(size));
+  }
+  return static_cast<uint8_t*>(::operator new(size));
 }
 
-std::unique_ptr<uint8_t[]> ReplyBuffers::NewBuffer() const {
-  // Not value-initialized: every byte sent is written first.
-  std::unique_ptr<uint8_t[]> buffer(new uint8_t[buffer_bytes_]);
-  cache::PrefaultForWrite(buffer.get(), buffer_bytes_);
-  return buffer;
+void DeleteBuffer(uint8_t* buffer, size_t size) noexcept {
+  if (size >= cache::kSlabSlotMinBytes) {
+    cache::FreeLargeBuffer(buffer, size);
+  } else {
+    ::operator delete(buffer);
+  }
+}
+
+}  // namespace
+
+ReplyBuffers::~ReplyBuffers() {
+  for (uint8_t* buffer : free_) DeleteBuffer(buffer, buffer_bytes_);
+}
+
+ReplyBuffers::Lease::~Lease() {
+  if (buffer_ != nullptr) pool_->Give(buffer_, size_);
 }
 
 ReplyBuffers::Lease ReplyBuffers::Take(size_t size) {
-  if (size > buffer_bytes_) return Lease(this, std::unique_ptr<uint8_t[]>(new uint8_t[size]), size);
+  if (size > buffer_bytes_) return Lease(this, NewBuffer(size), size);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!free_.empty()) {
-      std::unique_ptr<uint8_t[]> buffer = std::move(free_.back());
+      uint8_t* buffer = free_.back();
       free_.pop_back();
-      return Lease(this, std::move(buffer), buffer_bytes_);
+      return Lease(this, buffer, buffer_bytes_);
     }
   }
-  return Lease(this, NewBuffer(), buffer_bytes_);
+  // Not value-initialized: every byte sent is written first.
+  return Lease(this, NewBuffer(buffer_bytes_), buffer_bytes_);
 }
 
-void ReplyBuffers::Give(std::unique_ptr<uint8_t[]> buffer, size_t size) {
-  if (size != buffer_bytes_) return;  // a one-off: freed here
-  std::lock_guard<std::mutex> lock(mutex_);
-  try {
-    free_.push_back(std::move(buffer));
-  } catch (const std::bad_alloc&) {
-    // Not kept: freed here (a destructor's path must not throw).
+void ReplyBuffers::Give(uint8_t* buffer, size_t size) noexcept {
+  if (size == buffer_bytes_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+      free_.push_back(buffer);
+      return;
+    } catch (const std::bad_alloc&) {
+      // Not kept: freed below (a destructor's path must not throw).
+    }
   }
+  DeleteBuffer(buffer, size);  // a one-off, or no room to keep it
 }
 
 void ReplyBuffers::Prepare(size_t count) {
   for (size_t i = 0; i < count; ++i) {
-    std::unique_ptr<uint8_t[]> buffer = NewBuffer();
+    uint8_t* buffer = NewBuffer(buffer_bytes_);
+    // Written once here: a page the kernel made present still costs a fault
+    // on the first write from user space where the hypervisor shadows page
+    // tables (cheap where the buffer is one huge page).
+    std::memset(buffer, 0, buffer_bytes_);
     std::lock_guard<std::mutex> lock(mutex_);
-    // Behind the ones reads have used since (those are warmer).
-    free_.insert(free_.begin(), std::move(buffer));
+    try {
+      // Behind the ones reads have used since (those are warmer).
+      free_.insert(free_.begin(), buffer);
+    } catch (const std::bad_alloc&) {
+      DeleteBuffer(buffer, buffer_bytes_);
+      return;
+    }
   }
 }
 

@@ -5,13 +5,17 @@
 // are kept until the session ends and handed out most recently used first,
 // whichever thread asks: its pages are mapped and likely still in a CPU cache.
 // A fresh buffer costs a page fault per 4 KiB page on first touch (in a
-// virtual machine ~5-15 us each: a quarter of a cold 1 MiB slice read), so
-// the first few are made present before any read comes (Prepare).
+// virtual machine with shadow page tables ~15 us each, even after the kernel
+// made them present: 4 ms for 1 MiB, a third of a cold 1 MiB slice read), so
+// buffers come from the block memory's slabs (cache/buffer_memory.h: 2 MiB
+// pages, where a new one costs ~0.2 ms), and the first few are made before
+// any read comes (Prepare).
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace b2ndfs::fuse {
@@ -25,17 +29,21 @@ class ReplyBuffers {
   // A buffer of at least `size` bytes, the pool's while the lease lives.
   class Lease {
    public:
-    Lease(ReplyBuffers* pool, std::unique_ptr<uint8_t[]> buffer, size_t size)
-        : pool_(pool), buffer_(std::move(buffer)), size_(size) {}
-    Lease(Lease&&) = default;
+    Lease(ReplyBuffers* pool, uint8_t* buffer, size_t size)
+        : pool_(pool), buffer_(buffer), size_(size) {}
+    Lease(Lease&& other) noexcept
+        : pool_(other.pool_), buffer_(std::exchange(other.buffer_, nullptr)), size_(other.size_) {}
+    Lease& operator=(Lease&&) = delete;
     ~Lease();
-    uint8_t* data() const { return buffer_.get(); }
+    uint8_t* data() const { return buffer_; }
 
    private:
     ReplyBuffers* pool_;
-    std::unique_ptr<uint8_t[]> buffer_;
+    uint8_t* buffer_;
     size_t size_;
   };
+
+  ~ReplyBuffers();
 
   // Larger than the pool's buffers (never for reads: the kernel asks for at
   // most max_read bytes): a buffer of its own, freed after use.
@@ -49,12 +57,11 @@ class ReplyBuffers {
   size_t kept() const;
 
  private:
-  void Give(std::unique_ptr<uint8_t[]> buffer, size_t size);
-  std::unique_ptr<uint8_t[]> NewBuffer() const;
+  void Give(uint8_t* buffer, size_t size) noexcept;
 
   const size_t buffer_bytes_;
-  mutable std::mutex mutex_;                      // leaf lock
-  std::vector<std::unique_ptr<uint8_t[]>> free_;  // guarded by mutex_; last = most recent
+  mutable std::mutex mutex_;    // leaf lock
+  std::vector<uint8_t*> free_;  // guarded by mutex_; last = most recent; owned
 };
 
 }  // namespace b2ndfs::fuse
