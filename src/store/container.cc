@@ -41,10 +41,11 @@ Container::Container(std::shared_ptr<const source::ByteSource> source, StoreCont
     : source_(std::move(source)), context_(context), cache_id_(cache_id) {}
 
 Container::~Container() {
-  if (context_ != nullptr && context_->cache != nullptr && memory_bytes_ > 0) {
-    context_->cache->Charge(-memory_bytes_);
+  const int64_t bytes = memory_bytes_.load(std::memory_order_relaxed);
+  if (context_ != nullptr && context_->cache != nullptr && bytes > 0) {
+    context_->cache->Charge(-bytes);
   }
-  GlobalReadStats().metadata_bytes -= memory_bytes_;
+  GlobalReadStats().metadata_bytes -= bytes;
   GlobalReadStats().containers_open--;
 }
 
@@ -68,6 +69,7 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
     container->layout_.reset();
     container->meta_.reset();
     container->meta_json_ = format::RenderErrorJson(container->error_);
+    container->meta_json_ready_.store(true, std::memory_order_release);
     if (!container->transient_) {
       LogOnce("open:" + container->name(), LogLevel::kWarning,
               container->name() + ": cannot decode container: " + container->error_);
@@ -81,6 +83,7 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
 void Container::Charge() {
   int64_t bytes = kContainerOverheadBytes + static_cast<int64_t>(meta_json_.capacity());
   if (meta_) {
+    bytes += VlmetaBytes();
     bytes += static_cast<int64_t>(meta_->offsets_chunk.capacity());
     for (const auto& m : meta_->frame_info.metalayers) {
       bytes += static_cast<int64_t>(m.content.capacity() + m.name.capacity());
@@ -88,7 +91,7 @@ void Container::Charge() {
   }
   // Irregular layouts keep two int64 per chunk.
   if (layout_ && !layout_->regular()) bytes += 16 * layout_->NumChunks();
-  memory_bytes_ = bytes;
+  memory_bytes_.store(bytes, std::memory_order_relaxed);
   GlobalReadStats().metadata_bytes += bytes;
   if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(bytes);
 }
@@ -142,23 +145,54 @@ Status Container::Load(const FileCatalog* catalog) {
                             read_at(info.offsets_chunk_position, info.offsets_chunk_size));
   }
   B2NDFS_RETURN_IF_ERROR(LoadChunkIndex(std::move(offsets_chunk)).WithContext("chunk index"));
-  B2NDFS_RETURN_IF_ERROR(LoadVlmeta());
   B2NDFS_RETURN_IF_ERROR(LoadLayout());
   const auto& nd = src.ndmeta;
   npy_descr_ = format::NpyDescr(nd ? nd->dtype : std::nullopt, layout_->itemsize());
-  meta_json_ = RenderMeta(catalog);
-  // Rendered: the contents need not be kept.
+  // meta.json (and the vlmetalayers it shows) waits for its first reader.
+  catalog_ = catalog;
+  return Status::Ok();
+}
+
+const std::string& Container::meta_json() const {
+  if (meta_json_ready_.load(std::memory_order_acquire)) return meta_json_;
+  std::lock_guard<std::mutex> lock(meta_json_mutex_);
+  if (meta_json_ready_.load(std::memory_order_relaxed)) return meta_json_;
+  Metadata& src = *meta_;
+  const int64_t held = VlmetaBytes();
+  try {
+    DecodeVlmeta();
+    meta_json_ = RenderMeta(catalog_);
+  } catch (...) {
+    src.vlmeta = {};  // decoded again next time
+    throw;
+  }
+  // Rendered: the vlmetalayers need not be kept.
   src.vlmeta = {};
   src.frame_info.vlmetalayers = {};
-  return Status::Ok();
+  const int64_t delta = static_cast<int64_t>(meta_json_.capacity()) - held;
+  memory_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  GlobalReadStats().metadata_bytes += delta;
+  if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(delta);
+  meta_json_ready_.store(true, std::memory_order_release);
+  return meta_json_;
+}
+
+// What the vlmetalayers, kept until meta.json is rendered, hold.
+int64_t Container::VlmetaBytes() const {
+  int64_t bytes = 0;
+  for (const auto& vl : meta_->frame_info.vlmetalayers) {
+    bytes += static_cast<int64_t>(vl.content.capacity() + vl.name.capacity());
+  }
+  return bytes;
 }
 
 // Variable-length metalayers are stored as Blosc2 chunks; fall back to the
 // raw bytes for anything that is not one. A budget bounds what is
 // decompressed and shown (a tiny frame can declare thousands of 16 MiB
 // runs of zeros); what passes it is replaced by a note.
-Status Container::LoadVlmeta() {
+void Container::DecodeVlmeta() const {
   Metadata& src = *meta_;
+  src.vlmeta.clear();
   constexpr int64_t kVlmetaBudget = 4 << 20;
   constexpr size_t kMaxVlmetaShown = 256;
   int64_t spent = 0;
@@ -177,7 +211,6 @@ Status Container::LoadVlmeta() {
     spent += std::min<int64_t>(size, kVlmetaBudget);
     src.vlmeta.push_back(std::move(decoded));
   }
-  return Status::Ok();
 }
 
 Status Container::LoadLayout() {

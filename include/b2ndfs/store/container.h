@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -127,9 +128,11 @@ class Container : public std::enable_shared_from_this<Container> {
   const std::string& name() const { return source_->name(); }
   const source::ByteSource& source() const { return *source_; }
   uint64_t cache_id() const { return cache_id_; }
-  const std::string& meta_json() const { return meta_json_; }
+  // meta.json, rendered on first use (a read of `data` never needs it);
+  // throws only std::bad_alloc, and renders again on the next call then.
+  const std::string& meta_json() const;
   // Bytes of memory this container holds (charged to the cache).
-  int64_t memory_bytes() const { return memory_bytes_; }
+  int64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
   // Valid only when ok().
   const geometry::ArrayLayout& layout() const { return *layout_; }
   const std::string& format_name() const { return format_name_; }
@@ -157,7 +160,8 @@ class Container : public std::enable_shared_from_this<Container> {
   Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
             uint64_t cache_id);
   Status Load(const FileCatalog* catalog);
-  Status LoadVlmeta();
+  void DecodeVlmeta() const;
+  int64_t VlmetaBytes() const;
   Status LoadLayout();
   Status LoadChunkIndex(std::vector<uint8_t> offsets_chunk);
   Status ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const;
@@ -222,9 +226,13 @@ class Container : public std::enable_shared_from_this<Container> {
   bool transient_ = false;
   mutable std::atomic<bool> source_failed_{false};  // set while loading
   std::string format_name_;
-  std::string meta_json_;
+  const FileCatalog* catalog_ = nullptr;  // for meta.json's "files"
+  mutable std::mutex meta_json_mutex_;    // leaf lock; guards rendering
+  mutable std::atomic<bool> meta_json_ready_{false};
+  mutable std::string meta_json_;  // written once, before meta_json_ready_
   std::string npy_descr_;
-  int64_t memory_bytes_ = 0;
+  // Charged to the cache; grows or shrinks once, when meta.json is rendered.
+  mutable std::atomic<int64_t> memory_bytes_{0};
   std::optional<geometry::ArrayLayout> layout_;
   std::unique_ptr<Metadata> meta_;
 };

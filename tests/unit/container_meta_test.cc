@@ -1,0 +1,120 @@
+// Unit tests of a container's meta.json (store/container.h): rendered on
+// first use rather than at open, once, whichever threads ask at the same
+// time, with the vlmetalayers c-blosc2 stored.
+#include <b2nd.h>
+#include <blosc2.h>
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/source/descriptor_cache.h"
+#include "b2ndfs/store/container.h"
+
+namespace b2ndfs {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/b2ndfs_container_meta_XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A small int32 array written with c-blosc2's API, with one vlmetalayer
+// holding `note` (msgpack: a fixstr of up to 31 bytes).
+void WriteArrayWithNote(const std::string& path, const std::string& note) {
+  blosc2_init();
+  blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
+  cp.typesize = 4;
+  cp.nthreads = 1;
+  blosc2_dparams dp = BLOSC2_DPARAMS_DEFAULTS;
+  std::string url = path;
+  blosc2_storage st = BLOSC2_STORAGE_DEFAULTS;
+  st.contiguous = true;
+  st.urlpath = url.data();
+  st.cparams = &cp;
+  st.dparams = &dp;
+  const int64_t shape[2] = {40, 30};
+  const int32_t chunks[2] = {20, 30};
+  const int32_t blocks[2] = {10, 10};
+  b2nd_context_t* ctx =
+      b2nd_create_ctx(&st, 2, shape, chunks, blocks, "<i4", DTYPE_NUMPY_FORMAT, nullptr, 0);
+  REQUIRE(ctx != nullptr);
+  std::vector<int32_t> data(40 * 30);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i);
+  b2nd_array_t* array = nullptr;
+  REQUIRE(b2nd_from_cbuffer(ctx, &array, data.data(),
+                            static_cast<int64_t>(data.size() * sizeof(int32_t))) == 0);
+  REQUIRE(note.size() < 32);
+  std::vector<uint8_t> packed{static_cast<uint8_t>(0xa0 | note.size())};
+  packed.insert(packed.end(), note.begin(), note.end());
+  REQUIRE(blosc2_vlmeta_add(array->sc, "note", packed.data(), static_cast<int32_t>(packed.size()),
+                            nullptr) >= 0);
+  b2nd_free(array);
+  b2nd_free_ctx(ctx);
+}
+
+struct Store {
+  Store() : cache(64u << 20, 1), decompressors(4), descriptors(16) {
+    ctx.cache = &cache;
+    ctx.decompressors = &decompressors;
+  }
+  std::shared_ptr<const store::Container> Open(const std::string& path) {
+    auto opened = source::OpenLocal(path, &descriptors);
+    REQUIRE(opened.ok());
+    auto container = store::Container::Open(std::move(opened).value(), &ctx, 1, nullptr);
+    REQUIRE(container->ok());
+    return container;
+  }
+  cache::BlockCache cache;
+  codec::DecompressorPool decompressors;
+  source::DescriptorCache descriptors;
+  store::StoreContext ctx;
+};
+
+TEST_CASE("meta.json is rendered once, by whichever reader comes first", "[container]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  WriteArrayWithNote(path, "made by the test");
+  Store store;
+  auto container = store.Open(path);
+  const int64_t charged_at_open = container->memory_bytes();
+
+  constexpr int kThreads = 8;
+  std::vector<const std::string*> seen(kThreads, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] { seen[static_cast<size_t>(t)] = &container->meta_json(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string* text : seen) CHECK(text == seen[0]);
+  const std::string& text = *seen[0];
+  CHECK(text.find("\"note\": \"made by the test\"") != std::string::npos);
+  CHECK(text.find("\"shape\": [40, 30]") != std::string::npos);
+  CHECK(&container->meta_json() == seen[0]);
+  // The first reader moved the charge from the stored vlmetalayers to the
+  // text; later ones change nothing.
+  const int64_t after = container->memory_bytes();
+  CHECK(after != charged_at_open);
+  (void)container->meta_json();
+  CHECK(container->memory_bytes() == after);
+}
+
+}  // namespace
+}  // namespace b2ndfs
