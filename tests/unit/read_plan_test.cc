@@ -138,7 +138,8 @@ class CountingSource final : public source::ByteSource {
     }
     for (size_t j = list.size(); j-- > 0;) {
       const source::PartRead& r = list[j];
-      done(j, Read(r.part, r.offset, r.length, r.out));
+      done(j,
+           fail_batches ? Status(EIO, "batch refused") : Read(r.part, r.offset, r.length, r.out));
     }
   }
   bool remote() const override { return remote_; }
@@ -150,6 +151,7 @@ class CountingSource final : public source::ByteSource {
   // (the chunk heads are fetched in the background at open).
   int delay_ms = 0;
   bool remote_ = false;
+  bool fail_batches = false;  // every read of a ReadMany fails (Read still works)
   mutable std::mutex batch_mutex;
   mutable std::vector<size_t> batches;  // guarded by batch_mutex
 
@@ -492,6 +494,46 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
     if (axis == 2) CHECK(largest == static_cast<size_t>(touched.blocks));
     CHECK(largest >= 2);
   }
+  b2nd_free(array);
+}
+
+TEST_CASE("a remote container opens with its frame's two ends in one ReadMany", "[read_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  const bool fail_batches = GENERATE(false, true);
+  CAPTURE(fail_batches);
+  TestStore env(256u << 20, 4, 0);
+  env.ctx.remote_heads_max_chunks = 0;  // no background fetch of heads at open
+  auto opened = source::OpenLocal(path, &env.descriptors);
+  REQUIRE(opened.ok());
+  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{32} << 10);
+  counting->remote_ = true;
+  counting->fail_batches = fail_batches;
+  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
+  REQUIRE(container->ok());
+  CHECK(container->layout().shape() == std::vector<int64_t>(kShape, kShape + kNdim));
+  {
+    std::lock_guard<std::mutex> lock(counting->batch_mutex);
+    CHECK(counting->batches == std::vector<size_t>{2});
+  }
+  if (fail_batches) {
+    // Windows that could not be read: the header, trailer and index were
+    // read one by one instead.
+    CHECK(counting->reads >= 4);
+  } else {
+    CHECK(counting->reads == 2);  // header, trailer and index came in them
+  }
+  // And the array reads right.
+  const int64_t start[kNdim] = {5, 0, 0};
+  const int64_t stop[kNdim] = {6, kShape[1], kShape[2]};
+  geometry::Box box;
+  box.start.assign(start, start + kNdim);
+  box.stop.assign(stop, stop + kNdim);
+  counting->fail_batches = false;
+  std::vector<uint8_t> got(static_cast<size_t>(box.NumItems() * 4));
+  REQUIRE(container->ReadArrayBox(box, got.data()).ok());
+  CHECK(got == SliceBytes(array, start, stop));
   b2nd_free(array);
 }
 
