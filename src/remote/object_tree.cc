@@ -335,13 +335,30 @@ class ObjectTree final : public source::Tree {
   }
 
   Result<std::shared_ptr<const source::ByteSource>> OpenContainer(
-      const std::string& path) const override {
-    // Fresh answers: a generation is opened because something changed.
+      const std::string& path, const source::Signature* probed) const override {
     B2NDFS_ASSIGN_OR_RETURN(const bool directory, IsDirectory(path));
-    B2NDFS_ASSIGN_OR_RETURN(source::Signature signature, Signature(path, true));
-    std::optional<ObjectInfo> frame;
     const std::string frame_path = directory ? path + "/" + kFrameName : path;
-    auto head = Head(frame_path, false);  // just fetched by Signature()
+    // The version a probe has just seen, from the answers it was given (a
+    // request saved: a round trip of every first open); fresh answers when
+    // the caller cannot trust it, or when the cached object no longer
+    // matches it.
+    source::Signature signature;
+    bool known = false;
+    if (probed != nullptr) {
+      auto head = Head(frame_path, false);
+      if (head.ok()) {
+        source::Signature cached = ObjectSignature(*head);
+        cached.dir_inode = probed->dir_inode;
+        known = cached == *probed;
+      }
+    }
+    if (known) {
+      signature = *probed;
+    } else {
+      B2NDFS_ASSIGN_OR_RETURN(signature, Signature(path, true));
+    }
+    std::optional<ObjectInfo> frame;
+    auto head = Head(frame_path, false);  // just fetched (by Probe or Signature)
     if (head.ok()) {
       frame = *head;
     } else if (!directory || head.status().error_number() != ENOENT) {

@@ -76,7 +76,9 @@ class LocalTree final : public Tree {
 
   Result<Signature> Probe(const std::string& path) const override { return ProbeLocal(path); }
 
-  Result<std::shared_ptr<const ByteSource>> OpenContainer(const std::string& path) const override {
+  // Opened as it is now (a stat, no cheaper with the probe's answer).
+  Result<std::shared_ptr<const ByteSource>> OpenContainer(const std::string& path,
+                                                          const Signature*) const override {
     return OpenLocal(path, &descriptors_);
   }
 

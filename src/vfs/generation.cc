@@ -100,7 +100,10 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current(Filesystem& fs) {
       old = std::move(current_);
       result = probe.status();
     } else {
-      auto source = tree_->OpenContainer(path_);
+      // A read that found the source changed may have come after the probe's
+      // cached answer: then the tree asks afresh.
+      const bool probe_trusted = !(current_ && current_->found_stale());
+      auto source = tree_->OpenContainer(path_, probe_trusted ? &*probe : nullptr);
       if (!source.ok()) return source.status();  // transient or gone: not remembered
       const uint64_t cache_id = g_next_cache_id.fetch_add(1);
       auto container = store::Container::Open(*source, fs.store_, cache_id, fs.views_.get());

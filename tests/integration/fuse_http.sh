@@ -61,6 +61,19 @@ mount_fs "$NGINX_URL/fx/frames/sparse_f4.b2nd/" "$M2" || exit 1
 want_data "$R" frames/sparse_f4.b2nd "$X/want_sparse"
 check "single sparse-frame URL: data" cmp "$M2/data" "$X/want_sparse"
 
+# Opening a container asks for its object once and reads the two ends of its
+# frame together (header, trailer and chunk index inside them): three
+# requests, not one per metadata read (eight before: six dependent ranges).
+MO=$TMP/mnt_open
+mount_fs "$NGINX_URL/fx/" "$MO" -o prefetch_heads=0 || exit 1
+ls "$MO/ndim" >/dev/null || fail "cannot list ndim/ over http"
+before=$(stats_field "$MO" remote.requests)
+stat "$MO/ndim/3d_f4.b2nd/data" >/dev/null || fail "cannot open ndim/3d_f4.b2nd over http"
+open_requests=$(($(stats_field "$MO" remote.requests) - before))
+log "opening a container: $open_requests requests"
+((open_requests <= 3)) || fail "opening a container took $open_requests requests (want <= 3)"
+check "opened container: meta.json" grep -q '"shape"' "$MO/ndim/3d_f4.b2nd/meta.json"
+
 # A whole sequential read fetches every compressed byte once: the kernel's
 # concurrent reads and the mount's read-ahead want the same blocks at once,
 # and bytes another read has in flight are shared, not fetched again. Bytes

@@ -60,9 +60,10 @@ class Tree {
   // directory), without opening it: cheap enough to call on every use.
   virtual Result<Signature> Probe(const std::string& path) const = 0;
   // The current version of a container. The source refuses to read another
-  // version later (ESTALE).
+  // version later (ESTALE). `probed`: what Probe() just said of it, which a
+  // tree may open without asking again (nullptr: that answer may be stale).
   virtual Result<std::shared_ptr<const ByteSource>> OpenContainer(
-      const std::string& path) const = 0;
+      const std::string& path, const Signature* probed) const = 0;
   // The current version of a plain file.
   virtual Result<std::shared_ptr<const PlainFile>> OpenFile(const std::string& path) const = 0;
   // The tree's own members of .b2ndfs/stats: JSON object members, each line
