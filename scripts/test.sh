@@ -10,7 +10,7 @@
 #         CMakeLists.txt);
 #   tsan  a ThreadSanitizer build (-DB2NDFS_TSAN=ON) in BUILD-tsan running
 #         the concurrency, stress and remote-read tests and the cache, memory, worker,
-#         read-plan and container unit tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a
+#         read-plan, container and once-flag unit tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a
 #         TSan report from any process (the daemons too) fails the pass;
 #   fuzz  a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh),
 #         JOBS targets at a time (each one process).
@@ -53,7 +53,7 @@ if [[ $MINBASE == 1 ]]; then
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
-TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http)|stress\..*|unit\..*(cache|memory|worker|pool|read_plan|container).*)$}"
+TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http)|stress\..*|unit\..*(cache|memory|worker|pool|read_plan|container|once).*)$}"
 # What the default TSan selection runs besides its unit tests (found with
 # ctest -N): the daemon and the helpers that tests/integration/lib.sh and
 # tests/stress/stress_lib.sh start. Any other selection (B2NDFS_TSAN_TESTS,

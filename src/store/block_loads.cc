@@ -24,6 +24,7 @@
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
 #include "container_internal.h"
+#include "once_flags.h"
 
 namespace b2ndfs::store {
 
@@ -348,7 +349,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   };
   const bool batched = source_->remote() && loads.reads.size() > 1;
   // One round of tasks, one per block: the first block that needs a read
-  // does it, the others of that read wait for it (call_once). Reads overlap
+  // does it, the others of that read wait for it (OnceFlags). Reads overlap
   // with decoding, a read whose blocks another reader loaded meanwhile is
   // skipped, and the workers are woken once per plan rather than twice (on
   // a busy machine every wake-up can wait for a CPU).
@@ -379,7 +380,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       }
     }
   } release{loads, meta_->flights};
-  std::unique_ptr<std::once_flag[]> fetched(new std::once_flag[loads.reads.size()]);
+  OnceFlags fetched(loads.reads.size());
   ForEach(workers, order.size(), [&](size_t j) {
     const size_t i = order[j];
     BlockLoads::Block& b = loads.blocks[i];
@@ -388,9 +389,9 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
       if (batched) {
-        std::call_once(fetched[k], fetch_batched, k);
+        fetched.Call(k, fetch_batched, k);
       } else {
-        std::call_once(fetched[k], fetch, k, i);
+        fetched.Call(k, fetch, k, i);
       }
       const auto [begin, end] = part_span(i);
       const BlockLoads::Read& read = loads.reads[k];
