@@ -367,19 +367,27 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   for (size_t i = 0; i < loads.blocks.size(); ++i) {
     if (!first[i]) order.push_back(i);
   }
-  // Once the blocks are in the cache (or failed, or an exception passes
-  // by), the reads' bytes are no longer worth sharing.
-  struct ReleaseReads {
+  // Once a read's blocks are in the cache (or failed), its bytes are no
+  // longer worth sharing: it is released by the task that finishes its last
+  // block, so that its buffer serves the plan's next reads (memory in use,
+  // rather than the whole plan's compressed bytes in new pages at once), and
+  // at the end whatever is left (an exception passed by).
+  auto release = [&](BlockLoads::Read& read) {
+    meta_->flights.Release(read.owned);
+    read.owned.clear();
+    read.buffer.reset();
+  };
+  struct ReleaseAll {
     BlockLoads& loads;
-    SpanFlights& flights;
-    ~ReleaseReads() {
-      for (BlockLoads::Read& read : loads.reads) {
-        flights.Release(read.owned);
-        read.owned.clear();
-        read.buffer.reset();
-      }
+    decltype(release)& release_one;
+    ~ReleaseAll() {
+      for (BlockLoads::Read& read : loads.reads) release_one(read);
     }
-  } release{loads, meta_->flights};
+  } release_all{loads, release};
+  std::unique_ptr<std::atomic<size_t>[]> unfinished(new std::atomic<size_t>[loads.reads.size()]);
+  for (size_t k = 0; k < loads.reads.size(); ++k) {
+    unfinished[k].store(loads.reads[k].blocks.size(), std::memory_order_relaxed);
+  }
   OnceFlags fetched(loads.reads.size());
   ForEach(workers, order.size(), [&](size_t j) {
     const size_t i = order[j];
@@ -404,6 +412,10 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     } else {
       b.status = value.status().WithContext("chunk " + std::to_string(b.chunk) + " block " +
                                             std::to_string(b.block));
+    }
+    if (b.view >= 0) {
+      const size_t k = loads.views[static_cast<size_t>(b.view)].read;
+      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1) release(loads.reads[k]);
     }
   });
 }
