@@ -35,9 +35,19 @@ ranges_served() { grep -c '" 206 ' "$ACCESS_LOG" || true; }
 DC=$TMP/dcache
 URL="http://user:hunter2secret@127.0.0.1:$NGINX_PORT/fx/"
 
+# One daemon at a time owns a disk cache directory: the next mount of it
+# waits until the last daemon has exited, not only unmounted (an instrumented
+# daemon takes a while to exit, and a mount meanwhile would run without the
+# cache).
+unmount_and_wait() {
+  unmount_fs "$1" || return 1
+  exits_within 30 "$2" >/dev/null
+}
+
 # --- cold: fills the cache ------------------------------------------------------
 M=$TMP/mnt
 mount_fs "$URL" "$M" -o "disk_cache=$DC,disk_cache_size=256M,cache_size=32M,threads=2" || exit 1
+PID_M=$DAEMON_PID
 check "fuse_compare bytes, cold disk cache" "$FUSE_COMPARE" bytes "$M" "$R"
 [[ $(stats_field "$M" remote.disk_cache.enabled) == 1 ]] || fail "the disk cache is not enabled"
 stored=$(stats_field "$M" remote.disk_cache.bytes_stored)
@@ -53,14 +63,15 @@ done
 # A second daemon on the same directory mounts, without the cache.
 M2=$TMP/mnt_second
 mount_fs "$URL" "$M2" -o "disk_cache=$DC" || exit 1
+PID_M2=$DAEMON_PID
 [[ $(stats_field "$M2" remote.disk_cache.enabled) == 0 ]] ||
   fail "a second daemon uses the disk cache the first one holds"
 grep -q "without the disk cache.*in use" "$M2.log" ||
   fail "the second daemon does not say why it has no disk cache: $(cat "$M2.log")"
 want_data "$R" ndim/3d_f4.b2nd "$X/want_3d"
 check "the second daemon reads" cmp "$M2/ndim/3d_f4.b2nd/data" "$X/want_3d"
-check "unmount the second" unmount_fs "$M2"
-check "unmount the first" unmount_fs "$M"
+check "unmount the second" unmount_and_wait "$M2" "$PID_M2"
+check "unmount the first" unmount_and_wait "$M" "$PID_M"
 
 # No name, URL or credential in the directory (names are hashes).
 if grep -rlq -e hunter2secret -e "127.0.0.1" -e "/fx/" "$DC" ||
@@ -73,29 +84,32 @@ used=$(find "$DC/ranges" -type f -printf '%s\n' | awk '{ s += $1 } END { print s
 # --- warm: the next mount reads from disk -------------------------------------------
 before=$(ranges_served)
 mount_fs "$URL" "$M" -o "disk_cache=$DC,disk_cache_size=256M,cache_size=32M,threads=2" || exit 1
+PID_M=$DAEMON_PID
 check "fuse_compare bytes, warm disk cache" "$FUSE_COMPARE" bytes "$M" "$R"
 again=$(($(ranges_served) - before))
 log "cold mount: $before Range requests; warm mount: $again"
 ((again * 50 <= before)) || fail "the warm mount sent $again Range requests (the cold one $before)"
 hits=$(stats_field "$M" remote.disk_cache.hits)
 ((${hits:-0} > 0)) || fail "no disk cache hits on the warm mount"
-check "unmount warm" unmount_fs "$M"
+check "unmount warm" unmount_and_wait "$M" "$PID_M"
 
 # --- a replaced object: its new version, its old ranges dropped ---------------------
 MF=$TMP/mnt_faults
 want_data "$R" ndim/2d_i4.b2nd "$X/want_2d"
 mount_fs "$NGINX_URL/faults/" "$MF" -o "disk_cache=$DC,disk_cache_size=256M" || exit 1
+PID_MF=$DAEMON_PID
 check "replaced.b2nd before" cmp "$MF/replaced.b2nd/data" "$X/want_2d"
-check "unmount faults" unmount_fs "$MF"
+check "unmount faults" unmount_and_wait "$MF" "$PID_MF"
 # Same size and the same second (so an ETag built of size and mtime could
 # collide) is not what is tested here: nginx's ETag is mtime-size, and this
 # object's size changes.
 cp "$S/ndim/3d_f4.b2nd" "$F/.replaced.tmp" && mv "$F/.replaced.tmp" "$F/replaced.b2nd"
 mount_fs "$NGINX_URL/faults/" "$MF" -o "disk_cache=$DC,disk_cache_size=256M" || exit 1
+PID_MF=$DAEMON_PID
 check "replaced.b2nd after the server's copy changed" cmp "$MF/replaced.b2nd/data" "$X/want_3d"
 inval=$(stats_field "$MF" remote.disk_cache.invalidations)
 ((${inval:-0} > 0)) || fail "the old version's ranges were not dropped"
-check "unmount faults again" unmount_fs "$MF"
+check "unmount faults again" unmount_and_wait "$MF" "$PID_MF"
 
 # --- corrupt files: misses, never wrong bytes ------------------------------------------
 n=$("$PY" - "$DC/ranges" <<'PY'
@@ -122,23 +136,25 @@ PY
 )
 log "damaged $n cache files"
 mount_fs "$URL" "$M" -o "disk_cache=$DC,disk_cache_size=256M,cache_size=32M" || exit 1
+PID_M=$DAEMON_PID
 check "fuse_compare bytes over a damaged disk cache" "$FUSE_COMPARE" bytes "$M" "$R"
 corrupt=$(stats_field "$M" remote.disk_cache.corrupt)
 ((${corrupt:-0} > 0)) || fail "no damaged cache file was noticed"
-check "unmount damaged" unmount_fs "$M"
+check "unmount damaged" unmount_and_wait "$M" "$PID_M"
 
 # --- a small bound: evictions, and the directory within it -------------------------------
 DS=$TMP/dsmall
 # Without read-ahead: its requests are a few MiB each, and a range over a
 # quarter of the bound is never stored; a reader's own are a few 100 KiB.
 mount_fs "$URL" "$M" -o "disk_cache=$DS,disk_cache_size=1M,cache_size=16M,readahead=0" || exit 1
+PID_M=$DAEMON_PID
 want_data "$R" medium/image_u2.b2nd "$X/want_large"
 check "large container through a 1M disk cache" cmp "$M/medium/image_u2.b2nd/data" "$X/want_large"
 used=$(find "$DS/ranges" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 ((used <= 1 << 20)) || fail "a 1M disk cache holds $used bytes"
 ev=$(stats_field "$M" remote.disk_cache.evictions)
 ((${ev:-0} > 0)) || fail "a 1M disk cache evicted nothing"
-check "unmount small" unmount_fs "$M"
+check "unmount small" unmount_and_wait "$M" "$PID_M"
 
 # --- S3: the warm second mount fetches no range -----------------------------------------
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
@@ -153,14 +169,16 @@ for f in "$R"/*; do [[ ${f##*/} == manifest.tsv ]] || ln -s "$f" "$RS/"; done
 awk -F'\t' '{ kind = index($1, "/") ? substr($1, 1, index($1, "/")) : "."; if (seen[kind]++ < 3) print }' \
   "$R/manifest.tsv" >"$RS/manifest.tsv"
 mount_fs s3://fixtures "$MS" -o "endpoint=$S3_URL,disk_cache=$DS3,cache_size=32M" || exit 1
+PID_MS=$DAEMON_PID
 check "fuse_compare bytes over s3, cold" "$FUSE_COMPARE" bytes "$MS" "$RS"
 cold=$(stats_field "$MS" remote.disk_cache.bytes_missed)
-check "unmount s3" unmount_fs "$MS"
+check "unmount s3" unmount_and_wait "$MS" "$PID_MS"
 mount_fs s3://fixtures "$MS" -o "endpoint=$S3_URL,disk_cache=$DS3,cache_size=32M" || exit 1
+PID_MS=$DAEMON_PID
 check "fuse_compare bytes over s3, warm" "$FUSE_COMPARE" bytes "$MS" "$RS"
 warm=$(stats_field "$MS" remote.disk_cache.bytes_missed)
 log "s3: cold mount fetched $cold range bytes, warm mount $warm"
 ((${cold:-0} > 0 && ${warm:-1} * 50 <= ${cold:-0})) ||
   fail "the warm s3 mount fetched $warm range bytes (the cold one $cold)"
-check "unmount s3 warm" unmount_fs "$MS"
+check "unmount s3 warm" unmount_and_wait "$MS" "$PID_MS"
 finish
