@@ -3,10 +3,8 @@
 // time, with the vlmetalayers c-blosc2 stored.
 #include <b2nd.h>
 #include <blosc2.h>
-#include <stdlib.h>
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,24 +15,10 @@
 #include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/store/container.h"
+#include "temp_dir.h"
 
 namespace b2ndfs {
 namespace {
-
-namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/b2ndfs_container_meta_XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // A small int32 array written with c-blosc2's API, with one vlmetalayer
 // holding `note` (msgpack: a fixstr of up to 31 bytes).
@@ -89,7 +73,7 @@ struct Store {
 };
 
 TEST_CASE("meta.json is rendered once, by whichever reader comes first", "[container]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_container_meta");
   const std::string path = (dir.path / "a.b2nd").string();
   WriteArrayWithNote(path, "made by the test");
   Store store;

@@ -18,7 +18,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
 #include <random>
 #include <span>
@@ -31,8 +30,8 @@
 #include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/worker_pool.h"
+#include "temp_dir.h"
 
-namespace fs = std::filesystem;
 using namespace b2ndfs;
 
 TEST_CASE("CoalesceSpans covers every span and bounds the waste", "[read_plan]") {
@@ -158,19 +157,6 @@ class CountingSource final : public source::ByteSource {
  private:
   std::shared_ptr<const source::ByteSource> inner_;
   int64_t gap_;
-};
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/b2ndfs_read_plan_XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
 };
 
 constexpr int kNdim = 3;
@@ -322,7 +308,7 @@ struct TestStore {
 
 TEST_CASE("a slice read coalesces source reads and stays near its compressed bytes",
           "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   const int64_t gap = GENERATE(int64_t{32} << 10, int64_t{1} << 20);
@@ -387,7 +373,7 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
 
 TEST_CASE("a partly cached read counts each block it uses once in the cache's stats",
           "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   TestStore env(256u << 20, 4, 0);
@@ -431,7 +417,7 @@ TEST_CASE("a partly cached read counts each block it uses once in the cache's st
 }
 
 TEST_CASE("a stream is cached once every block of its box is, and not before", "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   TestStore env(256u << 20, 4, 0);
@@ -453,7 +439,7 @@ TEST_CASE("a stream is cached once every block of its box is, and not before", "
 }
 
 TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   const int threads = GENERATE(0, 3);
@@ -498,7 +484,7 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
 }
 
 TEST_CASE("a remote container opens with its frame's two ends in one ReadMany", "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   const bool fail_batches = GENERATE(false, true);
@@ -538,7 +524,7 @@ TEST_CASE("a remote container opens with its frame's two ends in one ReadMany", 
 }
 
 TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   TestStore env(256u << 20, 4, 3);
@@ -609,7 +595,7 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
 
 TEST_CASE("random byte ranges of the array stream return c-blosc2's bytes, cold and warm",
           "[read_plan]") {
-  TempDir dir;
+  testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
   std::vector<uint8_t> want(static_cast<size_t>(kShape[0] * kShape[1] * kShape[2] * 4));
