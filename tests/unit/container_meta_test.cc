@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "b2nd_writer.h"
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/source/byte_source.h"
@@ -23,35 +24,23 @@ namespace {
 // A small int32 array written with c-blosc2's API, with one vlmetalayer
 // holding `note` (msgpack: a fixstr of up to 31 bytes).
 void WriteArrayWithNote(const std::string& path, const std::string& note) {
-  blosc2_init();
   blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
   cp.typesize = 4;
   cp.nthreads = 1;
-  blosc2_dparams dp = BLOSC2_DPARAMS_DEFAULTS;
-  std::string url = path;
-  blosc2_storage st = BLOSC2_STORAGE_DEFAULTS;
-  st.contiguous = true;
-  st.urlpath = url.data();
-  st.cparams = &cp;
-  st.dparams = &dp;
   const int64_t shape[2] = {40, 30};
   const int32_t chunks[2] = {20, 30};
   const int32_t blocks[2] = {10, 10};
-  b2nd_context_t* ctx =
-      b2nd_create_ctx(&st, 2, shape, chunks, blocks, "<i4", DTYPE_NUMPY_FORMAT, nullptr, 0);
-  REQUIRE(ctx != nullptr);
   std::vector<int32_t> data(40 * 30);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i);
-  b2nd_array_t* array = nullptr;
-  REQUIRE(b2nd_from_cbuffer(ctx, &array, data.data(),
-                            static_cast<int64_t>(data.size() * sizeof(int32_t))) == 0);
+  b2nd_array_t* array =
+      testing::WriteContiguous(path, cp, 2, shape, chunks, blocks, "<i4", data.data(),
+                               static_cast<int64_t>(data.size() * sizeof(int32_t)));
   REQUIRE(note.size() < 32);
   std::vector<uint8_t> packed{static_cast<uint8_t>(0xa0 | note.size())};
   packed.insert(packed.end(), note.begin(), note.end());
   REQUIRE(blosc2_vlmeta_add(array->sc, "note", packed.data(), static_cast<int32_t>(packed.size()),
                             nullptr) >= 0);
   b2nd_free(array);
-  b2nd_free_ctx(ctx);
 }
 
 struct Store {

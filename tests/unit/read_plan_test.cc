@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "b2nd_writer.h"
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/source/byte_source.h"
@@ -167,22 +168,11 @@ const int32_t kBlocks[kNdim] = {8, 32, 32};
 // Writes a float32 array with c-blosc2's own API (zstd + shuffle): a smooth
 // field plus noise, so blocks compress to different sizes.
 b2nd_array_t* WriteArray(const std::string& path) {
-  blosc2_init();
   blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
   cp.compcode = BLOSC_ZSTD;
   cp.clevel = 1;
   cp.typesize = 4;
   cp.nthreads = 1;
-  blosc2_dparams dp = BLOSC2_DPARAMS_DEFAULTS;
-  std::string url = path;
-  blosc2_storage st = BLOSC2_STORAGE_DEFAULTS;
-  st.contiguous = true;
-  st.urlpath = url.data();
-  st.cparams = &cp;
-  st.dparams = &dp;
-  b2nd_context_t* ctx =
-      b2nd_create_ctx(&st, kNdim, kShape, kChunks, kBlocks, "<f4", DTYPE_NUMPY_FORMAT, nullptr, 0);
-  REQUIRE(ctx != nullptr);
   std::vector<float> data(static_cast<size_t>(kShape[0] * kShape[1] * kShape[2]));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> noise(0.f, 1.f);
@@ -193,11 +183,8 @@ b2nd_array_t* WriteArray(const std::string& path) {
                         static_cast<float>(z) + noise(rng) * static_cast<float>(1 + (x / 32) % 4);
         data[static_cast<size_t>((z * kShape[1] + y) * kShape[2] + x)] = v;
       }
-  b2nd_array_t* array = nullptr;
-  REQUIRE(b2nd_from_cbuffer(ctx, &array, data.data(),
-                            static_cast<int64_t>(data.size() * sizeof(float))) == 0);
-  b2nd_free_ctx(ctx);
-  return array;
+  return testing::WriteContiguous(path, cp, kNdim, kShape, kChunks, kBlocks, "<f4", data.data(),
+                                  static_cast<int64_t>(data.size() * sizeof(float)));
 }
 
 // The compressed bytes of the blocks a box touches, and the heads of their
