@@ -11,12 +11,9 @@
 #include <vector>
 
 #include "b2nd_writer.h"
-#include "b2ndfs/cache/block_cache.h"
-#include "b2ndfs/codec/decompressor.h"
-#include "b2ndfs/source/byte_source.h"
-#include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/store/container.h"
 #include "temp_dir.h"
+#include "test_store.h"
 
 namespace b2ndfs {
 namespace {
@@ -43,30 +40,12 @@ void WriteArrayWithNote(const std::string& path, const std::string& note) {
   b2nd_free(array);
 }
 
-struct Store {
-  Store() : cache(64u << 20, 1), decompressors(4), descriptors(16) {
-    ctx.cache = &cache;
-    ctx.decompressors = &decompressors;
-  }
-  std::shared_ptr<const store::Container> Open(const std::string& path) {
-    auto opened = source::OpenLocal(path, &descriptors);
-    REQUIRE(opened.ok());
-    auto container = store::Container::Open(std::move(opened).value(), &ctx, 1, nullptr);
-    REQUIRE(container->ok());
-    return container;
-  }
-  cache::BlockCache cache;
-  codec::DecompressorPool decompressors;
-  source::DescriptorCache descriptors;
-  store::StoreContext ctx;
-};
-
 TEST_CASE("meta.json is rendered once, by whichever reader comes first", "[container]") {
   testing::TempDir dir("b2ndfs_container_meta");
   const std::string path = (dir.path / "a.b2nd").string();
   WriteArrayWithNote(path, "made by the test");
-  Store store;
-  auto container = store.Open(path);
+  testing::TestStore store(64u << 20, 1, 0);
+  auto container = store.OpenLocal(path);
   const int64_t charged_at_open = container->memory_bytes();
 
   constexpr int kThreads = 8;

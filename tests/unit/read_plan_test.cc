@@ -32,6 +32,7 @@
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/worker_pool.h"
 #include "temp_dir.h"
+#include "test_store.h"
 
 using namespace b2ndfs;
 
@@ -262,35 +263,6 @@ Touched CountTouched(b2nd_array_t* array, const int64_t start[kNdim], const int6
   return t;
 }
 
-// What a container reads through: a block cache of `cache_bytes` (in
-// `shards`), decompressors, `threads` workers (none: reads run on the
-// caller) and a descriptor cache.
-struct TestStore {
-  TestStore(size_t cache_bytes, int shards, int threads)
-      : cache(cache_bytes, shards),
-        decompressors(4),
-        workers(threads > 0 ? std::make_unique<store::WorkerPool>(threads) : nullptr),
-        descriptors(16) {
-    ctx.cache = &cache;
-    ctx.decompressors = &decompressors;
-    ctx.workers = workers.get();
-  }
-  cache::BlockCache cache;
-  codec::DecompressorPool decompressors;
-  std::unique_ptr<store::WorkerPool> workers;
-  source::DescriptorCache descriptors;
-  store::StoreContext ctx;
-
-  // The local container at `path`, opened as the mount opens it.
-  std::shared_ptr<const store::Container> OpenLocal(const std::string& path) {
-    auto opened = source::OpenLocal(path, &descriptors);
-    REQUIRE(opened.ok());
-    auto container = store::Container::Open(std::move(opened).value(), &ctx, 1, nullptr);
-    REQUIRE(container->ok());
-    return container;
-  }
-};
-
 }  // namespace
 
 TEST_CASE("a slice read coalesces source reads and stays near its compressed bytes",
@@ -303,7 +275,7 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   const int threads = GENERATE(0, 3);
   CAPTURE(gap, axis, threads);
 
-  TestStore env(256u << 20, 4, threads);
+  testing::TestStore env(256u << 20, 4, threads);
   auto opened = source::OpenLocal(path, &env.descriptors);
   REQUIRE(opened.ok());
   auto counting = std::make_shared<CountingSource>(std::move(opened).value(), gap);
@@ -363,7 +335,7 @@ TEST_CASE("a partly cached read counts each block it uses once in the cache's st
   testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
-  TestStore env(256u << 20, 4, 0);
+  testing::TestStore env(256u << 20, 4, 0);
   auto container = env.OpenLocal(path);
 
   // B: the plane z = 13; A: the same without its last row of blocks along y,
@@ -407,7 +379,7 @@ TEST_CASE("a stream is cached once every block of its box is, and not before", "
   testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
-  TestStore env(256u << 20, 4, 0);
+  testing::TestStore env(256u << 20, 4, 0);
   auto container = env.OpenLocal(path);
   // The plane z = 13, and the same without its last row of blocks along y.
   geometry::Box plane, most;
@@ -432,7 +404,7 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
   const int threads = GENERATE(0, 3);
   const int axis = GENERATE(0, 2);
   CAPTURE(threads, axis);
-  TestStore env(256u << 20, 4, threads);
+  testing::TestStore env(256u << 20, 4, threads);
   auto opened = source::OpenLocal(path, &env.descriptors);
   REQUIRE(opened.ok());
   auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{32} << 10);
@@ -476,7 +448,7 @@ TEST_CASE("a remote container opens with its frame's two ends in one ReadMany", 
   b2nd_array_t* array = WriteArray(path);
   const bool fail_batches = GENERATE(false, true);
   CAPTURE(fail_batches);
-  TestStore env(256u << 20, 4, 0);
+  testing::TestStore env(256u << 20, 4, 0);
   env.ctx.remote_heads_max_chunks = 0;  // no background fetch of heads at open
   auto opened = source::OpenLocal(path, &env.descriptors);
   REQUIRE(opened.ok());
@@ -514,7 +486,7 @@ TEST_CASE("concurrent readers of the same blocks fetch their bytes once", "[read
   testing::TempDir dir("b2ndfs_read_plan");
   const std::string path = (dir.path / "a.b2nd").string();
   b2nd_array_t* array = WriteArray(path);
-  TestStore env(256u << 20, 4, 3);
+  testing::TestStore env(256u << 20, 4, 3);
   // Remote: each plan's reads in one ReadMany (SpanFlights Begin/Land/Join).
   const bool remote = GENERATE(false, true);
   CAPTURE(remote);
@@ -593,7 +565,7 @@ TEST_CASE("random byte ranges of the array stream return c-blosc2's bytes, cold 
   const size_t cache_bytes = GENERATE(size_t{2} << 20, size_t{256} << 20);
   const int threads = GENERATE(0, 2);
   CAPTURE(cache_bytes, threads);
-  TestStore env(cache_bytes, 2, threads);
+  testing::TestStore env(cache_bytes, 2, threads);
   env.ctx.max_pinned_bytes = 256u << 10;
   auto container = env.OpenLocal(path);
   const store::ArrayStream stream{"HEAD",
