@@ -372,18 +372,18 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   // block, so that its buffer serves the plan's next reads (memory in use,
   // rather than the whole plan's compressed bytes in new pages at once), and
   // at the end whatever is left (an exception passed by).
-  auto release = [&](BlockLoads::Read& read) {
-    meta_->flights.Release(read.owned);
-    read.owned.clear();
-    read.buffer.reset();
-  };
-  struct ReleaseAll {
+  struct ReleaseReads {
     BlockLoads& loads;
-    decltype(release)& release_one;
-    ~ReleaseAll() {
-      for (BlockLoads::Read& read : loads.reads) release_one(read);
+    SpanFlights& flights;
+    void One(BlockLoads::Read& read) const {
+      flights.Release(read.owned);
+      read.owned.clear();
+      read.buffer.reset();
     }
-  } release_all{loads, release};
+    ~ReleaseReads() {
+      for (BlockLoads::Read& read : loads.reads) One(read);
+    }
+  } release{loads, meta_->flights};
   std::unique_ptr<std::atomic<size_t>[]> unfinished(new std::atomic<size_t>[loads.reads.size()]);
   for (size_t k = 0; k < loads.reads.size(); ++k) {
     unfinished[k].store(loads.reads[k].blocks.size(), std::memory_order_relaxed);
@@ -415,7 +415,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     }
     if (b.view >= 0) {
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1) release(loads.reads[k]);
+      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1) release.One(loads.reads[k]);
     }
   });
 }
