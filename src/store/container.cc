@@ -61,12 +61,17 @@ Container::Container(std::shared_ptr<const source::ByteSource> source, StoreCont
     : source_(std::move(source)), context_(context), cache_id_(cache_id) {}
 
 Container::~Container() {
-  const int64_t bytes = memory_bytes_.load(std::memory_order_relaxed);
-  if (context_ != nullptr && context_->cache != nullptr && bytes > 0) {
-    context_->cache->Charge(-bytes);
-  }
-  GlobalReadStats().metadata_bytes -= bytes;
+  AddCharge(-memory_bytes_.load(std::memory_order_relaxed));
   GlobalReadStats().containers_open--;
+}
+
+// Bytes this container holds, as memory_bytes(), the stats and the cache's
+// budget count them.
+void Container::AddCharge(int64_t delta) const {
+  if (delta == 0) return;
+  memory_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  GlobalReadStats().metadata_bytes += delta;
+  if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(delta);
 }
 
 std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::ByteSource> source,
@@ -111,9 +116,7 @@ void Container::Charge() {
   }
   // Irregular layouts keep two int64 per chunk.
   if (layout_ && !layout_->regular()) bytes += 16 * layout_->NumChunks();
-  memory_bytes_.store(bytes, std::memory_order_relaxed);
-  GlobalReadStats().metadata_bytes += bytes;
-  if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(bytes);
+  AddCharge(bytes);
 }
 
 Status Container::ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const {
@@ -213,10 +216,7 @@ const std::string& Container::meta_json() const {
   // Rendered: the vlmetalayers need not be kept.
   src.vlmeta = {};
   src.frame_info.vlmetalayers = {};
-  const int64_t delta = static_cast<int64_t>(meta_json_.capacity()) - held;
-  memory_bytes_.fetch_add(delta, std::memory_order_relaxed);
-  GlobalReadStats().metadata_bytes += delta;
-  if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(delta);
+  AddCharge(static_cast<int64_t>(meta_json_.capacity()) - held);
   meta_json_ready_.store(true, std::memory_order_release);
   return meta_json_;
 }

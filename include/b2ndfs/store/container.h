@@ -160,6 +160,7 @@ class Container : public std::enable_shared_from_this<Container> {
   Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
             uint64_t cache_id);
   Status Load(const FileCatalog* catalog);
+  void AddCharge(int64_t delta) const;
   void DecodeVlmeta() const;
   int64_t VlmetaBytes() const;
   Status LoadLayout();
