@@ -144,7 +144,11 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD,
           static_cast<int>(std::clamp<size_t>(cache_size / 8, 8u << 20, 256u << 20)));
   mallopt(M_ARENA_MAX, 4);
-  codec::DecompressorPool decompressors(static_cast<size_t>(threads) + 16);
+  // Decoders at once: reads decode on their own FUSE threads and on the
+  // workers; more than the CPUs would only take turns, and each context
+  // keeps about four blocks of scratch (see DecompressorPool).
+  const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  codec::DecompressorPool decompressors(static_cast<size_t>(std::max(threads, cpus)) + 2);
   // Blocks held by readers outside the cache: bounded mount-wide, so memory
   // stays within cache_size plus this (and per-request buffers).
   const size_t pin_limit = std::clamp<size_t>(cache_size / 4, 16u << 20, 256u << 20);

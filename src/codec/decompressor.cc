@@ -331,34 +331,54 @@ DecompressorPool::Lease::~Lease() {
 
 DecompressorPool::Lease DecompressorPool::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    returned_.wait(lock, [this] { return !idle_.empty() || live_ < max_contexts_; });
     if (!idle_.empty()) {
       auto d = std::move(idle_.back());
       idle_.pop_back();
       return Lease(this, std::move(d));
     }
+    ++live_;
   }
-  return Lease(this, std::make_unique<Decompressor>(binding_));
+  return Lease(this, MakeCounted());
+}
+
+std::unique_ptr<Decompressor> DecompressorPool::MakeCounted() {
+  // Made without the lock held (it is a leaf lock; making one allocates).
+  try {
+    return std::make_unique<Decompressor>(binding_);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --live_;
+    }
+    returned_.notify_one();
+    throw;
+  }
 }
 
 void DecompressorPool::Prepare(size_t count) {
-  count = std::min(count, max_idle_);
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (idle_.size() >= count) return;
+      if (idle_.size() >= count || live_ >= max_contexts_) return;
+      ++live_;
     }
-    // Made without the lock held (it is a leaf lock; making one allocates).
-    auto d = std::make_unique<Decompressor>(binding_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (idle_.size() >= count) return;
-    idle_.push_back(std::move(d));
+    Return(MakeCounted());
   }
 }
 
-void DecompressorPool::Return(std::unique_ptr<Decompressor> d) {
+size_t DecompressorPool::live_contexts() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (idle_.size() < max_idle_) idle_.push_back(std::move(d));
+  return live_;
+}
+
+void DecompressorPool::Return(std::unique_ptr<Decompressor> d) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_.push_back(std::move(d));
+  }
+  returned_.notify_one();
 }
 
 }  // namespace b2ndfs::codec

@@ -323,8 +323,9 @@ Result<codec::DecompressorPool*> Container::DecompressorsFor(const codec::ChunkI
       src.bound_status = binding.status();
       return;
     }
-    src.bound_pool =
-        std::make_unique<codec::DecompressorPool>(kBoundPoolIdle, std::move(binding).value());
+    // As many decoders as the mount's own pool allows.
+    src.bound_pool = std::make_unique<codec::DecompressorPool>(
+        context_->decompressors->max_contexts(), std::move(binding).value());
   });
   if (src.bound_pool == nullptr) return src.bound_status;
   return src.bound_pool.get();

@@ -150,9 +150,6 @@ constexpr int64_t kPrefetchBytesPerTask = int64_t{2} << 20;
 // per-request work).
 constexpr int64_t kRemotePrefetchBytesPerTask = int64_t{4} << 20;
 
-// Idle bound decompressors kept per container: a few, since such containers
-// are rare and each context holds the block buffers of its last chunk.
-constexpr size_t kBoundPoolIdle = 4;
 
 // Cache keys of a container's entries besides its blocks (EntryKind::kOther).
 constexpr int64_t kIndexPageBlock = -1;  // chunk = page number

@@ -2,7 +2,8 @@
 //
 // A Decompressor owns one blosc2 decompression context and is used by one
 // thread at a time (c-blosc2 contexts carry per-call state). A pool lends them
-// to worker threads so that no context is ever shared. A Decompressor made
+// to worker threads so that no context is ever shared, and bounds how many
+// exist. A Decompressor made
 // for an ArrayBinding (binding.h) gives c-blosc2 the array's geometry for the
 // codecs and filters that read it from the super-chunk (ZFP, NDCELL, NDMEAN,
 // BYTEDELTA with meta 0); one made without refuses such chunks, and one made
@@ -15,6 +16,8 @@
 // Thread-safety: Decompressor: one thread at a time; DecompressorPool: any.
 #pragma once
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -138,20 +141,33 @@ class DecompressorPool {
     std::unique_ptr<Decompressor> decompressor_;
   };
 
-  // Keeps at most max_idle idle contexts; more are created on demand, bound
-  // to `binding` when given.
-  explicit DecompressorPool(size_t max_idle, std::shared_ptr<const ArrayBinding> binding = nullptr)
-      : max_idle_(max_idle), binding_(std::move(binding)) {}
+  // At most `max_contexts` contexts exist at once, lent or idle; Acquire()
+  // waits for one to come back beyond that. A context keeps c-blosc2's
+  // scratch for the largest block it decoded (about four blocks: 4 MiB for
+  // 1 MiB blocks), so the bound is what decompression costs outside the block
+  // cache; more decoders than CPUs would only take turns anyway. No thread
+  // may hold two leases of one pool (the second would wait for itself).
+  // Contexts are bound to `binding` when given.
+  explicit DecompressorPool(size_t max_contexts,
+                            std::shared_ptr<const ArrayBinding> binding = nullptr)
+      : max_contexts_(std::max<size_t>(max_contexts, 1)), binding_(std::move(binding)) {}
   Lease Acquire();
-  // Creates contexts until `count` are idle (at most max_idle): the first
+  // Creates contexts until `count` are idle (within max_contexts): the first
   // reads then find them made.
   void Prepare(size_t count);
+  size_t max_contexts() const { return max_contexts_; }
+  // Contexts made so far and not freed (lent or idle).
+  size_t live_contexts() const;
 
  private:
+  // A new context, counted in live_ by the caller; uncounted if making it throws.
+  std::unique_ptr<Decompressor> MakeCounted();
   void Return(std::unique_ptr<Decompressor> d);
-  size_t max_idle_;
+  const size_t max_contexts_;
   std::shared_ptr<const ArrayBinding> binding_;
-  std::mutex mutex_;  // leaf lock
+  mutable std::mutex mutex_;  // leaf lock
+  std::condition_variable returned_;
+  size_t live_ = 0;  // guarded by mutex_, as idle_
   std::vector<std::unique_ptr<Decompressor>> idle_;
 };
 
