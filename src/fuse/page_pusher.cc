@@ -18,30 +18,40 @@
 namespace b2ndfs::fuse {
 
 PagePusher::PagePusher(struct fuse_session* session) : session_(session) {
-  thread_ = std::thread([this] { Loop(); });
+  try {
+    for (size_t i = 0; i < kThreads; ++i) threads_.emplace_back([this] { Loop(); });
+  } catch (...) {
+    Stop();  // the threads made so far
+    throw;
+  }
 }
 
-PagePusher::~PagePusher() {
+PagePusher::~PagePusher() { Stop(); }
+
+void PagePusher::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     queue_.clear();
   }
   wake_.notify_all();
-  thread_.join();
+  for (auto& thread : threads_) thread.join();
 }
 
-void PagePusher::Enqueue(vfs::PagePush push) {
+bool PagePusher::Enqueue(vfs::PagePush push) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ || queue_.size() >= kMaxQueued) return;
-    if (std::any_of(queue_.begin(), queue_.end(),
+    if (stopping_) return false;
+    if (std::find(in_progress_.begin(), in_progress_.end(), push.ino) != in_progress_.end() ||
+        std::any_of(queue_.begin(), queue_.end(),
                     [&](const vfs::PagePush& queued) { return queued.ino == push.ino; })) {
-      return;
+      return true;
     }
+    if (queue_.size() >= kMaxQueued) return false;
     queue_.push_back(std::move(push));
   }
   wake_.notify_one();
+  return true;
 }
 
 void PagePusher::Loop() {
@@ -53,6 +63,7 @@ void PagePusher::Loop() {
       if (stopping_) return;
       push = std::move(queue_.front());
       queue_.pop_front();
+      in_progress_.push_back(push.ino);
     }
     bool stored = false;
     // From the block memory's slabs and recycled buffers: memory used
@@ -82,6 +93,10 @@ void PagePusher::Loop() {
       } else {
         Log(LogLevel::kDebug, "rendering a file ahead of its reader: " + rendered.message());
       }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      in_progress_.erase(std::find(in_progress_.begin(), in_progress_.end(), push.ino));
     }
     push.done(stored);
   }

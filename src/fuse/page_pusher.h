@@ -1,14 +1,18 @@
 #pragma once
 // Stores whole files in the kernel's page cache ahead of their readers
-// (vfs::PagePush: read-ahead across the files of slices/0/), from a thread of
+// (vfs::PagePush: read-ahead across the files of slices/0/), from threads of
 // its own: rendering a file may wait on decompression, which request
 // threads must not, and a notification must not be sent from inside a
-// request for the same inode.
+// request for the same inode. Two threads: rendering and storing a file
+// costs more than reading it from the page cache, so one thread alone falls
+// behind a reader (the reader then asks for the pages itself, and the
+// daemon makes them twice).
 
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "b2ndfs/vfs/filesystem.h"
 
@@ -23,21 +27,25 @@ class PagePusher {
   PagePusher(const PagePusher&) = delete;
   PagePusher& operator=(const PagePusher&) = delete;
 
-  // Queues `push` unless its inode is already queued or kMaxQueued pushes
-  // wait (read-ahead is a hint: a reader that outruns it reads as usual).
-  void Enqueue(vfs::PagePush push);
+  // Queues `push` unless kMaxQueued pushes wait (read-ahead is a hint: a
+  // reader that outruns it reads as usual) or one of its inode is queued or
+  // in progress. Returns whether a push of the inode is on its way.
+  bool Enqueue(vfs::PagePush push);
 
-  static constexpr size_t kMaxQueued = 2;
+  static constexpr size_t kMaxQueued = 4;
+  static constexpr size_t kThreads = 2;
 
  private:
   void Loop();
+  void Stop();  // drops what is queued, joins the threads
 
   struct fuse_session* session_;
   std::mutex mutex_;  // leaf lock
   std::condition_variable wake_;
-  std::deque<vfs::PagePush> queue_;  // guarded by mutex_
-  bool stopping_ = false;            // guarded by mutex_
-  std::thread thread_;
+  std::deque<vfs::PagePush> queue_;  // guarded by mutex_, as below
+  std::vector<vfs::Ino> in_progress_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace b2ndfs::fuse

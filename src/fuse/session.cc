@@ -550,7 +550,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
       [&invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
   auto pusher = std::make_unique<PagePusher>(session);
   filesystem.SetPagePushCallback(
-      [&pusher](vfs::PagePush push) { pusher->Enqueue(std::move(push)); });
+      [&pusher](vfs::PagePush push) { return pusher->Enqueue(std::move(push)); });
   // Made present while the first requests are on their way, after the fork
   // of fuse_daemonize (whose child would copy pages touched before it).
   std::thread reply_preparer;

@@ -51,6 +51,15 @@ constexpr int kReadAheadMaxFiles = 16;
 // Files pushed into the kernel's page cache ahead of their reader are at
 // most this big (each is rendered whole into one buffer).
 constexpr int64_t kPushMaxBytes = 16 << 20;
+// How many files ahead of a reader are pushed: two, so that the FUSE layer
+// renders and stores one while its reader reads the file before it, and is
+// still a file ahead when rendering takes longer than reading.
+constexpr int kPushAheadFiles = 2;
+
+void SetPushed(ReadPattern& pattern, bool pushed) {
+  std::lock_guard<std::mutex> lock(pattern.mutex);
+  pattern.pushed = pushed;
+}
 
 bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
 
@@ -533,9 +542,14 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
         was_pushed = std::exchange(handle.pattern->pushed, false);
       }
       if (was_pushed) {
-        if (auto next = handle.view->Next(*handle.container)) {
-          next->ReadAhead(*handle.container, 0, next->Size(*handle.container));
-          PushAhead(handle, next);
+        // Files up to kPushAheadFiles on were pushed before: the one after them.
+        std::shared_ptr<const views::Node> file = handle.view;
+        for (int i = 0; i < kPushAheadFiles && file != nullptr; ++i) {
+          file = file->Next(*handle.container);
+        }
+        if (file != nullptr) {
+          file->ReadAhead(*handle.container, 0, file->Size(*handle.container));
+          PushAhead(handle, file);
         }
       }
       return handle;
@@ -598,6 +612,14 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
     // read's, and a file read in one request (a slice of slices/0/ that an
     // image-sequence tool opens, reads and closes) still reads ahead into
     // the next file.
+    if (offset == 0) {
+      // A new pass from the start (the file reopened and read again, its
+      // pages dropped): what an earlier pass asked for is no guide, its
+      // blocks may be gone, and its push must be made again.
+      p.next_offset = -1;
+      p.window = 0;
+      p.prefetched_until = 0;
+    }
     const bool from_start = p.next_offset < 0 && offset == 0;
     const bool sequential = from_start || (p.next_offset >= 0 && offset >= p.next_offset - slack &&
                                            offset <= p.next_offset + slack);
@@ -629,9 +651,9 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
     const int64_t a = std::max(from, begin), b = std::min(to, begin + size);
     if (b > a) {
       file->ReadAhead(container, a - begin, b - a);
-      // The window has just reached the next file: its reader will open it
-      // and read it whole, so its pages can be waiting in the kernel.
-      if (files == 1 && a == begin) PushAhead(handle, file);
+      // The window has just reached one of the next files: its reader will
+      // open it and read it whole, so its pages can be waiting in the kernel.
+      if (files >= 1 && files <= kPushAheadFiles && a == begin) PushAhead(handle, file);
     }
     begin += size;
   }
@@ -660,15 +682,18 @@ void Filesystem::PushAhead(const FileHandle& handle,
     return Status::Ok();
   };
   push.done = [this, size, pattern = node->pattern](bool stored) {
-    if (!stored) return;
-    {
-      std::lock_guard<std::mutex> lock(pattern->mutex);
-      pattern->pushed = true;
+    if (!stored) {
+      SetPushed(*pattern, false);
+      return;
     }
     pushed_files_.fetch_add(1, std::memory_order_relaxed);
     pushed_bytes_.fetch_add(static_cast<uint64_t>(size), std::memory_order_relaxed);
   };
-  push_(std::move(push));
+  // Marked when queued, not when stored: a reader that opens the file while
+  // its pages are still on their way carries the push on all the same (its
+  // reads of pages not yet there reach the daemon as usual).
+  SetPushed(*node->pattern, true);
+  if (!push_(std::move(push))) SetPushed(*node->pattern, false);
 }
 
 }  // namespace b2ndfs::vfs

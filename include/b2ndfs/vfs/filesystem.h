@@ -109,8 +109,9 @@ struct ReadPattern {
   int64_t next_offset = -1;
   int64_t window = 0;            // current read-ahead distance in bytes
   int64_t prefetched_until = 0;  // read-ahead was requested up to here
-  // The file's pages were pushed to the kernel ahead of its reader, who may
-  // read them without a request: its open passes the push on to the next file.
+  // The file's pages are being or were pushed to the kernel ahead of its
+  // reader, who may read them without a request: its open passes the push on
+  // to the files after it.
   bool pushed = false;
 };
 
@@ -191,7 +192,9 @@ class Filesystem {
   }
   // Called (from a request thread, no lock held) with a file to store in the
   // kernel's page cache ahead of its reader; no callback, no pushes.
-  void SetPagePushCallback(std::function<void(PagePush)> callback) { push_ = std::move(callback); }
+  // `callback` returns whether the push was taken (or one of the same inode
+  // is already on its way).
+  void SetPagePushCallback(std::function<bool(PagePush)> callback) { push_ = std::move(callback); }
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
   const Options& options() const { return options_; }
@@ -241,7 +244,7 @@ class Filesystem {
   Ino next_ino_ = kRootIno + 1;
   LatencyHistogram read_latency_;
   std::function<void(const std::vector<StaleNode>&)> invalidate_;
-  std::function<void(PagePush)> push_;
+  std::function<bool(PagePush)> push_;
   std::atomic<uint64_t> pushed_files_{0};
   std::atomic<uint64_t> pushed_bytes_{0};
   int64_t start_time_ns_ = 0;
