@@ -162,7 +162,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
   }
   if (spans.empty()) return;
   const CoalesceOptions options{std::max<int64_t>(0, source_->coalesce_gap()),
-                                kMaxCoalescedReadBytes};
+                                source_->remote() ? kMaxRemoteReadBytes : kMaxLocalReadBytes};
   for (CoalescedRead& r : CoalesceSpans(spans, options)) {
     const size_t read_index = loads.reads.size();
     BlockLoads::Read read;

@@ -125,10 +125,6 @@ struct Container::BlockLoads {
   int64_t buffer_bytes = 0;
 };
 
-// The longest read a plan joins blocks into (a single longer block span is
-// read alone): bounds a read's buffer, and leaves reads to run in parallel.
-constexpr int64_t kMaxCoalescedReadBytes = int64_t{8} << 20;
-
 // The first read of a chunk's head: at least this (its header and the
 // offsets of up to ~500 blocks), else the header and the offsets of the
 // blocks the layout gives the chunk, plus a little (a longer header), up to
@@ -149,7 +145,6 @@ constexpr int64_t kPrefetchBytesPerTask = int64_t{2} << 20;
 // Remote: larger, as every request costs a round trip (and a server's
 // per-request work).
 constexpr int64_t kRemotePrefetchBytesPerTask = int64_t{4} << 20;
-
 
 // Cache keys of a container's entries besides its blocks (EntryKind::kOther).
 constexpr int64_t kIndexPageBlock = -1;  // chunk = page number

@@ -125,6 +125,10 @@ class CountingSource final : public source::ByteSource {
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
     reads++;
     bytes += static_cast<int64_t>(length);
+    for (int64_t seen = longest.load();
+         static_cast<int64_t>(length) > seen &&
+         !longest.compare_exchange_weak(seen, static_cast<int64_t>(length));) {
+    }
     // A slow source, so that concurrent readers' reads overlap in time.
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     return inner_->Read(part, offset, length, out);
@@ -148,6 +152,7 @@ class CountingSource final : public source::ByteSource {
   int64_t coalesce_gap() const override { return gap_; }
   mutable std::atomic<int64_t> reads{0};
   mutable std::atomic<int64_t> bytes{0};
+  mutable std::atomic<int64_t> longest{0};  // the longest read
   // Set before the container opens: its workers read them from then on
   // (the chunk heads are fetched in the background at open).
   int delay_ms = 0;
@@ -438,6 +443,43 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
     // Along axis 2 each block is a read of its own: all of them in one batch.
     if (axis == 2) CHECK(largest == static_cast<size_t>(touched.blocks));
     CHECK(largest >= 2);
+  }
+  b2nd_free(array);
+}
+
+TEST_CASE("a plan's reads stay within the source's longest read", "[read_plan]") {
+  testing::TempDir dir("b2ndfs_read_plan");
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  const bool remote = GENERATE(false, true);
+  const int threads = GENERATE(0, 3);
+  CAPTURE(remote, threads);
+  testing::TestStore env(256u << 20, 4, threads);
+  auto opened = source::OpenLocal(path, &env.descriptors);
+  REQUIRE(opened.ok());
+  // Gaps up to 1 MiB joined: only the longest read bounds a read.
+  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{1} << 20);
+  counting->remote_ = remote;
+  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
+  REQUIRE(container->ok());
+  // The whole array: its blocks lie back to back in the frame.
+  const int64_t start[kNdim] = {0, 0, 0};
+  const Touched touched = CountTouched(array, start, kShape);
+  REQUIRE(touched.block_bytes > store::kMaxRemoteReadBytes / 2);  // room for long reads
+  geometry::Box box;
+  box.start.assign(start, start + kNdim);
+  box.stop.assign(kShape, kShape + kNdim);
+  std::vector<uint8_t> got(static_cast<size_t>(kShape[0] * kShape[1] * kShape[2] * 4));
+  REQUIRE(container->ReadArrayBox(box, got.data()).ok());
+  CHECK(got == SliceBytes(array, start, kShape));
+  const int64_t longest = counting->longest.load();
+  CAPTURE(longest, touched.block_bytes);
+  if (remote) {
+    // A request each: long reads, fewer requests.
+    CHECK(longest > store::kMaxLocalReadBytes);
+    CHECK(longest <= store::kMaxRemoteReadBytes);
+  } else {
+    CHECK(longest <= store::kMaxLocalReadBytes);
   }
   b2nd_free(array);
 }

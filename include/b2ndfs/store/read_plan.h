@@ -48,6 +48,13 @@ struct CoalesceOptions {
   int64_t max_read_bytes = int64_t{16} << 20;
 };
 
+// The longest read a container's plan joins blocks into (a single longer
+// block span is read alone): bounds a read's buffer, and leaves reads to run
+// in parallel. A remote read costs a request, so it may be long; a local one
+// costs a syscall, and its buffer lives until its last block is decoded.
+constexpr int64_t kMaxRemoteReadBytes = int64_t{8} << 20;
+constexpr int64_t kMaxLocalReadBytes = int64_t{2} << 20;
+
 // Reads covering every span (empty spans included, as zero-length members),
 // ordered by (part, begin). Reads of one part never overlap.
 std::vector<CoalescedRead> CoalesceSpans(std::span<const SourceSpan> spans,
