@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from mounts import cpu_seconds
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INDEX = 128
 AXES = (0, 1, 2)
@@ -312,16 +314,16 @@ def main():
         sport = free_port()
         sdir = os.path.join(work, "s3rver")
         env = dict(os.environ, NODE_OPTIONS="--openssl-legacy-provider")
-        start([s3, "-d", sdir, "-a", "127.0.0.1", "-p", str(sport), "--silent",
-               "--configure-bucket", "bench"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-              env=env)
+        server = start([s3, "-d", sdir, "-a", "127.0.0.1", "-p", str(sport), "--silent",
+                        "--configure-bucket", "bench"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=env)
         wait_for(lambda: answers(sport), 20, "s3rver")
         subprocess.run(["curl", "-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
                         "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-H", "Expect:", "-T", arr,
                         f"http://127.0.0.1:{sport}/bench/arr.b2nd"], check=True,
                        stdout=subprocess.DEVNULL)
         senv = dict(os.environ, AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER")
-        s3t, lt, s3req, s3bytes = [], [], [], []
+        s3t, lt, s3req, s3bytes, server_cpu, daemon_cpu = [], [], [], [], [], []
         for rep in range(a.reps):
             for kind in ("s3", "local"):
                 mnt = os.path.join(work, f"mnt_{kind}_{rep}")
@@ -330,9 +332,15 @@ def main():
                               "region=us-east-1", a.opts, env=senv)
                 else:
                     p = mount(b2ndfs, os.path.dirname(arr), mnt, a.opts)
+                # CPU of the server (one Node.js process) and of the daemon during the read.
+                cpu0 = (cpu_seconds(server.pid), cpu_seconds(p.pid))
                 seconds, got = read_all(os.path.join(mnt, "arr.b2nd", "data"))
+                cpu1 = (cpu_seconds(server.pid), cpu_seconds(p.pid))
                 (s3t if kind == "s3" else lt).append(seconds)
                 if kind == "s3":
+                    if None not in cpu0 + cpu1:
+                        server_cpu.append(cpu1[0] - cpu0[0])
+                        daemon_cpu.append(cpu1[1] - cpu0[1])
                     remote = stats(mnt)["remote"]
                     s3req.append(remote["requests"])
                     s3bytes.append(remote["bytes_fetched"])
@@ -347,7 +355,9 @@ def main():
             ct.append(time.perf_counter() - t0)
         s3row = dict(s3=statistics.median(s3t), local=statistics.median(lt), nbytes=len(got),
                      curl=statistics.median(ct), object_bytes=info["file_bytes"],
-                     requests=statistics.median(s3req), fetched=statistics.median(s3bytes))
+                     requests=statistics.median(s3req), fetched=statistics.median(s3bytes),
+                     server_cpu=statistics.median(server_cpu) if server_cpu else None,
+                     daemon_cpu=statistics.median(daemon_cpu) if daemon_cpu else None)
         log(f"whole array: s3 {s3row['s3']:.3f} s, local {s3row['local']:.3f} s")
     write_report(a.report, info, rows, s3row, a.reps, a.opts)
 
@@ -417,6 +427,14 @@ def write_report(path, info, rows, s3row, reps, opts):
           f"{s3row['s3'] / s3row['curl']:.2f}× that. The mount sent {s3row['requests']:.0f} requests "
           f"and fetched {s3row['fetched']:.0f} bytes ({s3row['fetched'] / s3row['object_bytes']:.2f}× "
           "the object; `.b2ndfs/stats`, mount and container open included).\n")
+        if s3row.get("server_cpu") is not None:
+            allowed = s3row["local"] / 0.8
+            w(f"CPU during the S3 read (medians): s3rver {s3row['server_cpu']:.3f} s (one Node.js "
+              f"process), the daemon {s3row['daemon_cpu']:.3f} s, on {os.cpu_count()} CPUs. "
+              f"0.8 × the local mount's throughput allows {allowed:.3f} s"
+              + (f": the server's CPU alone is {s3row['server_cpu'] / allowed:.2f}× that, "
+                 "so no client of this server on this machine could meet the target."
+                 if s3row["server_cpu"] > allowed else ".") + "\n")
     # Only the part between the markers is generated: what follows it (the
     # reading of the numbers) is kept.
     begin, end = "<!-- BEGIN generated: bench/remote.py -->", "<!-- END generated -->"

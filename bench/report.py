@@ -2,8 +2,9 @@
 
     python3 bench/report.py [bench/out/results.json] > bench/RESULTS.md
 
-The sections from the first `## Row 5` heading of the current bench/RESULTS.md
-on are hand-written (partial runs of other work) and carried over unchanged.
+The sections from KEPT_MARKER (else from the first `## Row 5` heading) of the
+current bench/RESULTS.md on are hand-written (readings of the numbers, partial
+runs of other work) and carried over unchanged.
 """
 import datetime
 import json
@@ -14,6 +15,7 @@ import sys
 from report_format import Results, fmt_bytes, fmt_rate, fmt_time, verdict
 from report_targets import render_sweep, render_targets
 
+KEPT_MARKER = '<!-- Hand-written from here on: bench/report.py keeps it. -->'
 KEPT_HEADING = '## Row 5'
 OPS = ['first', 'whole', 'slice0', 'slice1', 'slice2', 'rand', 'cubes', 'viewcubes', 'seq0',
        'seq2']
@@ -32,14 +34,18 @@ COLUMNS = [
 
 
 def kept_sections(path):
-    """The hand-written tail of the page at `path` (from KEPT_HEADING on), or ''."""
+    """The hand-written tail of the page at `path` (from KEPT_MARKER on, which it starts
+    with), or ''."""
     try:
         with open(path) as f:
             text = f.read()
     except OSError:
         return ''
+    at = text.find(KEPT_MARKER)
+    if at >= 0:
+        return text[at:]
     at = text.find('\n' + KEPT_HEADING)
-    return text[at + 1:] if at >= 0 else ''
+    return KEPT_MARKER + '\n\n' + text[at + 1:] if at >= 0 else ''
 
 
 def command_flags(a):
