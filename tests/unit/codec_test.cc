@@ -22,6 +22,7 @@
 #include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/format/meta_json.h"
+#include "chunk_writer.h"
 
 namespace {
 
@@ -113,15 +114,7 @@ Bytes Compress(int compcode, const Filters& filters, int clevel = 5, int use_dic
     // (0 means "ask the super-chunk", and there is none).
     cp.filters_meta[i] = filters[i] == BLOSC_TRUNC_PREC ? 20 : filters[i] >= 34 ? 4 : 0;
   }
-  blosc2_context* cctx = blosc2_create_cctx(cp);
-  REQUIRE(cctx != nullptr);
-  Bytes out(data.size() + BLOSC2_MAX_OVERHEAD);
-  const int n = blosc2_compress_ctx(cctx, data.data(), static_cast<int32_t>(data.size()),
-                                    out.data(), static_cast<int32_t>(out.size()));
-  blosc2_free_ctx(cctx);
-  REQUIRE(n > 0);
-  out.resize(static_cast<size_t>(n));
-  return out;
+  return b2ndfs::testing::CompressChunk(data, cp);
 }
 
 constexpr Filters kShuffle = {0, 0, 0, 0, 0, BLOSC_SHUFFLE};

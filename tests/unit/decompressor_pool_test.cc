@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "b2ndfs/codec/decompressor.h"
+#include "chunk_writer.h"
 
 namespace b2ndfs::codec {
 namespace {
@@ -23,22 +24,13 @@ using Bytes = std::vector<uint8_t>;
 
 // `data` as one zstd chunk (4-byte items, 16 KiB blocks), written by c-blosc2.
 Bytes CompressedChunk(const Bytes& data) {
-  EnsureInitialized();
   blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
   cp.compcode = BLOSC_ZSTD;
   cp.clevel = 1;
   cp.typesize = 4;
   cp.blocksize = 16 * 1024;
   cp.nthreads = 1;
-  blosc2_context* cctx = blosc2_create_cctx(cp);
-  REQUIRE(cctx != nullptr);
-  Bytes out(data.size() + BLOSC2_MAX_OVERHEAD);
-  const int n = blosc2_compress_ctx(cctx, data.data(), static_cast<int32_t>(data.size()),
-                                    out.data(), static_cast<int32_t>(out.size()));
-  blosc2_free_ctx(cctx);
-  REQUIRE(n > 0);
-  out.resize(static_cast<size_t>(n));
-  return out;
+  return testing::CompressChunk(data, cp);
 }
 
 Bytes Pattern(size_t bytes) {

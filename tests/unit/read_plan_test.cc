@@ -166,6 +166,23 @@ class CountingSource final : public source::ByteSource {
   int64_t gap_;
 };
 
+// `path` opened as the mount opens it, through a CountingSource that joins
+// gaps of up to `gap` bytes and is remote() when `remote`.
+struct Counted {
+  std::shared_ptr<CountingSource> counting;
+  std::shared_ptr<const store::Container> container;
+};
+Counted OpenCounting(testing::TestStore& env, const std::string& path, int64_t gap,
+                     bool remote = false) {
+  auto opened = source::OpenLocal(path, &env.descriptors);
+  REQUIRE(opened.ok());
+  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), gap);
+  counting->remote_ = remote;
+  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
+  REQUIRE(container->ok());
+  return {std::move(counting), std::move(container)};
+}
+
 constexpr int kNdim = 3;
 const int64_t kShape[kNdim] = {64, 256, 256};
 const int32_t kChunks[kNdim] = {32, 128, 128};
@@ -281,11 +298,7 @@ TEST_CASE("a slice read coalesces source reads and stays near its compressed byt
   CAPTURE(gap, axis, threads);
 
   testing::TestStore env(256u << 20, 4, threads);
-  auto opened = source::OpenLocal(path, &env.descriptors);
-  REQUIRE(opened.ok());
-  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), gap);
-  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
-  REQUIRE(container->ok());
+  const auto [counting, container] = OpenCounting(env, path, gap);
 
   int64_t start[kNdim] = {0, 0, 0};
   int64_t stop[kNdim] = {kShape[0], kShape[1], kShape[2]};
@@ -410,12 +423,7 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
   const int axis = GENERATE(0, 2);
   CAPTURE(threads, axis);
   testing::TestStore env(256u << 20, 4, threads);
-  auto opened = source::OpenLocal(path, &env.descriptors);
-  REQUIRE(opened.ok());
-  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{32} << 10);
-  counting->remote_ = true;
-  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
-  REQUIRE(container->ok());
+  const auto [counting, container] = OpenCounting(env, path, int64_t{32} << 10, true);
 
   int64_t start[kNdim] = {0, 0, 0};
   int64_t stop[kNdim] = {kShape[0], kShape[1], kShape[2]};
@@ -455,13 +463,8 @@ TEST_CASE("a plan's reads stay within the source's longest read", "[read_plan]")
   const int threads = GENERATE(0, 3);
   CAPTURE(remote, threads);
   testing::TestStore env(256u << 20, 4, threads);
-  auto opened = source::OpenLocal(path, &env.descriptors);
-  REQUIRE(opened.ok());
   // Gaps up to 1 MiB joined: only the longest read bounds a read.
-  auto counting = std::make_shared<CountingSource>(std::move(opened).value(), int64_t{1} << 20);
-  counting->remote_ = remote;
-  auto container = store::Container::Open(counting, &env.ctx, 1, nullptr);
-  REQUIRE(container->ok());
+  const auto [counting, container] = OpenCounting(env, path, int64_t{1} << 20, remote);
   // The whole array: its blocks lie back to back in the frame.
   const int64_t start[kNdim] = {0, 0, 0};
   const Touched touched = CountTouched(array, start, kShape);
