@@ -9,9 +9,10 @@
 #         not instrumented there nor under TSan: b2ndfs_uninstrumented in
 #         CMakeLists.txt);
 #   tsan  a ThreadSanitizer build (-DB2NDFS_TSAN=ON) in BUILD-tsan running
-#         the concurrency, stress and remote-read tests and the cache, memory, worker,
-#         read-plan, container and once-flag unit tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a
-#         TSan report from any process (the daemons too) fails the pass;
+#         the concurrency, stress, remote-read and read-ahead (page pusher) tests and
+#         the cache, memory, worker, pool, read-plan, container and once-flag unit
+#         tests (B2NDFS_TSAN_TESTS, a ctest -R regex); a TSan report from any process
+#         (the daemons too) fails the pass;
 #   fuzz  a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh),
 #         JOBS targets at a time (each one process).
 # The asan, tsan and fuzz trees are built in the background from the start,
@@ -53,7 +54,7 @@ if [[ $MINBASE == 1 ]]; then
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
-TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http)|stress\..*|unit\..*(cache|memory|worker|pool|read_plan|container|once).*)$}"
+TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http|readahead)|stress\..*|unit\..*(cache|memory|worker|pool|read_plan|container|once).*)$}"
 # What the default TSan selection runs besides its unit tests (found with
 # ctest -N): the daemon and the helpers that tests/integration/lib.sh and
 # tests/stress/stress_lib.sh start. Any other selection (B2NDFS_TSAN_TESTS,
