@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "b2ndfs/util/atomic_max.h"
+
 namespace b2ndfs {
 
 int LatencyHistogram::BucketOf(uint64_t microseconds) {
@@ -19,9 +21,7 @@ void LatencyHistogram::Record(uint64_t microseconds) {
   buckets_[static_cast<size_t>(BucketOf(microseconds))].fetch_add(1, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
   sum_us_.fetch_add(microseconds, std::memory_order_relaxed);
-  uint64_t seen = max_us_.load(std::memory_order_relaxed);
-  while (microseconds > seen && !max_us_.compare_exchange_weak(seen, microseconds)) {
-  }
+  RaiseAtomic(max_us_, microseconds);
 }
 
 LatencyHistogram::Summary LatencyHistogram::Summarize() const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/util/atomic_max.h"
 #include "chunk_writer.h"
 
 namespace b2ndfs::codec {
@@ -88,9 +89,7 @@ TEST_CASE("many threads share a small pool; every decode is c-blosc2's bytes") {
       for (int r = 0; r < kRounds; ++r) {
         DecompressorPool::Lease lease = pool.Acquire();
         const int now = ++lent;
-        for (int seen = most_lent.load();
-             now > seen && !most_lent.compare_exchange_weak(seen, now);) {
-        }
+        RaiseAtomic(most_lent, now);
         // Whole chunks and a range of it, in turn.
         Status status = Status::Ok();
         size_t offset = 0, length = out.size();

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "b2ndfs/remote/http_client.h"
+#include "b2ndfs/util/atomic_max.h"
 #include "b2ndfs/util/sanitizers.h"
 
 using namespace b2ndfs;
@@ -132,8 +133,7 @@ class Server {
         seen.attempt = ++attempts_[seen.first];
       }
       const int now = ++in_flight_;
-      for (int p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {
-      }
+      RaiseAtomic(peak_, now);
       // Long enough for the client's other requests to arrive meanwhile.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       std::string out = script_(seen);

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "b2ndfs/util/atomic_max.h"
+
 namespace b2ndfs::store {
 namespace {
 
@@ -133,9 +135,7 @@ TEST_CASE("a large request is admitted while small ones keep coming") {
       while (!stop.load()) {
         pins.Acquire(10);
         const size_t used = pins.used();
-        size_t seen = max_used.load();
-        while (used > seen && !max_used.compare_exchange_weak(seen, used)) {
-        }
+        RaiseAtomic(max_used, used);
         std::this_thread::sleep_for(milliseconds(2));
         pins.Release(10);
         small_batches++;

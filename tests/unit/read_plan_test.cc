@@ -31,6 +31,7 @@
 #include "b2ndfs/source/descriptor_cache.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/worker_pool.h"
+#include "b2ndfs/util/atomic_max.h"
 #include "temp_dir.h"
 #include "test_store.h"
 
@@ -125,10 +126,7 @@ class CountingSource final : public source::ByteSource {
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
     reads++;
     bytes += static_cast<int64_t>(length);
-    for (int64_t seen = longest.load();
-         static_cast<int64_t>(length) > seen &&
-         !longest.compare_exchange_weak(seen, static_cast<int64_t>(length));) {
-    }
+    RaiseAtomic(longest, static_cast<int64_t>(length));
     // A slow source, so that concurrent readers' reads overlap in time.
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     return inner_->Read(part, offset, length, out);

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "b2ndfs/util/atomic_max.h"
+
 namespace b2ndfs::store {
 namespace {
 
@@ -112,8 +114,7 @@ TEST_CASE("ParallelFor never runs more items at once than the pool's size") {
   std::atomic<int> running{0}, peak{0};
   pool.ParallelFor(300, [&](size_t) {
     const int now = ++running;
-    for (int seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
-    }
+    RaiseAtomic(peak, now);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     --running;
   });
