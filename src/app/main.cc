@@ -126,9 +126,8 @@ int main(int argc, char** argv) {
     Log(LogLevel::kWarning, "cannot raise the open file limit: " + limit.status().message());
   }
 
-  const int threads = cl.threads > 0
-                          ? cl.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = cl.threads > 0 ? cl.threads : cpus;
   const size_t cache_size = cl.cache_size > 0 ? cl.cache_size : DefaultCacheSize();
 
   // Few shards for small caches, so that one shard still holds large blocks.
@@ -147,7 +146,6 @@ int main(int argc, char** argv) {
   // Decoders at once: reads decode on their own FUSE threads and on the
   // workers; more than the CPUs would only take turns, and each context
   // keeps about four blocks of scratch (see DecompressorPool).
-  const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   codec::DecompressorPool decompressors(static_cast<size_t>(std::max(threads, cpus)) + 2);
   // Blocks held by readers outside the cache: bounded mount-wide, so memory
   // stays within cache_size plus this (and per-request buffers).

@@ -612,7 +612,8 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
     // read's, and a file read in one request (a slice of slices/0/ that an
     // image-sequence tool opens, reads and closes) still reads ahead into
     // the next file.
-    if (offset == 0) {
+    const bool from_start = offset == 0;
+    if (from_start) {
       // A new pass from the start (the file reopened and read again, its
       // pages dropped): what an earlier pass asked for is no guide, its
       // blocks may be gone, and its push must be made again.
@@ -620,7 +621,6 @@ void Filesystem::PlanReadAhead(const FileHandle& handle, int64_t offset, size_t 
       p.window = 0;
       p.prefetched_until = 0;
     }
-    const bool from_start = p.next_offset < 0 && offset == 0;
     const bool sequential = from_start || (p.next_offset >= 0 && offset >= p.next_offset - slack &&
                                            offset <= p.next_offset + slack);
     if (sequential) {
