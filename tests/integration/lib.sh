@@ -2,6 +2,12 @@
 # programs, a private temp dir, mounting and ALWAYS unmounting, waiting, and
 # failure bookkeeping. Source it, then call itest_init NAME BUILD_DIR.
 #
+# B2NDFS_ITEST_THROUGH=http or s3 (set by tests/integration/CMakeLists.txt for
+# the conformance scripts' .http/.s3 runs): every directory mount_fs is given
+# is served by a real server of the test's own instead (remote_lib.sh
+# through_source) and mounted from there, so the same script checks the same
+# files read through a remote source.
+#
 # Every mount made with mount_fs / mount_daemon is recorded; the EXIT trap
 # unmounts each (fusermount3 -u, then -uz as a last resort), stops the
 # daemons this test started (by pid only) and removes the temp dir, but only
@@ -32,6 +38,15 @@ itest_init() {
   for p in "$B2NDFS" "$FIXTURE" "$FUSE_COMPARE"; do
     [[ -x $p ]] || { echo "$ITEST_NAME: $p is not built" >&2; exit 2; }
   done
+  ITEST_THROUGH=${B2NDFS_ITEST_THROUGH:-}
+  case $ITEST_THROUGH in
+    "") ;;
+    http | s3)
+      ITEST_NAME=$ITEST_NAME.$ITEST_THROUGH
+      source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
+      ;;
+    *) echo "$ITEST_NAME: B2NDFS_ITEST_THROUGH=$ITEST_THROUGH: http or s3" >&2; exit 2 ;;
+  esac
   TMP=$(mktemp -d "${TMPDIR:-/tmp}/b2ndfs-$ITEST_NAME.XXXXXX")
   chmod 755 "$TMP"  # other users (fuse.permissions) must reach the mounts
   ITEST_T0=$(date +%s.%N)
@@ -150,10 +165,16 @@ require_fuse() {
 
 # mount_fs SOURCE MOUNTPOINT [b2ndfs options...]: runs b2ndfs in the
 # foreground in the background (its pid in DAEMON_PID, stderr in
-# MOUNTPOINT.log) and waits until the mount is in place.
+# MOUNTPOINT.log) and waits until the mount is in place. With ITEST_THROUGH, a
+# directory SOURCE is mounted from this test's server instead.
 mount_fs() {
   local src=$1 mnt=$2
   shift 2
+  if [[ -n ${ITEST_THROUGH:-} && -d $src ]]; then
+    through_source "$src" || return 1
+    src=$THROUGH_SOURCE
+    set -- "$@" "${THROUGH_OPTIONS[@]}"
+  fi
   mkdir -p "$mnt"
   "$B2NDFS" -f "$@" "$src" "$mnt" 2>"$mnt.log" &
   DAEMON_PID=$!

@@ -16,14 +16,20 @@
 # s3rver 3.x (npm, installed by scripts/setup.sh into .deps/npm):
 #   s3rver_start BUCKET...                 serves buckets (created empty) from
 #       a private directory; sets S3_PORT and S3_URL (http://127.0.0.1:PORT)
-#   s3_put BUCKET DIR                      uploads every file below DIR as a
-#       key (its path relative to DIR), signed with curl --aws-sigv4 and
-#       s3rver's default key S3RVER
+#   s3_put BUCKET DIR [PREFIX]             uploads every file below DIR as a
+#       key (PREFIX + its path relative to DIR), signed with curl --aws-sigv4
+#       and s3rver's default key S3RVER
 #   s3_put_file BUCKET KEY FILE / s3_delete BUCKET KEY
 #   s3rver_freeze / s3rver_thaw            SIGSTOP / SIGCONT: a server that
 #       accepts connections and never answers
 #   s3rver_stop / s3rver_restart           the same data and port again
 # Skips the test (exit 77) when s3rver is not installed; fails it without curl.
+#
+# through_source DIR (lib.sh's mount_fs, with ITEST_THROUGH=http or s3): DIR
+#   served by this test's nginx (started on first use; DIR is linked below
+#   its root, so later changes to DIR are served too) or uploaded to its
+#   s3rver (a snapshot: changes after the upload are not); sets
+#   THROUGH_SOURCE (the URL to mount) and THROUGH_OPTIONS (b2ndfs options).
 
 NGINX_PID=""
 NGINX_PORT=""
@@ -228,18 +234,59 @@ s3_delete() {
 # One curl for the whole tree (a config file of upload-file/url pairs, one
 # kept-alive connection).
 s3_put() {
-  local bucket=$1 dir=$2 conf=$S3_DIR/put.$1.conf rel n=0 codes
+  local bucket=$1 dir=$2 prefix=${3:-} conf=$S3_DIR/put.$1.conf rel n=0 codes
   : >"$conf"
   while IFS= read -r -d '' rel; do
     rel=${rel#./}
     printf 'upload-file = "%s"\nurl = "%s"\noutput = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' \
-      "$dir/$rel" "$(s3_key_url "$bucket" "$rel")" >>"$conf"
+      "$dir/$rel" "$(s3_key_url "$bucket" "$prefix$rel")" >>"$conf"
     n=$((n + 1))
   done < <(cd "$dir" && find . -type f -print0 | sort -z)
+  # An empty directory has no key to hold it: a zero-byte "DIR/" key, as
+  # S3 consoles make for a folder, stands for it.
+  while IFS= read -r -d '' rel; do
+    rel=${rel#./}
+    printf 'upload-file = "/dev/null"\nurl = "%s"\noutput = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' \
+      "$(s3_key_url "$bucket" "$prefix$rel/")" >>"$conf"
+    n=$((n + 1))
+  done < <(cd "$dir" && find . -mindepth 1 -type d -empty -print0 | sort -z)
   codes=$(curl -s "${S3_SIGN[@]}" --config "$conf")
   if [[ $(grep -c '^200$' <<<"$codes") -ne $n ]]; then
     fail "uploading $dir to $bucket: $(sort <<<"$codes" | uniq -c | tr '\n' ' ')"
     return 1
   fi
-  log "uploaded $n objects from $dir to s3://$bucket"
+  log "uploaded $n objects from $dir to s3://$bucket/$prefix"
+}
+
+# --- the same scripts through a remote source -----------------------------------
+
+THROUGH_COUNT=0
+through_source() {
+  local dir=$1 name
+  THROUGH_COUNT=$((THROUGH_COUNT + 1))
+  name=src$THROUGH_COUNT
+  case $ITEST_THROUGH in
+    http)
+      if [[ -z $NGINX_PID ]]; then
+        mkdir -p "$TMP/through"
+        nginx_start "through=$TMP/through" || return 1
+      fi
+      ln -s "$(realpath "$dir")" "$TMP/through/$name" || return 1
+      THROUGH_SOURCE=$NGINX_URL/through/$name/
+      THROUGH_OPTIONS=()
+      ;;
+    s3)
+      if [[ -z $S3RVER_PID ]]; then
+        s3rver_start through || return 1
+        # s3rver's key, and nothing of the user's own AWS set-up.
+        export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+        export AWS_SHARED_CREDENTIALS_FILE=$TMP/no-such-credentials AWS_CONFIG_FILE=$TMP/no-such-config
+        unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION
+      fi
+      s3_put through "$dir" "$name/" || return 1
+      THROUGH_SOURCE=s3://through/$name
+      THROUGH_OPTIONS=(-o "endpoint=$S3_URL")
+      ;;
+  esac
+  log "mounting $dir through $THROUGH_SOURCE"
 }
