@@ -128,6 +128,8 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     r->info.mtime = ParseHttpDate(value).value_or(0);
   } else if (name == "content-type") {
     r->info.content_type = value;
+  } else if (name == "content-encoding") {
+    r->info.content_encoding = value;
   } else if (name == "content-range") {
     r->content_range = value;
   }
@@ -267,7 +269,8 @@ void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOption
   }
   if (request.ranged) {
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-    if (request.version != nullptr && !request.version->etag.empty()) {
+    if (request.version != nullptr && !request.version->etag.empty() &&
+        !IsWeakEtag(request.version->etag)) {
       list = curl_slist_append(list, ("If-Match: " + request.version->etag).c_str());
     } else if (request.version != nullptr && !request.version->last_modified.empty()) {
       list = curl_slist_append(list,
@@ -329,6 +332,15 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
     return Status(EIO, r.What() + ": " + answer);
   }
   if (status < 200 || status >= 300) return Status(EIO, r.What() + ": " + answer);
+  if (!r.info.content_encoding.empty() && Lower(r.info.content_encoding) != "identity") {
+    return Status(EIO, r.What() + ": the answer is encoded (Content-Encoding: " +
+                           r.info.content_encoding + "), not the object's own bytes");
+  }
+  char* final_url = nullptr;
+  if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK &&
+      final_url != nullptr) {
+    r.info.final_url = final_url;
+  }
   if (!r.ranged) return Status::Ok();
   if (status != 206) {
     r.multi_refused = !r.targets.empty();
@@ -404,6 +416,8 @@ bool HttpClient::LogAllowed() {
   }
   return ++logged_in_window_ <= 5;
 }
+
+bool IsWeakEtag(const std::string& etag) { return etag.rfind("W/", 0) == 0; }
 
 Result<ObjectInfo> HttpClient::Head(const std::string& url) {
   Request r;

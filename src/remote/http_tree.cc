@@ -39,6 +39,17 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
   ObjectTreeConfig config;
   config.root_is_dir = !url.empty() && url.back() == '/';
   config.base = url;
+  if (!config.root_is_dir) {
+    // A directory named without its '/' (http://host/arrays): web servers
+    // redirect it to the URL with one, whose answer is the index page, not
+    // a container.
+    auto head = client->Head(url);
+    if (head.ok() && !head->final_url.empty() && head->final_url.back() == '/' &&
+        head->final_url.find_first_of("?#") == std::string::npos) {
+      config.root_is_dir = true;
+      config.base = head->final_url;
+    }
+  }
   while (config.base.size() > 1 && config.base.back() == '/') config.base.pop_back();
   config.root = RedactUrl(config.base);
   config.disk_cache = OpenConfiguredDiskCache(options);

@@ -136,9 +136,9 @@ class ObjectSource final : public source::ByteSource {
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));
     if (offset < 0 || offset > info.size || static_cast<int64_t>(length) > info.size - offset) {
-      return InvalidData(PartUrl(part) + ": read of " + std::to_string(length) + " bytes at " +
-                         std::to_string(offset) + " passes its end (" + std::to_string(info.size) +
-                         " bytes)");
+      return InvalidData(RedactUrl(PartUrl(part)) + ": read of " + std::to_string(length) +
+                         " bytes at " + std::to_string(offset) + " passes its end (" +
+                         std::to_string(info.size) + " bytes)");
     }
     Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(part), offset, length, out, info);
     if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
@@ -169,8 +169,8 @@ class ObjectSource final : public source::ByteSource {
       Status s = info.ok() ? Status::Ok() : info.status();
       if (s.ok() && (r.offset < 0 || r.offset > info->size ||
                      static_cast<int64_t>(r.length) > info->size - r.offset)) {
-        s = InvalidData(PartUrl(r.part) + ": read of " + std::to_string(r.length) + " bytes at " +
-                        std::to_string(r.offset) + " passes its end (" +
+        s = InvalidData(RedactUrl(PartUrl(r.part)) + ": read of " + std::to_string(r.length) +
+                        " bytes at " + std::to_string(r.offset) + " passes its end (" +
                         std::to_string(info->size) + " bytes)");
       }
       if (!s.ok()) {

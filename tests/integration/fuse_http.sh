@@ -61,6 +61,25 @@ mount_fs "$NGINX_URL/fx/frames/sparse_f4.b2nd/" "$M2" || exit 1
 want_data "$R" frames/sparse_f4.b2nd "$X/want_sparse"
 check "single sparse-frame URL: data" cmp "$M2/data" "$X/want_sparse"
 
+# A directory URL without its trailing '/': nginx redirects it to the index.
+MD=$TMP/mnt_noslash
+mount_fs "$NGINX_URL/root-fx" "$MD" || exit 1
+check "a directory URL without '/': the tree" "$FUSE_COMPARE" tree "$MD" "$S" "$R"
+
+# Weak ETags (W/"..."), which If-Match never matches: versions are held by
+# Last-Modified instead, and reads work.
+MW=$TMP/mnt_weak
+mount_fs "$NGINX_URL/weak/fx/" "$MW" || exit 1
+check "weak ETags: data" cmp "$MW/ndim/3d_f4.b2nd/data" "$X/want_3d"
+# An answer that says it is encoded is not taken for the object's bytes.
+ME=$TMP/mnt_encoded
+mount_fs "$NGINX_URL/encoded/fx/" "$ME" -o retries=0 || exit 1
+if cat "$ME/ndim/3d_f4.b2nd/data" >/dev/null 2>"$X/encoded.err"; then
+  fail "an object served with Content-Encoding: gzip was read as the object"
+fi
+grep -q "Content-Encoding: gzip" "$ME.log" ||
+  fail "no Content-Encoding error in the log: $(tail -3 "$ME.log")"
+
 # Opening a container asks for its object once and reads the two ends of its
 # frame together (header, trailer and chunk index inside them): three
 # requests, not one per metadata read (eight before: six dependent ranges).

@@ -5,8 +5,10 @@
 #
 # nginx (Debian's), serving directories of this test's temp dir:
 #   nginx_start NAME=DIR [NAME=DIR ...]   serves each DIR at /NAME/ (and again
-#       at /html/NAME/ with HTML indexes, /slow/NAME/ at 8 KiB/s per response, and
-#       /flaky/NAME/ answering every Range request with 503); sets NGINX_PORT
+#       at /html/NAME/ with HTML indexes, /slow/NAME/ at 8 KiB/s per response,
+#       /flaky/NAME/ answering every Range request with 503, /weak/NAME/ with
+#       weak ETags, /encoded/NAME/ saying Content-Encoding: gzip for .b2nd
+#       files, /root-NAME/ from the server's root); sets NGINX_PORT
 #       and NGINX_URL (http://127.0.0.1:PORT). Paths named in NGINX_DENY
 #       (e.g. "/faults/denied.b2nd") answer 403.
 #   nginx_stop                          stops it (waits for the exit)
@@ -64,6 +66,7 @@ nginx_write_conf() {
     for t in client_body proxy fastcgi uwsgi scgi; do echo "  ${t}_temp_path $NGINX_DIR/tmp/$t;"; done
     echo "  default_type application/octet-stream;"
     echo "  keepalive_requests 10000;"
+    echo "  map \$uri \$test_encoding { ~\\.b2nd\$ gzip; default \"\"; }"
     echo "  server {"
     echo "    listen 127.0.0.1:$NGINX_PORT;"
     echo "    root $NGINX_DIR/empty;"
@@ -78,6 +81,16 @@ nginx_write_conf() {
       echo "    location /slow/$name/ { alias $dir/; autoindex on; autoindex_format json; limit_rate 8k; }"
       echo "    location /flaky/$name/ { alias $dir/; autoindex on; autoindex_format json;"
       echo "      if (\$http_range) { return 503; } }"
+      # A server whose ETags are weak (W/"..."), and one that says its
+      # objects are gzip-encoded (as S3 does for objects stored so).
+      # Served from the server's root as well (/root-NAME/), where a
+      # directory asked for without its '/' is redirected to it.
+      ln -sfn "$dir" "$NGINX_DIR/empty/root-$name"
+      echo "    location /root-$name/ { autoindex on; autoindex_format json; }"
+      echo "    location /weak/$name/ { alias $dir/; autoindex on; autoindex_format json;"
+      echo "      etag off; add_header ETag 'W/\"weak-$name\"'; }"
+      echo "    location /encoded/$name/ { alias $dir/; autoindex on; autoindex_format json;"
+      echo "      add_header Content-Encoding \$test_encoding; }"
     done
     echo "  }"
     echo "}"

@@ -19,7 +19,8 @@
 // Errors: Status with ENOENT (404, 410), EACCES (401, 403), ESTALE (412: the
 // object is no longer the version asked for, or a Range answer names another
 // total size), EIO for everything else (timeouts, a 200 answer to a Range
-// request, a short body or a wrong Content-Range). Messages name the URL
+// request, a short body, a wrong Content-Range, an encoded answer: a
+// Content-Encoding other than identity, whose bytes are not the object's). Messages name the URL
 // and the error code of an S3-style XML error body (<Code>), if any
 // without credentials or query string (RedactUrl); failures other than
 // ENOENT are also logged (a few per second at most).
@@ -68,7 +69,13 @@ struct ObjectInfo {
   std::string last_modified;
   int64_t mtime = 0;  // seconds since the epoch, from last_modified (0: not known)
   std::string content_type;
+  std::string content_encoding;  // "" or "identity": the object's own bytes
+  std::string final_url;         // where the answer came from, after redirects
 };
+
+// An ETag of the weak kind (W/"..."): never equal under If-Match's strong
+// comparison, so a version with one is held by If-Unmodified-Since instead.
+bool IsWeakEtag(const std::string& etag);
 
 // See "Time" above.
 constexpr double kDownSeconds = 5.0;
