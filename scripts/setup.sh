@@ -68,6 +68,8 @@ TEST_PACKAGES=(
   # when no npm is installed (a nodejs from elsewhere brings its own and
   # conflicts with it).
   nginx nodejs curl
+  # fuse.http_trust: a CA and a server certificate for nginx's TLS.
+  openssl
 )
 # What the fuzz smoke run adds: libFuzzer needs clang; llvm-symbolizer names
 # the lines in its reports.

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   app::CommandLine cl = std::move(parsed).value();
+  app::HidePasswordsInArguments(argc, argv);
   if (cl.show_help) {
     std::fputs(app::Usage(program).c_str(), stdout);
     return 0;

@@ -119,7 +119,8 @@ Status AddOption(CommandLine& cl, const std::string& option) {
   for (auto [name, field] : {std::pair<const char*, std::string*>{"endpoint=", &cl.endpoint},
                              {"region=", &cl.region},
                              {"profile=", &cl.profile},
-                             {"credentials=", &cl.credentials}}) {
+                             {"credentials=", &cl.credentials},
+                             {"ca_file=", &cl.ca_file}}) {
     if (StartsWith(option, name)) {
       *field = option.substr(std::strlen(name));
       if (field->empty()) return InvalidArgument("'" + option + "' needs a value");
@@ -170,6 +171,22 @@ Status AddOption(CommandLine& cl, const std::string& option) {
 }
 
 }  // namespace
+
+void HidePasswordsInArguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* arg = argv[i];
+    char* scheme_end = std::strstr(arg, "://");
+    if (scheme_end == nullptr) continue;
+    char* authority = scheme_end + 3;
+    char* at = nullptr;
+    for (char* p = authority; *p != '\0' && *p != '/' && *p != '?' && *p != '#'; ++p) {
+      if (*p == '@') at = p;
+    }
+    if (at == nullptr) continue;
+    char* colon = std::find(authority, at, ':');
+    for (char* p = colon == at ? colon : colon + 1; p < at; ++p) *p = '*';
+  }
+}
 
 bool IsRemoteSource(const std::string& source) {
   std::string scheme = source.substr(0, source.find("://"));
@@ -256,12 +273,12 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   if (!IsRemoteSource(cl.source) &&
       (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || cl.prefetch_heads >= 0 ||
        !cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
-       !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() || cl.disk_cache_size > 0)) {
+       !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() || cl.disk_cache_size > 0 ||
+       !cl.ca_file.empty())) {
     return InvalidArgument(
         "timeout=, retries=, connections=, prefetch_heads=, endpoint=, region=, profile=, "
-        "credentials=, no_sign, "
-        "disk_cache= "
-        "and disk_cache_size= are for remote sources (http://, https://, s3://), not " +
+        "credentials=, no_sign, ca_file=, disk_cache= and disk_cache_size= are for remote "
+        "sources (http://, https://, s3://), not " +
         cl.source);
   }
   if (cl.disk_cache_size > 0 && cl.disk_cache.empty()) {
@@ -269,11 +286,9 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   }
   std::string scheme = cl.source.substr(0, 5);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme != "s3://" && (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
-                            !cl.credentials.empty() || cl.no_sign)) {
-    return InvalidArgument(
-        "endpoint=, region=, profile=, credentials= and no_sign are for s3:// "
-        "sources");
+  if (scheme != "s3://" &&
+      (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() || cl.no_sign)) {
+    return InvalidArgument("endpoint=, region=, profile= and no_sign are for s3:// sources");
   }
   if (cl.no_sign && (!cl.profile.empty() || !cl.credentials.empty())) {
     return InvalidArgument("no_sign (anonymous requests) excludes profile= and credentials=");
@@ -335,8 +350,11 @@ std::string Usage(const std::string& program) {
          "                         AWS_DEFAULT_REGION, ~/.aws/config, else us-east-1)\n"
          "  -o profile=NAME        s3: the profile of ~/.aws/credentials (default: the\n"
          "                         AWS_* environment variables, else AWS_PROFILE or default)\n"
-         "  -o credentials=FILE    s3: keys from FILE (the ~/.aws/credentials format; not\n"
-         "                         readable by every user), e.g. for systemd units\n"
+         "  -o credentials=FILE    s3: keys from FILE (the ~/.aws/credentials format);\n"
+         "                         http(s): user names and passwords by host from FILE\n"
+         "                         (the .netrc format); not readable by every user\n"
+         "  -o ca_file=FILE        https: trust the certificate authorities in FILE (PEM)\n"
+         "                         instead of the system's, e.g. a private CA\n"
          "  -o no_sign             s3: anonymous requests, for public buckets\n"
          "  -o disk_cache=DIR      remote sources: keep fetched ranges in DIR, checked by\n"
          "                         ETag, so that the next mount is warm (one daemon per DIR)\n"

@@ -31,7 +31,8 @@ struct CommandLine {
   std::string endpoint;          // s3: the service URL (path-style addressing)
   std::string region;            // s3: the SigV4 region
   std::string profile;           // s3: the ~/.aws/credentials profile
-  std::string credentials;       // s3: a credentials file (for systemd units)
+  std::string credentials;       // s3: AWS credentials file; http(s): a .netrc file
+  std::string ca_file;           // https: PEM certificates of the trusted authorities
   bool no_sign = false;          // s3: anonymous requests
   std::string disk_cache;        // a directory for fetched ranges; empty: none
   uint64_t disk_cache_size = 0;  // its bound in bytes; 0: default
@@ -55,6 +56,11 @@ int DefaultMaxThreads(int decompression_threads);
 // Defaults of the remote options.
 constexpr double kDefaultTimeout = 30.0;
 constexpr int kDefaultRetries = 3;
+
+// Blanks the password of a user:password@ URL among the arguments, in
+// place: the process list shows the arguments as they are in memory (the
+// daemon has its own copy by then). credentials=FILE keeps it out entirely.
+void HidePasswordsInArguments(int argc, char** argv);
 
 // True for SOURCE URLs with a scheme the remote options apply to (http://,
 // https://, s3://).

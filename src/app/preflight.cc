@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -33,6 +34,28 @@ std::string UnescapeOctal(const std::string& field) {
     }
   }
   return out;
+}
+
+// A file named by an option, as an absolute path (the daemon changes to /),
+// readable now; `secret`: refused when every user may read it.
+Result<std::string> OptionFile(const std::string& option, const std::string& path, bool secret) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) {
+    const int e = errno;
+    return Status(e, option + path + ": " + std::strerror(e));
+  }
+  std::string absolute = real;
+  std::free(real);
+  struct stat st;
+  if (::stat(absolute.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status(EINVAL, option + path + ": not a regular file");
+  }
+  if (secret && (st.st_mode & S_IROTH) != 0) {
+    return Status(EACCES, option + path + " may be read by every user: chmod o-r it (it holds " +
+                              "passwords)");
+  }
+  if (!std::ifstream(absolute)) return Status(EACCES, option + path + ": cannot be read");
+  return absolute;
 }
 
 bool IsFuseType(const std::string& type) {
@@ -94,6 +117,9 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
   options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
   if (cl.connections > 0) options.http.connections = static_cast<size_t>(cl.connections);
   options.disk_cache_dir = cl.disk_cache;
+  if (!cl.ca_file.empty()) {
+    B2NDFS_ASSIGN_OR_RETURN(options.http.ca_file, OptionFile("ca_file=", cl.ca_file, false));
+  }
   if (cl.disk_cache_size > 0) options.disk_cache_size = cl.disk_cache_size;
   Result<std::shared_ptr<source::Tree>> tree = Status(EINVAL, "unset");
   if (scheme == "s3") {
@@ -117,6 +143,10 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
     s3.credentials = identity->credentials;
     tree = remote::OpenS3Tree(cl.source, s3);
   } else {
+    if (!cl.credentials.empty()) {
+      B2NDFS_ASSIGN_OR_RETURN(options.http.netrc_file,
+                              OptionFile("credentials=", cl.credentials, true));
+    }
     tree = remote::OpenHttpTree(cl.source, options);
   }
   if (!tree.ok()) {

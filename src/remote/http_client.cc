@@ -242,6 +242,13 @@ void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOption
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+  if (!options.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.ca_file.c_str());
+  if (!options.netrc_file.empty()) {
+    // A password in the URL comes first; libcurl sends the file's only to
+    // the host it names (not to another one a redirect leads to).
+    curl_easy_setopt(curl, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+    curl_easy_setopt(curl, CURLOPT_NETRC_FILE, options.netrc_file.c_str());
+  }
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &request);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
@@ -308,7 +315,13 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
   if (code != CURLE_OK) {
     *transient = TransientCurlError(code);
     *kind = code == CURLE_OPERATION_TIMEDOUT ? ErrorKind::kTimeout : ErrorKind::kConnection;
-    return Status(EIO, r.What() + ": " + curl_easy_strerror(code));
+    std::string why = curl_easy_strerror(code);
+    if (code == CURLE_PEER_FAILED_VERIFICATION) {
+      why +=
+          " (the server's certificate is not signed by an authority trusted here; ca_file= "
+          "names others)";
+    }
+    return Status(EIO, r.What() + ": " + why);
   }
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);

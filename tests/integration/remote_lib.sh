@@ -11,6 +11,10 @@
 #       files, /root-NAME/ from the server's root); sets NGINX_PORT
 #       and NGINX_URL (http://127.0.0.1:PORT). Paths named in NGINX_DENY
 #       (e.g. "/faults/denied.b2nd") answer 403.
+#       With NGINX_TLS_CERT and NGINX_TLS_KEY (PEM files) set, it also serves
+#       all of that over TLS (NGINX_TLS_PORT, NGINX_TLS_URL: https://127.0.0.1:PORT);
+#       with NGINX_AUTH_FILE (nginx's auth_basic_user_file), /private/NAME/
+#       asks for a password.
 #   nginx_stop                          stops it (waits for the exit)
 #   nginx_restart                       the same config and port again
 # Skips the test (exit 77) when no nginx binary is installed.
@@ -37,6 +41,9 @@ NGINX_PID=""
 NGINX_PORT=""
 NGINX_DIR=""
 NGINX_DENY=${NGINX_DENY:-}
+NGINX_TLS_CERT=${NGINX_TLS_CERT:-}
+NGINX_TLS_KEY=${NGINX_TLS_KEY:-}
+NGINX_AUTH_FILE=${NGINX_AUTH_FILE:-}
 
 nginx_binary() {
   local n
@@ -69,6 +76,11 @@ nginx_write_conf() {
     echo "  map \$uri \$test_encoding { ~\\.b2nd\$ gzip; default \"\"; }"
     echo "  server {"
     echo "    listen 127.0.0.1:$NGINX_PORT;"
+    if [[ -n $NGINX_TLS_CERT ]]; then
+      echo "    listen 127.0.0.1:$NGINX_TLS_PORT ssl;"
+      echo "    ssl_certificate $NGINX_TLS_CERT;"
+      echo "    ssl_certificate_key $NGINX_TLS_KEY;"
+    fi
     echo "    root $NGINX_DIR/empty;"
     for deny in $NGINX_DENY; do
       echo "    location = $deny { return 403; }"
@@ -87,6 +99,10 @@ nginx_write_conf() {
       # directory asked for without its '/' is redirected to it.
       ln -sfn "$dir" "$NGINX_DIR/empty/root-$name"
       echo "    location /root-$name/ { autoindex on; autoindex_format json; }"
+      if [[ -n $NGINX_AUTH_FILE ]]; then
+        echo "    location /private/$name/ { alias $dir/; autoindex on; autoindex_format json;"
+        echo "      auth_basic b2ndfs-test; auth_basic_user_file $NGINX_AUTH_FILE; }"
+      fi
       echo "    location /weak/$name/ { alias $dir/; autoindex on; autoindex_format json;"
       echo "      etag off; add_header ETag 'W/\"weak-$name\"'; }"
       echo "    location /encoded/$name/ { alias $dir/; autoindex on; autoindex_format json;"
@@ -119,6 +135,10 @@ nginx_start() {
   mkdir -p "$NGINX_DIR/tmp" "$NGINX_DIR/empty" "$NGINX_DIR/logs"
   NGINX_PORT=$(free_port)
   NGINX_URL=http://127.0.0.1:$NGINX_PORT
+  if [[ -n $NGINX_TLS_CERT ]]; then
+    NGINX_TLS_PORT=$(free_port)
+    NGINX_TLS_URL=https://127.0.0.1:$NGINX_TLS_PORT
+  fi
   nginx_write_conf
   # The EXIT trap stops nginx before lib.sh unmounts and removes $TMP.
   trap 'ITEST_RC=$?; nginx_stop; (exit $ITEST_RC); itest_cleanup' EXIT

@@ -285,3 +285,23 @@ TEST_CASE("remote sources take timeout=, retries=, connections= and prefetch_hea
   REQUIRE_FALSE(keys.ok());
   CHECK(keys.status().message().find("abc") == std::string::npos);
 }
+
+TEST_CASE("http sources take a .netrc file and a CA file; passwords in URLs are blanked") {
+  auto http = Parse(
+      {"-o", "credentials=/etc/b2ndfs/web.netrc,ca_file=/etc/ca.pem", "https://h/arrays/", "/mnt"});
+  REQUIRE(http.ok());
+  CHECK(http->credentials == "/etc/b2ndfs/web.netrc");
+  CHECK(http->ca_file == "/etc/ca.pem");
+  CHECK(Parse({"-o", "ca_file=/etc/ca.pem", "s3://bucket", "/mnt"}).ok());
+  CHECK_FALSE(Parse({"-o", "ca_file=/etc/ca.pem", "/data", "/mnt"}).ok());
+  CHECK_FALSE(Parse({"-o", "ca_file=", "https://h/", "/mnt"}).ok());
+
+  std::string program = "b2ndfs", url = "https://reader:s3cret@host:8443/a@b/x.b2nd",
+              plain = "http://host/x@y", user_only = "http://anna@host/", mnt = "/mnt";
+  char* argv[] = {program.data(), url.data(), plain.data(), user_only.data(), mnt.data()};
+  b2ndfs::app::HidePasswordsInArguments(5, argv);
+  CHECK(std::string(argv[1]) == "https://reader:******@host:8443/a@b/x.b2nd");
+  CHECK(std::string(argv[2]) == "http://host/x@y");  // an '@' in the path is no password
+  CHECK(std::string(argv[3]) == "http://anna@host/");
+  CHECK(std::string(argv[4]) == "/mnt");
+}

@@ -106,6 +106,8 @@ struct HttpOptions {
   int retries = 3;                           // further attempts after a transient failure
   size_t connections = kDefaultConnections;  // kept-alive connections, so requests at once
   bool verify_tls = true;                    // peer certificate and host name
+  std::string ca_file;     // PEM authorities to verify against; empty: the system's
+  std::string netrc_file;  // user names and passwords by host (.netrc); empty: none
   // GetRanges may ask for several ranges of an object in one request
   // (multipart/byteranges). Never for S3, which answers such a request
   // with the whole object.
