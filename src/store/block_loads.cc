@@ -389,11 +389,24 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     unfinished[k].store(loads.reads[k].blocks.size(), std::memory_order_relaxed);
   }
   OnceFlags fetched(loads.reads.size());
+  // The plan fails with its first failed block (its reader gets that error
+  // whatever the others do): blocks not begun yet are not loaded any more,
+  // or a source that fails (each request with its retries) would be asked
+  // again for every one of them, one after the other.
+  std::atomic<bool> failed{false};
+  std::mutex failure_mutex;
+  Status first_failure;  // guarded by failure_mutex; set once `failed` is
   ForEach(workers, order.size(), [&](size_t j) {
     const size_t i = order[j];
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key = BlockKey(cache_id_, b.chunk, b.block);
+    bool skipped = false;
     auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
+      if (failed.load(std::memory_order_acquire)) {
+        skipped = true;
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        return first_failure;
+      }
       if (b.view < 0) return DecodeBlock(b.chunk, b.block);
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
       if (batched) {
@@ -409,9 +422,16 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     });
     if (value.ok()) {
       b.value = std::move(value).value();
+    } else if (skipped) {
+      b.status = value.status();
     } else {
       b.status = value.status().WithContext("chunk " + std::to_string(b.chunk) + " block " +
                                             std::to_string(b.block));
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failed.load(std::memory_order_relaxed)) {
+        first_failure = b.status;
+        failed.store(true, std::memory_order_release);
+      }
     }
     if (b.view >= 0) {
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;

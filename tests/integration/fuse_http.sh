@@ -4,8 +4,9 @@
 # tree and bytes against c-blosc2), through JSON and HTML indexes and as a
 # single container URL; then faults: 404, 403, 503 answered with retries and
 # then EIO within the timeout, nginx stopped mid-read (EIO within the
-# timeout, the mount stays alive) and restarted (reads work again), and an
-# object replaced on the server (its new version is served). A whole
+# timeout, the mount stays alive) and restarted (reads work again), an
+# object replaced on the server (its new version is served), and answers cut
+# short by a proxy (asked for again, or EIO within the timeout). A whole
 # sequential read fetches its object's bytes once (within 1.1x). A mount through
 # a proxy adding 20 ms round trips reads byte-exact and shows the latency in
 # remote.latency_us.
@@ -202,6 +203,42 @@ grep -q "HTTP 503" "$MB.log" || fail "the 503 failure is not logged: $(tail -3 "
 server_errors=$(stats_field "$MB" remote.errors_by_kind.server)
 ((${server_errors:-0} >= 1)) || fail "503 failures are not counted as server errors ($server_errors)"
 
+# Answers cut short (a proxy that closes the connection mid-body): the first
+# two answers longer than 100 KB cut there are asked for again (the ranges
+# that did not come), byte-exact; every answer longer than 1 KB cut there
+# (index pages, chunked, pass): the read fails with EIO within the timeout,
+# and the mount answers.
+want_data "$R" medium/image_u2.b2nd "$X/want_cut"
+start_cutting_proxy() {
+  local port=$1 out=$2
+  shift 2
+  "$PY" "$(dirname "${BASH_SOURCE[0]}")/cutting_proxy.py" "$port" "$NGINX_PORT" "$@" \
+    >"$out" 2>&1 &
+  ITEST_HELPERS+=($!)
+  wait_until 10 grep -q ready "$out" || fail "the cutting proxy did not start: $(cat "$out")"
+}
+CUT_PORT=$(free_port)
+start_cutting_proxy "$CUT_PORT" "$X/cut.out" 100000 2
+MC=$TMP/mnt_cut
+mount_fs "http://127.0.0.1:$CUT_PORT/faults/" "$MC" -o timeout=10,retries=3,cache_size=16M || exit 1
+check "answers cut short twice: data" cmp "$MC/large.b2nd/data" "$X/want_cut"
+retries=$(stats_field "$MC" remote.retries)
+((${retries:-0} >= 1)) || fail "answers cut short were not asked for again (remote.retries=$retries)"
+[[ $(grep -c '^cut ' "$X/cut.out") == 2 ]] || fail "the proxy did not cut two answers: $(cat "$X/cut.out")"
+CUT_ALL_PORT=$(free_port)
+start_cutting_proxy "$CUT_ALL_PORT" "$X/cut_all.out" 1000
+MC2=$TMP/mnt_cut_all
+mount_fs "http://127.0.0.1:$CUT_ALL_PORT/faults/" "$MC2" -o timeout=4,retries=1,cache_size=16M || exit 1
+t0=$(now)
+out=$(cat "$MC2/large.b2nd/data" 2>&1 >/dev/null) && fail "a read of answers always cut short succeeded"
+[[ $out == *"Input/output error"* ]] || fail "answers cut short: '$out', expected EIO"
+within 6 "$t0" || fail "answers cut short: the read took $(elapsed "$t0") s with timeout=4"
+log "answers always cut short: EIO after $(elapsed "$t0") s"
+check "the mount answers after answers cut short" ls "$MC2" >/dev/null
+check ".b2ndfs/stats answers after answers cut short" cat "$MC2/.b2ndfs/stats" >/dev/null
+grep -q "short body\|Transferred a partial file\|malformed multi-range" "$MC2.log" ||
+  fail "no short body in the log: $(tail -3 "$MC2.log")"
+
 # A long link (20 ms round trips through a delaying proxy): byte-exact, and
 # the request latency percentiles show it.
 PROXY_PORT=$(free_port)
@@ -243,7 +280,7 @@ nginx_restart || exit 1
 check "reads work after nginx restarts" cmp "$MS/good.b2nd/data" "$X/want_2d"
 check "the first mount still reads" cmp "$MF/large.b2nd/data" "$X/want_large"
 
-for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS" "$ML"; do
+for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS" "$ML" "$MC" "$MC2"; do
   check "fusermount3 -u $mnt" fusermount3 -u "$mnt"
 done
 finish

@@ -125,6 +125,7 @@ class CountingSource final : public source::ByteSource {
   Result<int64_t> PartSize(int64_t part) const override { return inner_->PartSize(part); }
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
     reads++;
+    if (fail_reads) return Status(EIO, "the source fails");
     bytes += static_cast<int64_t>(length);
     RaiseAtomic(longest, static_cast<int64_t>(length));
     // A slow source, so that concurrent readers' reads overlap in time.
@@ -155,7 +156,8 @@ class CountingSource final : public source::ByteSource {
   // (the chunk heads are fetched in the background at open).
   int delay_ms = 0;
   bool remote_ = false;
-  bool fail_batches = false;  // every read of a ReadMany fails (Read still works)
+  bool fail_batches = false;            // every read of a ReadMany fails (Read still works)
+  std::atomic<bool> fail_reads{false};  // every read fails
   mutable std::mutex batch_mutex;
   mutable std::vector<size_t> batches;  // guarded by batch_mutex
 
@@ -451,6 +453,43 @@ TEST_CASE("a remote source gets all of a plan's reads in one ReadMany", "[read_p
     CHECK(largest >= 2);
   }
   b2nd_free(array);
+}
+
+TEST_CASE("a read whose source fails stops asking at its first failed block", "[read_plan]") {
+  testing::TempDir dir("b2ndfs_read_plan");
+  const std::string path = (dir.path / "a.b2nd").string();
+  b2nd_array_t* array = WriteArray(path);
+  b2nd_free(array);
+  const bool remote = GENERATE(false, true);
+  CAPTURE(remote);
+  testing::TestStore env(256u << 20, 4, 2);
+  const auto [counting, container] = OpenCounting(env, path, int64_t{32} << 10, remote);
+  // The chunk heads are in (a read of one item per chunk), then the source fails.
+  geometry::Box box;
+  for (int64_t z : {0, 32}) {
+    for (int64_t y : {0, 128}) {
+      for (int64_t x : {0, 128}) {
+        box.start = {z, y, x};
+        box.stop = {z + 1, y + 1, x + 1};
+        float item;
+        REQUIRE(container->ReadArrayBox(box, reinterpret_cast<uint8_t*>(&item)).ok());
+      }
+    }
+  }
+  counting->fail_reads = true;
+  const int64_t before = counting->reads.load();
+  // Along axis 2: 64 blocks of 4 chunks, each a read of its own.
+  box.start = {0, 0, 77};
+  box.stop = {kShape[0], kShape[1], 78};
+  std::vector<uint8_t> got(static_cast<size_t>(kShape[0] * kShape[1] * 4));
+  const Status read = container->ReadArrayBox(box, got.data());
+  CHECK_FALSE(read.ok());
+  CHECK(read.message().find("the source fails") != std::string::npos);
+  const int64_t asked = counting->reads.load() - before;
+  CAPTURE(asked);
+  // Locally each read goes out as its first block needs it; a remote
+  // plan's 64 go out at once (one batch); none is asked for twice.
+  CHECK(asked <= (remote ? 64 : 16));
 }
 
 TEST_CASE("a plan's reads stay within the source's longest read", "[read_plan]") {
