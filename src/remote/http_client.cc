@@ -101,6 +101,17 @@ std::optional<int64_t> ParseHttpDate(const std::string& value) {
   return static_cast<int64_t>(::timegm(&tm));
 }
 
+std::optional<double> ParseRetryAfter(const std::string& value, int64_t now) {
+  int64_t seconds;
+  if (ParseInt64(value, &seconds)) {
+    if (seconds < 0) return std::nullopt;
+    return static_cast<double>(seconds);
+  }
+  const auto when = ParseHttpDate(value);
+  if (!when) return std::nullopt;
+  return static_cast<double>(std::max<int64_t>(0, *when - now));
+}
+
 namespace {
 
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
@@ -132,6 +143,8 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     r->info.content_encoding = value;
   } else if (name == "content-range") {
     r->content_range = value;
+  } else if (name == "retry-after") {
+    r->retry_after = ParseRetryAfter(value, static_cast<int64_t>(::time(nullptr))).value_or(0);
   }
   return n;
 }

@@ -53,6 +53,7 @@ struct HttpClient::Request {
   bool overflow = false;  // more bytes than asked for, or a 200 to a Range
   ObjectInfo info;
   std::string content_range;
+  double retry_after = 0;  // seconds a 429 or 503 answer's Retry-After asks for
   std::string error_body;  // the start of an error answer's body
 
   void ResetAnswer() {
@@ -61,6 +62,7 @@ struct HttpClient::Request {
     overflow = false;
     info = ObjectInfo();
     content_range.clear();
+    retry_after = 0;
     error_body.clear();
     parser.reset();
     parse_error.clear();

@@ -299,7 +299,10 @@ class HttpClient::Loop {
     // Full jitter: a random wait up to 100 ms * 2^attempt (at most 2 s), so
     // that many readers of a struggling server do not retry in step.
     const double cap = std::min(2.0, 0.1 * static_cast<double>(1 << std::min(t->attempt, 10)));
-    const double wait = std::uniform_real_distribution<double>(0, cap)(random_);
+    double wait = std::uniform_real_distribution<double>(0, cap)(random_);
+    // A server that says when to come back (429 or 503 with Retry-After)
+    // is asked again no sooner; if that is past the deadline, not at all.
+    if (t->request->retry_after > 0) wait = std::max(wait, t->request->retry_after);
     if (Now() + wait + 0.05 >= t->deadline) {
       End(t);
       return;

@@ -152,14 +152,18 @@ Status Container::Load(const FileCatalog* catalog) {
   const source::PartRead window_reads[2] = {
       {source::kFramePart, ends[0].begin, ends[0].bytes.size(), ends[0].bytes.data()},
       {source::kFramePart, ends[1].begin, ends[1].bytes.size(), ends[1].bytes.data()}};
-  // A window that could not be read is not used: the reads it would have
-  // served go to the source one by one, and say what is wrong.
+  // A window that could not be read fails the open with the source's
+  // error: the reads it would have served, one by one, would each wait for
+  // the same failing server again (and its retries) before saying so.
   const size_t windows = ends[0].bytes.empty() ? 0 : ends[1].bytes.empty() ? 1 : 2;
   if (windows > 0) {
+    Status failed;
     source_->ReadMany(std::span(window_reads, windows), [&](size_t i, const Status& status) {
       CountSourceRead(status, window_reads[i].length);
       ends[i].ok = status.ok();
+      if (!status.ok() && failed.ok()) failed = status;
     });
+    B2NDFS_RETURN_IF_ERROR(failed.WithContext("frame header and trailer"));
   }
   format::ReadAt read_at = [this, file_size, &ends](
                                int64_t offset, int64_t length) -> Result<std::vector<uint8_t>> {

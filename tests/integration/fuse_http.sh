@@ -239,6 +239,21 @@ check ".b2ndfs/stats answers after answers cut short" cat "$MC2/.b2ndfs/stats" >
 grep -q "short body\|Transferred a partial file\|malformed multi-range" "$MC2.log" ||
   fail "no short body in the log: $(tail -3 "$MC2.log")"
 
+# 429 with Retry-After: 2 on every Range request: asked again no sooner than
+# that (retries=3), until the next wait would pass the timeout (5 s): EIO
+# after about 4 s, three requests.
+MR=$TMP/mnt_busy
+mount_fs "$NGINX_URL/busy/faults/" "$MR" -o timeout=5,retries=3 || exit 1
+before=$(grep -c '/busy/faults/good.b2nd HTTP/1.1" 429' "$NGINX_DIR/access.log")
+t0=$(now)
+out=$(cat "$MR/good.b2nd/data" 2>&1 >/dev/null) && fail "a read through 429 answers succeeded"
+[[ $out == *"Input/output error"* ]] || fail "429: '$out', expected EIO"
+within 6 "$t0" || fail "429: the read took $(elapsed "$t0") s with timeout=5"
+within 3.5 "$t0" && fail "429 with Retry-After: 2: the read failed after $(elapsed "$t0") s (not waited for)"
+asked=$(($(grep -c '/busy/faults/good.b2nd HTTP/1.1" 429' "$NGINX_DIR/access.log") - before))
+log "429 with Retry-After: EIO after $(elapsed "$t0") s, $asked requests"
+((asked == 3)) || fail "429 with Retry-After: 2 and timeout=5: $asked requests, expected 3"
+
 # A long link (20 ms round trips through a delaying proxy): byte-exact, and
 # the request latency percentiles show it.
 PROXY_PORT=$(free_port)
@@ -280,7 +295,7 @@ nginx_restart || exit 1
 check "reads work after nginx restarts" cmp "$MS/good.b2nd/data" "$X/want_2d"
 check "the first mount still reads" cmp "$MF/large.b2nd/data" "$X/want_large"
 
-for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS" "$ML" "$MC" "$MC2"; do
+for mnt in "$M" "$MH" "$M1" "$M2" "$MF" "$MB" "$MS" "$ML" "$MC" "$MC2" "$MR"; do
   check "fusermount3 -u $mnt" fusermount3 -u "$mnt"
 done
 finish

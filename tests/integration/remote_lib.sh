@@ -6,7 +6,8 @@
 # nginx (Debian's), serving directories of this test's temp dir:
 #   nginx_start NAME=DIR [NAME=DIR ...]   serves each DIR at /NAME/ (and again
 #       at /html/NAME/ with HTML indexes, /slow/NAME/ at 8 KiB/s per response,
-#       /flaky/NAME/ answering every Range request with 503, /weak/NAME/ with
+#       /flaky/NAME/ answering every Range request with 503, /busy/NAME/ with
+#       429 and Retry-After: 2, /weak/NAME/ with
 #       weak ETags, /encoded/NAME/ saying Content-Encoding: gzip for .b2nd
 #       files, /root-NAME/ from the server's root); sets NGINX_PORT
 #       and NGINX_URL (http://127.0.0.1:PORT). Paths named in NGINX_DENY
@@ -93,6 +94,8 @@ nginx_write_conf() {
       echo "    location /slow/$name/ { alias $dir/; autoindex on; autoindex_format json; limit_rate 8k; }"
       echo "    location /flaky/$name/ { alias $dir/; autoindex on; autoindex_format json;"
       echo "      if (\$http_range) { return 503; } }"
+      echo "    location /busy/$name/ { alias $dir/; autoindex on; autoindex_format json;"
+      echo "      if (\$http_range) { add_header Retry-After 2 always; return 429; } }"
       # A server whose ETags are weak (W/"..."), and one that says its
       # objects are gzip-encoded (as S3 does for objects stored so).
       # Served from the server's root as well (/root-NAME/), where a

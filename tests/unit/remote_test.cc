@@ -17,6 +17,16 @@ TEST_CASE("RedactUrl drops credentials, query and fragment") {
   CHECK(RedactUrl("http://h/a@b/c") == "http://h/a@b/c");
 }
 
+TEST_CASE("ParseRetryAfter: seconds or an HTTP date") {
+  CHECK(ParseRetryAfter("120", 0) == 120.0);
+  CHECK(ParseRetryAfter("0", 0) == 0.0);
+  CHECK_FALSE(ParseRetryAfter("-5", 0));
+  CHECK_FALSE(ParseRetryAfter("soon", 0));
+  // Sun, 06 Nov 1994 08:49:37 GMT is 784111777.
+  CHECK(ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", 784111770) == 7.0);
+  CHECK(ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", 784111800) == 0.0);  // past
+}
+
 TEST_CASE("ParseContentRange") {
   auto r = ParseContentRange("bytes 0-9/100");
   REQUIRE(r);

@@ -11,7 +11,9 @@
 // Time: every request, retries included, ends within Options::timeout
 // seconds (waiting for a free connection counts too); transient failures
 // (connection refused or reset, timeouts of one attempt, 5xx, 429) are retried
-// at most Options::retries times with exponential backoff and full jitter.
+// at most Options::retries times with exponential backoff and full jitter,
+// and no sooner than a 429 or 503 answer's Retry-After asks (a request whose
+// wait would pass its deadline fails at once instead).
 // A request that runs out of time marks the server as not answering: for
 // min(timeout, kDownSeconds) seconds requests fail at once (EIO) instead of
 // each waiting the whole timeout (a reader's every page, and the read-ahead
@@ -61,6 +63,10 @@ std::optional<ContentRange> ParseContentRange(const std::string& value);
 // Seconds since the epoch of an RFC 7231 HTTP date (IMF-fixdate, as servers
 // send in Last-Modified); nullopt if malformed.
 std::optional<int64_t> ParseHttpDate(const std::string& value);
+
+// Seconds a Retry-After header asks to wait (delta-seconds, or an HTTP
+// date relative to `now`, seconds since the epoch); nullopt if malformed.
+std::optional<double> ParseRetryAfter(const std::string& value, int64_t now);
 
 // What a server says about an object.
 struct ObjectInfo {
