@@ -143,6 +143,8 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     r->info.content_encoding = value;
   } else if (name == "content-range") {
     r->content_range = value;
+  } else if (name == "x-amz-bucket-region") {
+    r->bucket_region = value;
   } else if (name == "retry-after") {
     r->retry_after = ParseRetryAfter(value, static_cast<int64_t>(::time(nullptr))).value_or(0);
   }
@@ -213,9 +215,19 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
 }
 
 // " (NoSuchKey)": the <Code> of an S3 error document, if it is a plain word.
-std::string ErrorCode(const std::string& body) {
+// " (CODE)" of an S3-style error answer, and where the bucket is when the
+// answer says (a request signed for another region: a 301 with
+// x-amz-bucket-region, or a 400 whose document names <Region>).
+std::string ErrorCode(const std::string& body, const std::string& bucket_region) {
   const std::string code = S3ErrorCode(body);
-  return code.empty() ? "" : " (" + code + ")";
+  std::string region = ValidRegionName(bucket_region);
+  if (region.empty()) region = S3ErrorRegion(body);
+  std::string out = code;
+  if (!region.empty()) {
+    out += std::string(out.empty() ? "" : "; ") + "the bucket is in " + region +
+           ": mount with -o region=" + region;
+  }
+  return out.empty() ? "" : " (" + out + ")";
 }
 
 bool TransientCurlError(CURLcode code) {
@@ -339,7 +351,8 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   r.status = status;
-  const std::string answer = "HTTP " + std::to_string(status) + ErrorCode(r.error_body);
+  const std::string answer =
+      "HTTP " + std::to_string(status) + ErrorCode(r.error_body, r.bucket_region);
   if (status == 404 || status == 410) {
     *kind = ErrorKind::kNotFound;
     return Status(ENOENT, r.What() + ": " + answer);

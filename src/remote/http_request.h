@@ -53,8 +53,9 @@ struct HttpClient::Request {
   bool overflow = false;  // more bytes than asked for, or a 200 to a Range
   ObjectInfo info;
   std::string content_range;
-  double retry_after = 0;  // seconds a 429 or 503 answer's Retry-After asks for
-  std::string error_body;  // the start of an error answer's body
+  double retry_after = 0;     // seconds a 429 or 503 answer's Retry-After asks for
+  std::string bucket_region;  // x-amz-bucket-region (S3)
+  std::string error_body;     // the start of an error answer's body
 
   void ResetAnswer() {
     status = 0;
@@ -63,6 +64,7 @@ struct HttpClient::Request {
     info = ObjectInfo();
     content_range.clear();
     retry_after = 0;
+    bucket_region.clear();
     error_body.clear();
     parser.reset();
     parse_error.clear();

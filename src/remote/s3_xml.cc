@@ -308,6 +308,23 @@ Result<ListObjectsPage> ParseListObjectsV2(const std::string& xml) {
   return page;
 }
 
+std::string ValidRegionName(const std::string& name) {
+  if (name.empty() || name.size() > 32) return "";
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return "";
+  }
+  return name;
+}
+
+std::string S3ErrorRegion(const std::string& body) {
+  const size_t open = body.find("<Region>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 8;
+  const size_t close = body.find("</Region>", start);
+  if (close == std::string::npos) return "";
+  return ValidRegionName(body.substr(start, close - start));
+}
+
 std::string S3ErrorCode(const std::string& body) {
   const size_t open = body.find("<Code>");
   if (open == std::string::npos) return "";

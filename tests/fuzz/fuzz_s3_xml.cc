@@ -47,6 +47,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(std::isalnum(static_cast<unsigned char>(c)), "error code is not a plain word");
   }
 
+  const std::string region = S3ErrorRegion(text);
+  FUZZ_CHECK(region.size() <= 32, "region over 32 characters");
+  for (char c : region) {
+    FUZZ_CHECK(std::isalnum(static_cast<unsigned char>(c)) || c == '-',
+               "region is not a region name");
+  }
+
   // Timestamps: a prefix of the input, as <LastModified> text.
   (void)ParseIso8601(text.substr(0, 64));
   return 0;

@@ -226,6 +226,21 @@ TEST_CASE("ListObjectsV2: random mutations are parsed or refused with EIO") {
   CHECK(parsed > 1000);
 }
 
+TEST_CASE("S3 error documents: the code, and the bucket's region when named") {
+  // AWS's answer to a request signed for the wrong region.
+  const std::string wrong_region =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AuthorizationHeaderMalformed"
+      "</Code><Message>The authorization header is malformed; the region 'us-east-1' is wrong; "
+      "expecting 'eu-west-1'</Message><Region>eu-west-1</Region><RequestId>X</RequestId></Error>";
+  CHECK(S3ErrorCode(wrong_region) == "AuthorizationHeaderMalformed");
+  CHECK(S3ErrorRegion(wrong_region) == "eu-west-1");
+  CHECK(S3ErrorRegion("<Error><Code>NoSuchKey</Code></Error>").empty());
+  CHECK(S3ErrorRegion("<Region>eu west 1; rm -rf</Region>").empty());  // not a region name
+  CHECK(S3ErrorRegion("<Region></Region>").empty());
+  CHECK(ValidRegionName("ap-southeast-2") == "ap-southeast-2");
+  CHECK(ValidRegionName(std::string(40, 'a')).empty());
+}
+
 TEST_CASE("ParseIso8601") {
   CHECK(ParseIso8601("2009-10-12T17:50:30.000Z") == 1255369830);
   CHECK(ParseIso8601("1970-01-01T00:00:00Z") == 0);

@@ -43,6 +43,14 @@ Result<ListObjectsPage> ParseListObjectsV2(const std::string& xml);
 // messages).
 std::string S3ErrorCode(const std::string& body);
 
+// The <Region> of an S3 error document (AuthorizationHeaderMalformed: the
+// bucket's region), or "" when there is none or it is not a region name
+// (letters, digits and '-', at most 32).
+std::string S3ErrorRegion(const std::string& body);
+
+// `name` if it looks like a region name (as S3ErrorRegion), else "".
+std::string ValidRegionName(const std::string& name);
+
 // "2009-10-12T17:50:30.000Z" (ISO 8601, UTC, optional fraction) as seconds
 // since the epoch.
 std::optional<int64_t> ParseIso8601(const std::string& text);
