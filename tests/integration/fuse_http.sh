@@ -97,7 +97,8 @@ check "opened container: meta.json" grep -q '"shape"' "$MO/ndim/3d_f4.b2nd/meta.
 # A whole sequential read fetches every compressed byte once: the kernel's
 # concurrent reads and the mount's read-ahead want the same blocks at once,
 # and bytes another read has in flight are shared, not fetched again. Bytes
-# fetched (metadata and chunk heads included) stay within 1.1x the object.
+# fetched (metadata and chunk heads included) stay within 1.1x the object,
+# and blocks are loaded ahead of the reader.
 MS=$TMP/mnt_seq
 mount_fs "$NGINX_URL/fx/medium/volume_f4.b2nd" "$MS" -o cache_size=64M,threads=4 || exit 1
 want_data "$R" medium/volume_f4.b2nd "$X/want_volume"
@@ -109,6 +110,9 @@ object=$(stat -c %s "$S/medium/volume_f4.b2nd")
 log "sequential read: fetched $fetched bytes of a $object-byte object ($shared shared in flight)"
 ((fetched > 0 && fetched * 10 <= object * 11)) ||
   fail "a whole sequential read fetched $fetched bytes of a $object-byte object (over 1.1x: bytes fetched twice)"
+# ... and its blocks were loaded ahead of the reader (read-ahead of ranges).
+ahead=$(stats_field "$MS" reads.readahead_blocks)
+((${ahead:-0} > 0)) || fail "a sequential read over http loaded no blocks ahead (reads.readahead_blocks=$ahead)"
 
 # The 64 block ranges of a last-axis slice go out together (ByteSource::
 # ReadMany on libcurl's multi interface), not one per worker thread (2 here),
