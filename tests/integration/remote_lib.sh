@@ -13,7 +13,8 @@
 #       and NGINX_URL (http://127.0.0.1:PORT). Paths named in NGINX_DENY
 #       (e.g. "/faults/denied.b2nd") answer 403.
 #       With NGINX_TLS_CERT and NGINX_TLS_KEY (PEM files) set, it also serves
-#       all of that over TLS (NGINX_TLS_PORT, NGINX_TLS_URL: https://127.0.0.1:PORT);
+#       all of that over TLS, HTTP/2 offered (NGINX_TLS_PORT, NGINX_TLS_URL:
+#       https://127.0.0.1:PORT);
 #       with NGINX_AUTH_FILE (nginx's auth_basic_user_file), /private/NAME/
 #       asks for a password.
 #   nginx_stop                          stops it (waits for the exit)
@@ -78,7 +79,7 @@ nginx_write_conf() {
     echo "  server {"
     echo "    listen 127.0.0.1:$NGINX_PORT;"
     if [[ -n $NGINX_TLS_CERT ]]; then
-      echo "    listen 127.0.0.1:$NGINX_TLS_PORT ssl;"
+      echo "    listen 127.0.0.1:$NGINX_TLS_PORT ssl http2;"
       echo "    ssl_certificate $NGINX_TLS_CERT;"
       echo "    ssl_certificate_key $NGINX_TLS_KEY;"
     fi
