@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # fuse.http_trust: whom a remote source trusts, and what it keeps to itself.
-# nginx serves the fixture set over TLS (HTTP/2 offered) with a certificate
-# from a CA this test makes: the mount is refused by default (certificates
-# are verified; the error says so) and reads byte-exact with ca_file=CA,
-# over HTTP/2 streams. A location that asks
+# nginx serves the fixture set over TLS (HTTP/2 offered, HTTP/1.1 taken)
+# with a certificate from a CA this test makes: the mount is refused by
+# default (certificates are verified; the error says so) and reads
+# byte-exact with ca_file=CA. A location that asks
 # for a password (HTTP basic authentication) is refused without one (EACCES),
 # read with credentials=FILE (.netrc; refused when every user may read it)
 # and with the password in the URL, which then shows nowhere: not in the
@@ -67,11 +67,13 @@ MT=$TMP/mnt_tls
 mount_fs "$NGINX_TLS_URL/fx/" "$MT" -o "ca_file=$T/ca.pem,cache_size=32M" || exit 1
 check "https with ca_file=: the tree" "$FUSE_COMPARE" tree "$MT" "$S" "$R"
 check "https with ca_file=: the bytes" "$FUSE_COMPARE" bytes "$MT" "$R"
-# nginx offers HTTP/2 over TLS (ALPN), which libcurl takes: the same bytes
-# came over multiplexed streams, multi-range answers included.
-h2=$(grep -c 'HTTP/2.0" 206' "$NGINX_DIR/access.log")
-log "https: $h2 range answers over HTTP/2"
-((h2 > 0)) || fail "no range request went over HTTP/2: $(tail -2 "$NGINX_DIR/access.log")"
+# nginx offers HTTP/2 over TLS (ALPN); the mount keeps to HTTP/1.1, whose
+# kept-alive connections its reads are planned for (libcurl 7.88's h2
+# stalled reads by 0.2-1 s).
+h1=$(grep -c 'HTTP/1.1" 206' "$NGINX_DIR/access.log")
+h2=$(grep -c 'HTTP/2.0"' "$NGINX_DIR/access.log")
+log "https: $h1 range answers over HTTP/1.1, $h2 requests over HTTP/2"
+((h1 > 0 && h2 == 0)) || fail "https requests: $h1 over HTTP/1.1, $h2 over HTTP/2 (want all over 1.1)"
 mount_refused "ca_file= that does not exist" "$X/noca.err" "$NGINX_TLS_URL/fx/" \
   -o "ca_file=$T/missing.pem"
 grep -q "missing.pem" "$X/noca.err" || fail "the missing ca_file= is not named: $(cat "$X/noca.err")"
