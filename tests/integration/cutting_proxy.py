@@ -38,6 +38,14 @@ def header(head, name):
     return None
 
 
+def end_writing(writer):
+    """Half-closes: the other side sees the end of what this one sent."""
+    try:
+        writer.write_eof()
+    except (OSError, RuntimeError):
+        pass
+
+
 async def requests(reader, writer, methods):
     """Client to server: whole requests (GET and HEAD have no body)."""
     try:
@@ -50,10 +58,7 @@ async def requests(reader, writer, methods):
             await writer.drain()
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, OSError):
         pass
-    try:
-        writer.write_eof()
-    except (OSError, RuntimeError):
-        pass
+    end_writing(writer)
 
 
 async def answers(reader, writer, methods, cuts):
@@ -96,10 +101,7 @@ async def answers(reader, writer, methods, cuts):
             await writer.drain()
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, OSError):
         pass
-    try:
-        writer.write_eof()
-    except (OSError, RuntimeError):
-        pass
+    end_writing(writer)
     return False
 
 
