@@ -113,24 +113,24 @@ fi
 # is left out, not the whole test.)
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
 if nginx_binary >/dev/null && s3rver_binary >/dev/null; then
-nginx_start fx="$S" || exit 1
-s3rver_start fixtures || exit 1
-trap 'ITEST_RC=$?; nginx_stop; s3rver_stop; (exit $ITEST_RC); itest_cleanup' EXIT
-s3_put fixtures "$S" || exit 1
-printf '[default]\naws_access_key_id=S3RVER\naws_secret_access_key=S3RVER\n' >"$TMP/s3.keys"
-chmod 600 "$TMP/s3.keys"
-printf '%s/fx/  %s  fuse.b2ndfs  _netdev,nofail,cache_size=64M  0  0\n' "$NGINX_URL" "$M" >"$TMP/fstab.http"
-printf 's3://fixtures  %s  fuse.b2ndfs  _netdev,nofail,endpoint=%s,credentials=%s  0  0\n' \
-  "$M" "$S3_URL" "$TMP/s3.keys" >"$TMP/fstab.s3"
-for kind in http s3; do
-  if env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE \
-    AWS_SHARED_CREDENTIALS_FILE="$TMP/none" AWS_CONFIG_FILE="$TMP/none" \
-    mount -T "$TMP/fstab.$kind" "$M" 2>"$TMP/mount.err"; then
-    after_mount "mount -T fstab, $kind source"
-  else
-    fail "mount with an fstab line of a $kind source failed: $(cat "$TMP/mount.err")"
-  fi
-done
+  nginx_start fx="$S" || exit 1
+  s3rver_start fixtures || exit 1
+  trap 'ITEST_RC=$?; nginx_stop; s3rver_stop; (exit $ITEST_RC); itest_cleanup' EXIT
+  s3_put fixtures "$S" || exit 1
+  printf '[default]\naws_access_key_id=S3RVER\naws_secret_access_key=S3RVER\n' >"$TMP/s3.keys"
+  chmod 600 "$TMP/s3.keys"
+  printf '%s/fx/  %s  fuse.b2ndfs  _netdev,nofail,cache_size=64M  0  0\n' "$NGINX_URL" "$M" >"$TMP/fstab.http"
+  printf 's3://fixtures  %s  fuse.b2ndfs  _netdev,nofail,endpoint=%s,credentials=%s  0  0\n' \
+    "$M" "$S3_URL" "$TMP/s3.keys" >"$TMP/fstab.s3"
+  for kind in http s3; do
+    if env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE \
+      AWS_SHARED_CREDENTIALS_FILE="$TMP/none" AWS_CONFIG_FILE="$TMP/none" \
+      mount -T "$TMP/fstab.$kind" "$M" 2>"$TMP/mount.err"; then
+      after_mount "mount -T fstab, $kind source"
+    else
+      fail "mount with an fstab line of a $kind source failed: $(cat "$TMP/mount.err")"
+    fi
+  done
 else
   log "SKIP: remote sources in fstab (no nginx or s3rver)"
 fi
