@@ -56,6 +56,12 @@ struct PlanBatch {
     std::unique_lock<std::mutex> lock(mutex);
     changed.wait(lock, [&] { return ready[k] != 0; });
   }
+  // Whether read k's pieces are all in (what the issuer wrote for it is
+  // then published to the caller).
+  bool Landed(size_t k) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return ready[k] != 0;
+  }
   std::atomic<bool> issued{false};
   std::vector<SpanFlights::Claim> claims;
   std::vector<char> claimed;
@@ -435,7 +441,13 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     }
     if (b.view >= 0) {
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1) release.One(loads.reads[k]);
+      // In a batch, a read whose blocks all came from other readers' loads
+      // may still be landing (or not issued yet: the issuer claims every
+      // read): it is released with the rest at the end.
+      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+          (!batched || batch.Landed(k))) {
+        release.One(loads.reads[k]);
+      }
     }
   });
 }
