@@ -48,6 +48,8 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
         head->final_url.find_first_of("?#") == std::string::npos) {
       config.root_is_dir = true;
       config.base = head->final_url;
+    } else if (head.ok()) {
+      config.root_head = std::move(head).value();
     }
   }
   while (config.base.size() > 1 && config.base.back() == '/') config.base.pop_back();

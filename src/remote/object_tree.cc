@@ -298,7 +298,12 @@ class ObjectTree final : public source::Tree {
         root_(std::move(config.root)),
         root_is_dir_(config.root_is_dir),
         list_(std::move(config.list)),
-        start_time_(static_cast<int64_t>(::time(nullptr))) {}
+        start_time_(static_cast<int64_t>(::time(nullptr))) {
+    // (One without a size is asked for again: Head() refuses it.)
+    if (!root_is_dir_ && config.root_head && config.root_head->size >= 0) {
+      heads_[root_] = Cached<ObjectInfo>{Now(), *config.root_head};
+    }
+  }
 
   const std::string& root() const override { return root_; }
   bool remote() const override { return true; }

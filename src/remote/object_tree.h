@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct ObjectTreeConfig {
   using Lister = std::function<Result<std::vector<IndexEntry>>(const std::string& path,
                                                                const std::string& url)>;
   Lister list;
+  // Optional: the root object's HEAD answer, when the opener asked for it
+  // to tell an object from a directory; taken as the tree's first answer
+  // for the root (reused for `revalidate` seconds, as any other).
+  std::optional<ObjectInfo> root_head;
   // Optional: where fetched ranges are kept (disk_cache.h).
   std::shared_ptr<DiskCache> disk_cache;
 };

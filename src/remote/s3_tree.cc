@@ -229,6 +229,7 @@ Result<std::shared_ptr<source::Tree>> OpenS3Tree(const std::string& url, const S
     auto head = client->Head(config.base);
     if (head.ok()) {
       config.root_is_dir = false;
+      config.root_head = std::move(head).value();
     } else if (head.status().error_number() != ENOENT) {
       return Status(head.status().error_number(), config.root + ": " + head.status().message());
     }
