@@ -214,7 +214,6 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// " (NoSuchKey)": the <Code> of an S3 error document, if it is a plain word.
 // " (CODE)" of an S3-style error answer, and where the bucket is when the
 // answer says (a request signed for another region: a 301 with
 // x-amz-bucket-region, or a 400 whose document names <Region>).

@@ -308,34 +308,38 @@ Result<ListObjectsPage> ParseListObjectsV2(const std::string& xml) {
   return page;
 }
 
-std::string ValidRegionName(const std::string& name) {
-  if (name.empty() || name.size() > 32) return "";
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return "";
-  }
-  return name;
+namespace {
+
+// The text of the first <TAG>...</TAG> of an error document, or "".
+std::string ElementText(const std::string& body, const std::string& tag) {
+  const size_t open = body.find("<" + tag + ">");
+  if (open == std::string::npos) return "";
+  const size_t start = open + tag.size() + 2;
+  const size_t close = body.find("</" + tag + ">", start);
+  if (close == std::string::npos) return "";
+  return body.substr(start, close - start);
 }
 
+// `text` if it is a plain word (it goes into messages): 1 to `max_size`
+// letters and digits, and '-' with `dash`; else "".
+std::string PlainWord(const std::string& text, size_t max_size, bool dash) {
+  if (text.empty() || text.size() > max_size) return "";
+  for (char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !(dash && c == '-')) return "";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string ValidRegionName(const std::string& name) { return PlainWord(name, 32, true); }
+
 std::string S3ErrorRegion(const std::string& body) {
-  const size_t open = body.find("<Region>");
-  if (open == std::string::npos) return "";
-  const size_t start = open + 8;
-  const size_t close = body.find("</Region>", start);
-  if (close == std::string::npos) return "";
-  return ValidRegionName(body.substr(start, close - start));
+  return ValidRegionName(ElementText(body, "Region"));
 }
 
 std::string S3ErrorCode(const std::string& body) {
-  const size_t open = body.find("<Code>");
-  if (open == std::string::npos) return "";
-  const size_t start = open + 6;
-  const size_t close = body.find("</Code>", start);
-  if (close == std::string::npos || close == start || close - start > 64) return "";
-  const std::string code = body.substr(start, close - start);
-  for (char c : code) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) return "";
-  }
-  return code;
+  return PlainWord(ElementText(body, "Code"), 64, false);
 }
 
 }  // namespace b2ndfs::remote

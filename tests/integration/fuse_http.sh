@@ -213,16 +213,9 @@ server_errors=$(stats_field "$MB" remote.errors_by_kind.server)
 # (index pages, chunked, pass): the read fails with EIO within the timeout,
 # and the mount answers.
 want_data "$R" medium/image_u2.b2nd "$X/want_cut"
-start_cutting_proxy() {
-  local port=$1 out=$2
-  shift 2
-  "$PY" "$(dirname "${BASH_SOURCE[0]}")/cutting_proxy.py" "$port" "$NGINX_PORT" "$@" \
-    >"$out" 2>&1 &
-  ITEST_HELPERS+=($!)
-  wait_until 10 grep -q ready "$out" || fail "the cutting proxy did not start: $(cat "$out")"
-}
+CUTTING_PROXY=$(dirname "${BASH_SOURCE[0]}")/cutting_proxy.py
 CUT_PORT=$(free_port)
-start_cutting_proxy "$CUT_PORT" "$X/cut.out" 100000 2
+proxy_start "$X/cut.out" "$CUTTING_PROXY" "$CUT_PORT" "$NGINX_PORT" 100000 2
 MC=$TMP/mnt_cut
 mount_fs "http://127.0.0.1:$CUT_PORT/faults/" "$MC" -o timeout=10,retries=3,cache_size=16M || exit 1
 check "answers cut short twice: data" cmp "$MC/large.b2nd/data" "$X/want_cut"
@@ -230,7 +223,7 @@ retries=$(stats_field "$MC" remote.retries)
 ((${retries:-0} >= 1)) || fail "answers cut short were not asked for again (remote.retries=$retries)"
 [[ $(grep -c '^cut ' "$X/cut.out") == 2 ]] || fail "the proxy did not cut two answers: $(cat "$X/cut.out")"
 CUT_ALL_PORT=$(free_port)
-start_cutting_proxy "$CUT_ALL_PORT" "$X/cut_all.out" 1000
+proxy_start "$X/cut_all.out" "$CUTTING_PROXY" "$CUT_ALL_PORT" "$NGINX_PORT" 1000
 MC2=$TMP/mnt_cut_all
 mount_fs "http://127.0.0.1:$CUT_ALL_PORT/faults/" "$MC2" -o timeout=4,retries=1,cache_size=16M || exit 1
 t0=$(now)
@@ -261,10 +254,8 @@ log "429 with Retry-After: EIO after $(elapsed "$t0") s, $asked requests"
 # A long link (20 ms round trips through a delaying proxy): byte-exact, and
 # the request latency percentiles show it.
 PROXY_PORT=$(free_port)
-"$PY" "$(dirname "${BASH_SOURCE[0]}")/../../scripts/latency_proxy.py" "$PROXY_PORT" "$NGINX_PORT" 20 \
-  >"$X/proxy.out" 2>&1 &
-ITEST_HELPERS+=($!)
-wait_until 10 grep -q ready "$X/proxy.out" || fail "the latency proxy did not start: $(cat "$X/proxy.out")"
+proxy_start "$X/proxy.out" "$(dirname "${BASH_SOURCE[0]}")/../../scripts/latency_proxy.py" \
+  "$PROXY_PORT" "$NGINX_PORT" 20
 ML=$TMP/mnt_latency
 mount_fs "http://127.0.0.1:$PROXY_PORT/fx/" "$ML" -o cache_size=32M || exit 1
 want_data "$R" medium/image_u2.b2nd "$X/want_large_fx"

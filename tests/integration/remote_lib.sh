@@ -19,6 +19,7 @@
 #       asks for a password.
 #   nginx_stop                          stops it (waits for the exit)
 #   nginx_restart                       the same config and port again
+#   proxy_start OUT SCRIPT ARGS...       a test proxy in front of it (below)
 # Skips the test (exit 77) when no nginx binary is installed.
 #
 # s3rver 3.x (npm, installed by scripts/setup.sh into .deps/npm):
@@ -162,6 +163,17 @@ nginx_stop() {
 nginx_restart() {
   nginx_stop
   nginx_launch
+}
+
+# proxy_start OUT SCRIPT ARGS...: a proxy of the tests (scripts/latency_proxy.py,
+# tests/integration/cutting_proxy.py) in the background, stopped at cleanup;
+# its output goes to OUT, and it is waited for until it prints "ready".
+proxy_start() {
+  local out=$1 script=$2
+  shift 2
+  "$PY" "$script" "$@" >"$out" 2>&1 &
+  ITEST_HELPERS+=($!)
+  wait_until 10 grep -q ready "$out" || fail "$(basename "$script") did not start: $(cat "$out")"
 }
 
 # --- s3rver --------------------------------------------------------------------

@@ -22,10 +22,11 @@
 // object is no longer the version asked for, or a Range answer names another
 // total size), EIO for everything else (timeouts, a 200 answer to a Range
 // request, a short body, a wrong Content-Range, an encoded answer: a
-// Content-Encoding other than identity, whose bytes are not the object's). Messages name the URL
-// and the error code of an S3-style XML error body (<Code>), if any
-// without credentials or query string (RedactUrl); failures other than
-// ENOENT are also logged (a few per second at most).
+// Content-Encoding other than identity, whose bytes are not the object's).
+// Messages name the URL without credentials or query string (RedactUrl),
+// and the error code of an S3-style XML error body (<Code>) and the
+// bucket's region, if the answer names them; failures other than ENOENT
+// are also logged (a few per second at most).
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
