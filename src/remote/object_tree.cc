@@ -125,8 +125,14 @@ class ObjectSource final : public source::ByteSource {
   bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
   // A request costs a round trip: bytes up to this far apart are fetched in
   // one, within the plan's 25% waste bound (store/read_plan.h).
-  int64_t coalesce_gap() const override { return int64_t{1} << 20; }
-  bool remote() const override { return true; }
+  source::CostProfile cost() const override {
+    source::CostProfile cost;
+    cost.merge_gap = int64_t{1} << 20;
+    cost.max_read = int64_t{8} << 20;
+    cost.batch_reads = true;
+    cost.latency = source::CostProfile::Latency::kNetwork;
+    return cost;
+  }
 
   Result<int64_t> PartSize(int64_t part) const override {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));

@@ -56,7 +56,11 @@ class LocalSource final : public ByteSource {
   // Measured on a page-cached frame (2 shared cores): a pread + fstat pair
   // costs ~10 us, copying ~0.45 us per KiB more: reading a gap pays below
   // ~20 KiB.
-  int64_t coalesce_gap() const override { return 20 << 10; }
+  source::CostProfile cost() const override {
+    CostProfile cost;
+    cost.merge_gap = 20 << 10;
+    return cost;
+  }
 
   Result<int64_t> PartSize(int64_t part) const override {
     if (part == kFramePart) {

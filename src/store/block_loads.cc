@@ -103,13 +103,13 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     }
   };
   find_cached_heads();
-  if (!cold.empty() && source_->remote()) {
+  if (!cold.empty() && source_->cost().network()) {
     // The background fetch of every head may be on its way (one round trip
     // for them all): wait for it rather than ask again.
     WaitForHeadsPrefetch();
     find_cached_heads();
   }
-  if (!cold.empty() && source_->remote()) {
+  if (!cold.empty() && source_->cost().batch_reads) {
     // In one ReadMany, with other chunks' heads (each a request to S3, a
     // range of a few multi-range requests to a web server).
     std::vector<int64_t> wanted(loads.chunks.size());
@@ -167,8 +167,9 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     span_block.push_back(i);
   }
   if (spans.empty()) return;
-  const CoalesceOptions options{std::max<int64_t>(0, source_->coalesce_gap()),
-                                source_->remote() ? kMaxRemoteReadBytes : kMaxLocalReadBytes};
+  const source::CostProfile cost = source_->cost();
+  const CoalesceOptions options{std::max<int64_t>(0, cost.merge_gap),
+                                cost.network() ? cost.max_read : std::min(cost.max_read, kMaxLocalReadBytes)};
   for (CoalescedRead& r : CoalesceSpans(spans, options)) {
     const size_t read_index = loads.reads.size();
     BlockLoads::Read read;
@@ -353,7 +354,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
         meta_->flights.Join(batch.claims[k], batch.landed[k], read_source, &batch.counts[k]);
     finish(k, batch.counts[k]);
   };
-  const bool batched = source_->remote() && loads.reads.size() > 1;
+  const bool batched = source_->cost().batch_reads && loads.reads.size() > 1;
   // One round of tasks, one per block: the first block that needs a read
   // does it, the others of that read wait for it (OnceFlags). Reads overlap
   // with decoding, a read whose blocks another reader loaded meanwhile is

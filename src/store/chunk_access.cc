@@ -199,7 +199,7 @@ void Container::FetchChunkHeads(std::span<const int64_t> chunks) const {
 std::vector<int64_t> Container::OtherHeadsToFetch(const std::vector<int64_t>& wanted,
                                                   size_t room) const {
   std::vector<int64_t> others;
-  if (!source_->remote() || meta_->nchunks > context_->remote_heads_max_chunks) return others;
+  if (!source_->cost().network() || meta_->nchunks > context_->remote_heads_max_chunks) return others;
   while (others.size() < room) {
     const int64_t c = meta_->next_other_head.fetch_add(1);
     if (c >= meta_->nchunks) break;
@@ -215,7 +215,7 @@ std::vector<int64_t> Container::OtherHeadsToFetch(const std::vector<int64_t>& wa
 // never waits for it; the requests (one a head for S3, a few multi-range
 // ones for a web server) are what `remote_heads_max_chunks` bounds.
 void Container::StartHeadsPrefetch() const {
-  if (!ok() || !source_->remote() || context_->workers == nullptr) return;
+  if (!ok() || !source_->cost().network() || context_->workers == nullptr) return;
   const int64_t nchunks = meta_->nchunks;
   if (nchunks == 0 || nchunks > context_->remote_heads_max_chunks) return;
   std::weak_ptr<const Container> weak = weak_from_this();

@@ -143,7 +143,7 @@ Status Container::Load(const FileCatalog* catalog) {
   if (!frame_size.ok()) return frame_size.status();
   const int64_t file_size = *frame_size;
   FrameWindow ends[2];
-  if (source_->remote()) {
+  if (source_->cost().network()) {
     ends[0].bytes.resize(static_cast<size_t>(std::min(kFrameHeadWindow, file_size)));
     ends[1].begin =
         std::max(static_cast<int64_t>(ends[0].bytes.size()), file_size - kFrameTailWindow);

@@ -345,7 +345,7 @@ void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t leng
   // bounded by its blocks' compressed bytes (plus the plan's waste), and at
   // most size() tasks run at once.
   const int64_t task_bytes =
-      source_->remote() ? kRemotePrefetchBytesPerTask : kPrefetchBytesPerTask;
+      source_->cost().network() ? kRemotePrefetchBytesPerTask : kPrefetchBytesPerTask;
   for (size_t from = 0, to = 0; from < wanted.size(); from = to) {
     int64_t bytes = 0;
     // A task also ends where a chunk ends, once it has a quarter of its

@@ -146,9 +146,17 @@ class CountingSource final : public source::ByteSource {
            fail_batches ? Status(EIO, "batch refused") : Read(r.part, r.offset, r.length, r.out));
     }
   }
-  bool remote() const override { return remote_; }
+  source::CostProfile cost() const override {
+    source::CostProfile cost;
+    cost.merge_gap = gap_;
+    if (remote_) {
+      cost.max_read = store::kMaxRemoteReadBytes;
+      cost.batch_reads = true;
+      cost.latency = source::CostProfile::Latency::kNetwork;
+    }
+    return cost;
+  }
   bool found_stale() const override { return inner_->found_stale(); }
-  int64_t coalesce_gap() const override { return gap_; }
   mutable std::atomic<int64_t> reads{0};
   mutable std::atomic<int64_t> bytes{0};
   mutable std::atomic<int64_t> longest{0};  // the longest read

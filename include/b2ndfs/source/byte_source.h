@@ -59,6 +59,25 @@ struct PartRead {
 // Called once per read of a ReadMany(), with its index and outcome.
 using ReadDone = std::function<void(size_t index, const Status& status)>;
 
+// What one read of a source costs, declared by the source so that readers
+// plan without asking where the bytes live.
+struct CostProfile {
+  // How long one read waits: a syscall, or a network round trip.
+  enum class Latency { kLocal, kNetwork };
+  // Two byte ranges of a part at most this many bytes apart are worth one
+  // read that also fetches the gap between them: about what one more read
+  // costs, in bytes. Readers also cap the bytes they drop (store/read_plan.h).
+  int64_t merge_gap = 32 << 10;
+  // The longest read worth joining ranges into (a single longer range is
+  // read alone).
+  int64_t max_read = int64_t{16} << 20;
+  // Reads handed to ReadMany together are in flight together (one round trip
+  // for the lot): readers give a plan's reads to it at once.
+  bool batch_reads = false;
+  Latency latency = Latency::kLocal;
+  bool network() const { return latency == Latency::kNetwork; }
+};
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -86,17 +105,14 @@ class ByteSource {
   // True once a read found that the source no longer holds this version (a
   // chunk file rewritten in place): the container must be opened afresh.
   virtual bool found_stale() const = 0;
-  // Two byte ranges of a part at most this many bytes apart are worth one
-  // read that also fetches the gap between them: about what one more read
-  // costs, in bytes (a syscall pair locally, a round trip remotely). Readers
-  // also cap the bytes they drop (store/read_plan.h).
-  virtual int64_t coalesce_gap() const { return kDefaultCoalesceGap; }
-  // Every read costs a round trip (an HTTP request): worth fetching early
-  // what reads will need anyway (the heads of a container's other chunks
-  // with a read's own, longer read-ahead), and worth handing a plan's reads
-  // to ReadMany together.
-  virtual bool remote() const { return false; }
-  static constexpr int64_t kDefaultCoalesceGap = 32 << 10;
+  // What reads of this source cost, as readers plan them (see CostProfile).
+  virtual CostProfile cost() const { return CostProfile{}; }
+  // Keeps what reading this version needs (a local frame's descriptor, so
+  // that a file replaced by rename stays readable) until the returned token
+  // is released: vfs holds one per generation with open files. nullptr when
+  // nothing needs holding (a remote source names its version in every
+  // request, and the server answers ESTALE once it no longer has it).
+  virtual std::shared_ptr<const void> HoldVersion() const { return nullptr; }
 };
 
 class DescriptorCache;

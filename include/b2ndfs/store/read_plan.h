@@ -5,7 +5,7 @@
 // span of one part of the source (the frame, or a sparse frame's chunk
 // file). CoalesceSpans() groups them into few reads: spans sorted, and a span
 // joined to the read before it when the gap between them is at most the
-// source's coalesce_gap() and the bytes the read would fetch but not use stay
+// source's CostProfile::merge_gap and the bytes the read would fetch but not use stay
 // within kMaxWasteFraction of the bytes it uses, and the read stays within
 // max_read_bytes. So a plan never fetches more than (1 + kMaxWasteFraction)
 // times the bytes of its spans (their union), whatever the gap threshold.
@@ -44,7 +44,7 @@ constexpr int64_t kMaxWasteNumerator = 1;
 constexpr int64_t kMaxWasteDenominator = 4;
 
 struct CoalesceOptions {
-  int64_t max_gap = 0;  // ByteSource::coalesce_gap()
+  int64_t max_gap = 0;  // source::CostProfile::merge_gap
   // Spans are not joined into reads longer than this (a span longer than it
   // is read alone): keeps buffers and the parallelism of a plan reasonable.
   int64_t max_read_bytes = int64_t{16} << 20;
