@@ -40,7 +40,7 @@ void Invalidator::Loop() {
         fuse_lowlevel_notify_inval_entry(session_, node.parent, node.name.c_str(),
                                          node.name.size());
       }
-      fuse_lowlevel_notify_inval_inode(session_, node.ino, 0, 0);
+      if (node.ino != 0) fuse_lowlevel_notify_inval_inode(session_, node.ino, 0, 0);
     }
     lock.lock();
   }

@@ -168,9 +168,12 @@ void OpForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forget
   });
 }
 
-void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info*) {
+void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Trampoline(req, [&] {
-    auto attr = StateOf(req).fs->GetAttr(ino);
+    // fstat of an open descriptor comes with its handle: its own version
+    // answers, also after the container changed.
+    const auto* open = fi != nullptr ? reinterpret_cast<const vfs::FileHandle*>(fi->fh) : nullptr;
+    auto attr = StateOf(req).fs->GetAttr(ino, open);
     if (!attr.ok()) {
       fuse_reply_err(req, ErrnoOf(attr.status()));
       return;
@@ -216,22 +219,10 @@ constexpr size_t kReadDirPlusMaxEntries = size_t{1} << 16;
 void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                   struct fuse_file_info* fi, bool plus) {
   Trampoline(req, [&] {
-    State& state = StateOf(req);  // before replying, which frees `req`
     auto* handle = reinterpret_cast<DirHandle*>(fi->fh);
     const vfs::DirListing& listing = *handle->listing;
     const bool attributes =
         plus && listing.cheap_lookups() && listing.size() <= kReadDirPlusMaxEntries;
-    // References this reply hands over: given back when it never arrives
-    // (an interrupted request, or an exception on the way).
-    struct References {
-      vfs::Filesystem& fs;
-      std::vector<fuse_ino_t> inos;
-      bool handed_over = false;
-      ~References() {
-        if (!handed_over)
-          for (fuse_ino_t i : inos) fs.Forget(i, 1);
-      }
-    } refs{*state.fs, {}};
     std::vector<char> buffer(size);
     size_t used = 0;
     // Offsets 0 and 1 are "." and ".."; entry i of the listing is at i + 2.
@@ -250,13 +241,12 @@ void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
         e.attr.st_ino = entry.ino;
         e.attr.st_mode = entry.type;
         if (attributes) {
-          // A failed lookup leaves the entry without attributes (ino 0:
-          // the kernel looks it up when it is used).
-          auto attr = state.fs->Lookup(ino, name);
-          if (attr.ok()) {
-            SetEntry(*attr, &e);
-            refs.inos.push_back(e.ino);
-          }
+          // From the listing's own generation, at no source I/O. Names
+          // inside a container hold no per-name state, so the references
+          // the kernel counts for them need no bookkeeping here. An entry
+          // without attributes (ino 0) is looked up when it is used.
+          auto attr = listing.Attributes(index - 2);
+          if (attr.ok()) SetEntry(*attr, &e);
         }
       }
       const off_t next = static_cast<off_t>(index + 1);
@@ -264,16 +254,10 @@ void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                                                         name.c_str(), &e, next)
                                : fuse_add_direntry(req, buffer.data() + used, size - used,
                                                    name.c_str(), &e.attr, next);
-      if (need > size - used) {
-        if (e.ino != 0) {
-          refs.inos.pop_back();
-          state.fs->Forget(e.ino, 1);
-        }
-        break;
-      }
+      if (need > size - used) break;
       used += need;
     }
-    refs.handed_over = fuse_reply_buf(req, buffer.data(), used) == 0;
+    fuse_reply_buf(req, buffer.data(), used);
   });
 }
 

@@ -15,6 +15,11 @@ std::atomic<uint64_t> g_next_cache_id{1};
 
 }  // namespace
 
+bool SourceGone(const Status& status) {
+  const int e = status.error_number();
+  return e == ENOENT || e == ENOTDIR;
+}
+
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
   std::vector<std::shared_ptr<const store::Container>> closing;  // released unlocked
   std::lock_guard<std::mutex> lock(mutex_);
@@ -23,13 +28,14 @@ void OpenContainers::Touch(const std::shared_ptr<const store::Container>& contai
     lru_.splice(lru_.begin(), lru_, it->second);
     return;
   }
-  lru_.push_front(container);
+  const int64_t charged = container->memory_bytes();
+  lru_.push_front(Slot{container, charged});
   index_[container.get()] = lru_.begin();
-  bytes_ += container->memory_bytes();
+  bytes_ += charged;
   while (lru_.size() > 1 && (lru_.size() > max_count_ || bytes_ > max_bytes_)) {
-    bytes_ -= lru_.back()->memory_bytes();
-    index_.erase(lru_.back().get());
-    closing.push_back(std::move(lru_.back()));
+    bytes_ -= lru_.back().charged;
+    index_.erase(lru_.back().container.get());
+    closing.push_back(std::move(lru_.back().container));
     lru_.pop_back();
   }
 }
@@ -39,8 +45,8 @@ void OpenContainers::Remove(const store::Container* container) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = index_.find(container);
   if (it == index_.end()) return;
-  bytes_ -= (*it->second)->memory_bytes();
-  closing = std::move(*it->second);
+  bytes_ -= it->second->charged;
+  closing = std::move(it->second->container);
   lru_.erase(it->second);
   index_.erase(it);
 }
@@ -50,79 +56,160 @@ size_t OpenContainers::size() const {
   return lru_.size();
 }
 
+int64_t OpenContainers::bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+Generation::Generation(const GenerationServices& services, std::weak_ptr<ContainerEntry> entry,
+                       std::string path, std::shared_ptr<const source::ByteSource> source,
+                       const struct stat& source_stat, uint64_t cache_id, Ino ino_base,
+                       uint64_t ino_count)
+    : services_(services),
+      entry_(std::move(entry)),
+      path_(std::move(path)),
+      source_(std::move(source)),
+      source_stat_(source_stat),
+      cache_id_(cache_id),
+      ino_base_(ino_base),
+      ino_count_(ino_count) {}
+
+std::shared_ptr<Generation> Generation::Make(const GenerationServices& services,
+                                             std::weak_ptr<ContainerEntry> entry, std::string path,
+                                             std::shared_ptr<const source::ByteSource> source,
+                                             const struct stat& source_stat, uint64_t cache_id,
+                                             Ino ino_base, uint64_t ino_count) {
+  std::shared_ptr<Generation> generation(new Generation(services, std::move(entry), std::move(path),
+                                                        std::move(source), source_stat, cache_id,
+                                                        ino_base, ino_count));
+  services.index->Add(ino_base, ino_count, generation);
+  return generation;
+}
+
+Generation::~Generation() {
+  services_.index->Remove(ino_base_);
+  // Nothing can reach this version's blocks any more (a generation reopened
+  // unchanged keeps its cache_id only while it lives).
+  if (services_.store != nullptr && services_.store->cache != nullptr) {
+    services_.store->cache->EraseContainer(cache_id_);
+  }
+}
+
 std::shared_ptr<const store::Container> Generation::IfOpen() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return container_.lock();
 }
 
-void Generation::Adopt(std::shared_ptr<const store::Container> container) {
+void Generation::Adopt(const std::shared_ptr<const store::Container>& container) {
   std::lock_guard<std::mutex> lock(mutex_);
   container_ = container;
 }
 
-Result<std::shared_ptr<const store::Container>> Generation::Container(Filesystem& fs) {
+Result<std::shared_ptr<const store::Container>> Generation::Container() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto open = container_.lock()) {
-    fs.open_containers_->Touch(open);
+    services_.open->Touch(open);
     return open;
   }
-  if (dead()) return Status(ESTALE, path_ + " changed on disk");
-  auto container = store::Container::Open(source_, fs.store_, cache_id_, fs.views_.get());
+  auto container = store::Container::Open(source_, services_.store, cache_id_, services_.views);
   if (!container->ok() && container->transient()) {
     return Status(container->source().found_stale() ? ESTALE : EIO, container->error());
   }
   container_ = container;
-  fs.open_containers_->Touch(container);
+  services_.open->Touch(container);
   return container;
 }
 
-Result<struct stat> ContainerEntry::SourceStat() const { return tree_->Stat(path_); }
+std::shared_ptr<const void> Generation::Hold() {
+  // One hold of the source shared by every open file of this version.
+  struct Token {
+    std::shared_ptr<const void> source_hold;
+  };
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto held = hold_.lock()) return held;
+  auto token = std::make_shared<const Token>(Token{source_->HoldVersion()});
+  hold_ = token;
+  return token;
+}
 
-Result<std::shared_ptr<Generation>> ContainerEntry::Current(Filesystem& fs) {
+std::shared_ptr<Generation> ContainerEntry::Peek() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_;
+}
+
+Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
+  const source::Tree& tree = *context_->tree;
   // The common case, unchanged, costs a probe and no wait for other users of
   // the container; only a change is handled under the lock.
-  auto probe = tree_->Probe(path_);
-  auto unchanged = [&] {
-    return current_ && probe.ok() && *probe == current_->signature() && !current_->found_stale();
+  auto probe = tree.Probe(path_);
+  // Whether `probe` lets the current generation go on serving.
+  auto keeps_current = [&] {
+    if (!current_ || current_->found_stale()) return false;
+    if (probe.ok()) return *probe == current_->signature();
+    if (SourceGone(probe.status())) return false;
+    // Trouble reaching the source says nothing about the container: the
+    // caller gets the version it had (its cache still serves).
+    context_->transient_errors.fetch_add(1, std::memory_order_relaxed);
+    Log(LogLevel::kDebug, path_ + ": " + probe.status().message() + " (serving the version known)");
+    return true;
   };
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (unchanged()) return current_;
+    if (keeps_current()) return current_;
   }
   std::shared_ptr<Generation> old;
+  std::shared_ptr<const store::Container> fresh_container;
   Result<std::shared_ptr<Generation>> result = Status(EIO, "unset");
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    probe = tree_->Probe(path_);  // another thread may have moved on meanwhile
-    if (unchanged()) return current_;
+    probe = tree.Probe(path_);  // another thread may have moved on meanwhile
+    if (keeps_current()) return current_;
     if (!probe.ok()) {
-      // Gone (or unreadable): the generation dies with it.
+      // Gone (or, with no usable generation, unreachable: not remembered).
+      if (!SourceGone(probe.status())) return probe.status();
       old = std::move(current_);
       result = probe.status();
     } else {
       // A read that found the source changed may have come after the probe's
       // cached answer: then the tree asks afresh.
       const bool probe_trusted = !(current_ && current_->found_stale());
-      auto source = tree_->OpenContainer(path_, probe_trusted ? &*probe : nullptr);
-      if (!source.ok()) return source.status();  // transient or gone: not remembered
-      const uint64_t cache_id = g_next_cache_id.fetch_add(1);
-      auto container = store::Container::Open(*source, fs.store_, cache_id, fs.views_.get());
-      if (!container->ok() && container->transient()) {
-        return Status(EIO, path_ + ": " + container->error());
+      auto source = tree.OpenContainer(path_, probe_trusted ? &*probe : nullptr);
+      if (!source.ok()) {
+        if (!SourceGone(source.status())) return source.status();  // not remembered
+        old = std::move(current_);
+        result = source.status();
+      } else {
+        auto source_stat = tree.Stat(path_);
+        if (!source_stat.ok()) {
+          if (!SourceGone(source_stat.status())) return source_stat.status();
+          old = std::move(current_);
+          result = source_stat.status();
+        } else {
+          const GenerationServices& services = context_->services;
+          const uint64_t cache_id = g_next_cache_id.fetch_add(1);
+          auto container =
+              store::Container::Open(*source, services.store, cache_id, services.views);
+          if (!container->ok() && container->transient()) {
+            return Status(EIO, path_ + ": " + container->error());
+          }
+          const uint64_t count = services.views->OrdinalCount(*container);
+          auto generation =
+              Generation::Make(services, weak_from_this(), path_, std::move(source).value(),
+                               *source_stat, cache_id, context_->inodes->Reserve(count), count);
+          generation->Adopt(container);
+          services.open->Touch(container);
+          if (current_) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");
+          old = std::exchange(current_, generation);
+          fresh_container = container;
+          result = generation;
+        }
       }
-      auto generation =
-          std::make_shared<Generation>(path_, std::move(source).value(), cache_id,
-                                       fs.ReserveInos(fs.views_->OrdinalCount(*container)));
-      generation->Adopt(container);
-      fs.open_containers_->Touch(container);
-      if (current_) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");
-      old = std::exchange(current_, generation);
-      result = generation;
     }
   }
   if (old) {
     old->Kill();
-    fs.GenerationReplaced(*this, old);
+    if (auto closing = old->IfOpen()) context_->services.open->Remove(closing.get());
+    if (context_->replaced) context_->replaced(*this, *old, fresh_container.get());
   }
   return result;
 }

@@ -1,9 +1,33 @@
 // Private to vfs: container entries (one per container path), their
 // generations (one per version of the source) and the LRU of opened
-// containers. See filesystem.h for the lifetime model.
+// containers.
+//
+// Lifetimes (who owns whom):
+// - A ContainerEntry is owned by the kernel-held PathNode of its container
+//   directory and by the filesystem's short list of recently used entries;
+//   it owns its *current* generation.
+// - A Generation is owned by its entry while current, and by every open file
+//   and directory listing of it (FileHandle, ViewListing), so an open file
+//   keeps its version to the end whatever happens to the container. It owns
+//   its ByteSource (which names the version in every read), its block of
+//   inode numbers (registered in the GenerationIndex while it lives) and,
+//   while files of it are open, the source's version hold (HoldVersion: a
+//   local frame's descriptor). When it goes, its cached blocks go with it.
+// - Its opened store::Container is owned by the OpenContainers LRU and by
+//   open files; the generation reopens it from its own source on demand.
+// What ends a generation: a probe that finds another signature, a read that
+// found the source holds another version (found_stale), or a source that
+// says the container is gone (IsGone). Any other error (a server down,
+// timeouts, EIO, EMFILE) is returned to the caller who hit it and forgotten:
+// the generation and its cached blocks stay, and its files keep serving what
+// the cache holds.
+// Lock order: ContainerEntry::mutex_ before Generation::mutex_ before
+// OpenContainers::mutex_ and InodeTable's locks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -14,8 +38,17 @@
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "inode_table.h"
+
+namespace b2ndfs::views {
+class Registry;
+}  // namespace b2ndfs::views
 
 namespace b2ndfs::vfs {
+
+// Whether an error reading the source says the container is gone (it is no
+// longer there), as opposed to trouble reaching it.
+bool SourceGone(const Status& status);
 
 // The containers kept open: least recently used beyond `max_count`, or beyond
 // `max_bytes` of charged metadata, are let go (readers holding one keep it
@@ -28,9 +61,16 @@ class OpenContainers {
   void Touch(const std::shared_ptr<const store::Container>& container);
   void Remove(const store::Container* container);
   size_t size() const;
+  int64_t bytes() const;
 
  private:
-  using List = std::list<std::shared_ptr<const store::Container>>;
+  struct Slot {
+    std::shared_ptr<const store::Container> container;
+    // What was counted for it when it came in: a container's memory grows
+    // once meta.json is rendered, and the LRU takes off what it put on.
+    int64_t charged = 0;
+  };
+  using List = std::list<Slot>;
   const size_t max_count_;
   const int64_t max_bytes_;
   mutable std::mutex mutex_;
@@ -39,62 +79,107 @@ class OpenContainers {
   int64_t bytes_ = 0;
 };
 
-// One version of one container: its source (which checks every read against
-// that version), the inode numbers reserved for its names, and its opened
-// container while the LRU keeps it.
+// What every generation of a mount uses.
+struct GenerationServices {
+  store::StoreContext* store = nullptr;
+  const views::Registry* views = nullptr;
+  OpenContainers* open = nullptr;
+  std::shared_ptr<GenerationIndex> index;
+};
+
+class ContainerEntry;
+
+// One version of one container.
 class Generation {
  public:
-  Generation(std::string path, std::shared_ptr<const source::ByteSource> source, uint64_t cache_id,
-             Ino ino_base)
-      : path_(std::move(path)),
-        source_(std::move(source)),
-        cache_id_(cache_id),
-        ino_base_(ino_base) {}
+  // Registers the generation's block of numbers in services.index.
+  static std::shared_ptr<Generation> Make(const GenerationServices& services,
+                                          std::weak_ptr<ContainerEntry> entry, std::string path,
+                                          std::shared_ptr<const source::ByteSource> source,
+                                          const struct stat& source_stat, uint64_t cache_id,
+                                          Ino ino_base, uint64_t ino_count);
+  ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
 
+  const std::string& path() const { return path_; }
+  // The container path's entry, while anything keeps it.
+  std::shared_ptr<ContainerEntry> entry() const { return entry_.lock(); }
   const source::Signature& signature() const { return source_->signature(); }
+  // The source's owner, group, mode and times when this version was opened
+  // (a change of any of them is a new signature).
+  const struct stat& source_stat() const { return source_stat_; }
   uint64_t cache_id() const { return cache_id_; }
   Ino ino_base() const { return ino_base_; }
+  uint64_t ino_count() const { return ino_count_; }
+  bool Owns(Ino ino) const { return ino >= ino_base_ && ino - ino_base_ < ino_count_; }
+  // No longer the current version (its names answer ESTALE).
   bool dead() const { return dead_.load(); }
+  void Kill() { dead_ = true; }
   // A read found the source no longer holds this version.
   bool found_stale() const { return source_->found_stale(); }
-  void Kill() { dead_ = true; }
   // The container if it is open, without reopening it.
   std::shared_ptr<const store::Container> IfOpen() const;
   // The opened container; reopened (from this generation's source, which
   // refuses another version) when the LRU had closed it.
-  Result<std::shared_ptr<const store::Container>> Container(Filesystem& fs);
-  void Adopt(std::shared_ptr<const store::Container> container);
+  Result<std::shared_ptr<const store::Container>> Container();
+  void Adopt(const std::shared_ptr<const store::Container>& container);
+  // A token an open file keeps: while any lives, the source keeps what it
+  // needs to read this version (ByteSource::HoldVersion).
+  std::shared_ptr<const void> Hold();
 
  private:
+  Generation(const GenerationServices& services, std::weak_ptr<ContainerEntry> entry,
+             std::string path, std::shared_ptr<const source::ByteSource> source,
+             const struct stat& source_stat, uint64_t cache_id, Ino ino_base, uint64_t ino_count);
+
+  const GenerationServices services_;
+  const std::weak_ptr<ContainerEntry> entry_;
   const std::string path_;
   const std::shared_ptr<const source::ByteSource> source_;
+  const struct stat source_stat_;
   const uint64_t cache_id_;
   const Ino ino_base_;
+  const uint64_t ino_count_;
   std::atomic<bool> dead_{false};
   mutable std::mutex mutex_;  // held while reopening; before OpenContainers::mutex_
   std::weak_ptr<const store::Container> container_;
+  std::weak_ptr<const void> hold_;
+};
+
+// What container entries share: the tree, the generations' services, the
+// inode table, and who to tell of a replacement.
+struct EntryContext {
+  const source::Tree* tree = nullptr;
+  GenerationServices services;
+  InodeTable* inodes = nullptr;
+  // Called (no lock held) when a new generation replaced `old` (`fresh`
+  // null: the container is gone), so that the kernel forgets old names.
+  std::function<void(const ContainerEntry&, const Generation& old, const store::Container* fresh)>
+      replaced;
+  std::atomic<uint64_t> transient_errors{0};  // probes that failed and were forgotten
 };
 
 // One container path: its current generation, checked against the source's
 // signature whenever something inside it is used.
-class ContainerEntry {
+class ContainerEntry : public std::enable_shared_from_this<ContainerEntry> {
  public:
-  // `tree` outlives the entry (the filesystem holds both).
-  ContainerEntry(std::string path, const source::Tree* tree)
-      : path_(std::move(path)), tree_(tree) {}
+  // `context` outlives the entry.
+  ContainerEntry(std::string path, EntryContext* context)
+      : path_(std::move(path)), context_(context) {}
   const std::string& path() const { return path_; }
-  // The source's attributes (its directory's for a sparse frame), without
-  // opening it.
-  Result<struct stat> SourceStat() const;
   // The current generation; a new one when the source changed (the old one
-  // dies and the filesystem is told). Errors reading the source are
-  // returned, not remembered.
-  Result<std::shared_ptr<Generation>> Current(Filesystem& fs);
+  // dies and the context is told). A source that cannot be reached keeps
+  // the current generation (the error is forgotten); without one, or when
+  // the current one is known stale, the error is returned.
+  Result<std::shared_ptr<Generation>> Current();
+  // The current generation without asking the source (nullptr when none).
+  std::shared_ptr<Generation> Peek() const;
 
  private:
   const std::string path_;
-  const source::Tree* const tree_;
-  std::mutex mutex_;  // held while opening; before Filesystem::mutex_
+  EntryContext* const context_;
+  mutable std::mutex mutex_;  // held while opening; before Generation::mutex_
   std::shared_ptr<Generation> current_;
 };
 

@@ -6,6 +6,9 @@
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "generation.h"
+#include "inode_table.h"
+#include "read_ahead.h"
+#include "resolver.h"
 
 namespace b2ndfs::vfs {
 
@@ -18,11 +21,7 @@ std::string Filesystem::StatsJson() const {
   clock_gettime(CLOCK_MONOTONIC, &now);
   const double uptime =
       static_cast<double>(now.tv_sec * 1000000000LL + now.tv_nsec - start_time_ns_) / 1e9;
-  size_t inodes = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    inodes = nodes_.size();
-  }
+  const size_t inodes = inodes_->size();
   const uint64_t lookups = c.hits + c.misses;
   char hit_ratio[32];
   std::snprintf(hit_ratio, sizeof hit_ratio, "%.4f",
@@ -36,7 +35,10 @@ std::string Filesystem::StatsJson() const {
   };
   std::string out = "{\n";
   out += "  \"uptime_s\": " + std::string(up) + ",\n";
+  // Records kept for the kernel's references (names inside containers need
+  // none), and the container versions alive (current, or held by open files).
   out += "  \"inodes\": " + std::to_string(inodes) + ",\n";
+  out += "  \"generations\": " + std::to_string(inodes_->generations().size()) + ",\n";
   out += "  \"containers\": {\n";
   out += kv("open", r.containers_open.load());
   out += kv("kept_open", open_containers_->size());
@@ -44,7 +46,9 @@ std::string Filesystem::StatsJson() const {
   out += kv("opened", r.containers_opened.load());
   out += kv("metadata_bytes", r.metadata_bytes.load());
   out += kv("generations_replaced", generations_replaced_.load());
-  out += kv("stale_replies", stale_replies_.load(), true);
+  out += kv("stale_replies", resolver_->stale_replies());
+  // Probes of the source that failed (a server down) and were forgotten.
+  out += kv("transient_errors", entry_context_->transient_errors.load(), true);
   out += "  },\n";
   out += tree_->StatsJson();
   out += "  \"cache\": {\n";
@@ -88,8 +92,8 @@ std::string Filesystem::StatsJson() const {
   out += kv("heads_prefetches", r.heads_prefetches.load());
   out += kv("readahead_requests", r.prefetch_requests.load());
   out += kv("readahead_blocks", r.prefetched_blocks.load());
-  out += kv("pushed_files", pushed_files_.load());
-  out += kv("pushed_bytes", pushed_bytes_.load());
+  out += kv("pushed_files", read_ahead_->pushed_files());
+  out += kv("pushed_bytes", read_ahead_->pushed_bytes());
   out += kv("pinned_bytes", r.pinned_bytes.load(), true);
   out += "  },\n";
   out += "  \"read_latency_us\": {\n";

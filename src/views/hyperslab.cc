@@ -277,6 +277,7 @@ class ViewEntry : public RootEntry {
  public:
   std::vector<ListEntry> Names(const store::Container&, uint64_t) const override { return {}; }
   uint64_t OrdinalCount(const store::Container&) const override { return 0; }
+  std::vector<std::string> UnlistedNames() const override { return {"view"}; }
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t) const override {
     if (name != "view" || !c.ok()) return std::shared_ptr<const Node>();

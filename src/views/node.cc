@@ -83,6 +83,90 @@ class RootDir : public Node {
   const Registry* registry_;
 };
 
+namespace {
+
+// The node of `ordinal` among the descendants of directory `dir`, or nullptr.
+Result<std::shared_ptr<const Node>> FindBelow(const store::Container& container, const Node& dir,
+                                              uint64_t ordinal, int depth) {
+  // Kinds nest two or three levels; deeper is a kind that breaks the rules.
+  if (depth > 8) return std::shared_ptr<const Node>();
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Listing> listing, dir.List(container));
+  const size_t n = listing->size();
+  if (n > kOrdinalScanMax) {
+    // Generated listings (chunks, slices) are in ascending ordinal order and
+    // hold files only.
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (listing->at(mid).ordinal < ordinal) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo < n) {
+      ListEntry e = listing->at(lo);
+      if (e.ordinal == ordinal) return dir.Lookup(container, e.name);
+    }
+    return std::shared_ptr<const Node>();
+  }
+  std::vector<ListEntry> below;
+  for (size_t i = 0; i < n; ++i) {
+    ListEntry e = listing->at(i);
+    if (e.ordinal == ordinal) return dir.Lookup(container, e.name);
+    if (e.directory && e.ordinal < ordinal) below.push_back(std::move(e));
+  }
+  for (const ListEntry& e : below) {
+    auto child = dir.Lookup(container, e.name);
+    if (!child.ok() || *child == nullptr) continue;
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Node> found,
+                            FindBelow(container, **child, ordinal, depth + 1));
+    if (found) return found;
+  }
+  return std::shared_ptr<const Node>();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Node>> Registry::NodeAt(const store::Container& container,
+                                                     uint64_t ordinal) const {
+  uint64_t base = 0;
+  for (const auto& entry : entries_) {
+    const uint64_t count = entry->OrdinalCount(container);
+    if (ordinal >= base && ordinal - base < count) {
+      std::vector<ListEntry> names = entry->Names(container, base);
+      for (const std::string& name : entry->UnlistedNames()) {
+        names.push_back(ListEntry{name, false, kNoOrdinal});
+      }
+      for (const ListEntry& e : names) {
+        B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Node> node,
+                                entry->Lookup(container, e.name, base));
+        if (node == nullptr) continue;
+        if (node->ordinal() == ordinal) return node;
+        if (node->IsDirectory() && node->ordinal() < ordinal) {
+          B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Node> found,
+                                  FindBelow(container, *node, ordinal, 1));
+          if (found) return found;
+        }
+      }
+      break;
+    }
+    base += count;
+  }
+  return NotFound("no name has ordinal " + std::to_string(ordinal));
+}
+
+std::vector<std::string> Registry::RootNames(const store::Container& container) const {
+  std::vector<std::string> names;
+  uint64_t base = 0;
+  for (const auto& entry : entries_) {
+    for (auto& e : entry->Names(container, base)) names.push_back(std::move(e.name));
+    for (auto& name : entry->UnlistedNames()) names.push_back(std::move(name));
+    base += entry->OrdinalCount(container);
+  }
+  return names;
+}
+
 Registry::Registry() : root_(std::make_shared<RootDir>(this)) {}
 
 void Registry::Add(std::unique_ptr<RootEntry> entry) { entries_.push_back(std::move(entry)); }

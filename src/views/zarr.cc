@@ -253,6 +253,7 @@ class ZarrGroupEntry : public RootEntry {
   uint64_t OrdinalCount(const store::Container& c) const override {
     return ZarrApplies(c).ok() ? 2 : 0;
   }
+  std::vector<std::string> UnlistedNames() const override { return {".zgroup", ".zmetadata"}; }
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t base) const override {
     if (name != ".zgroup" && name != ".zmetadata") return std::shared_ptr<const Node>();

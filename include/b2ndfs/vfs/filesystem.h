@@ -1,33 +1,41 @@
 // vfs: the SOURCE tree as a namespace of inodes, with every recognised
-// container shown as a directory of virtual files (SPEC.md "Layout").
+// container shown as a directory of virtual files (README.md, "Layout").
 //
-// Lifetimes. The mirrored tree (directories, plain files, container
-// directories) is bound to source paths: its inode numbers stay while the
-// path keeps its kind. Everything inside a container directory is bound to
-// one *generation* of that container (one version of its source): a
-// generation reserves a block of inode numbers, one per listable name (views'
-// ordinals), so readdir and lookup agree without remembering names, and a new
-// generation gets new numbers. When a source changes (noticed on the next
-// lookup, stat or open inside it, by its signature: identity, size, times),
-// the old generation dies: its names answer ESTALE (the kernel then walks the
-// path again and finds the new generation's names, or ENOENT), the kernel is
-// told to forget them, and its cached blocks are dropped. An already-open
-// file keeps reading the generation it opened as far as that version's bytes
-// can still be read (cached blocks, an old file still held open); where they
-// cannot, reads fail with EIO. It never returns bytes of another generation.
+// State (who owns whom, and for how long; see inode_table.h and
+// generation.h for each piece):
+// - The mirrored tree (directories, plain files, container directories) is
+//   bound to source paths: a node's number is computed from its path and
+//   kind, and the daemon keeps a record of it only while the kernel holds a
+//   reference (its lookup count), so walks that the kernel forgets cost
+//   nothing. A container directory's record owns its ContainerEntry.
+// - Everything inside a container directory is bound to one *generation* of
+//   that container (one version of its source): a generation reserves a
+//   block of inode numbers, one per listable name (views' ordinals), and a
+//   number in the block is the name, recomputed on demand: no per-name state
+//   however many virtual files a walk visits.
+// - An open file owns its generation, its container and a hold of the
+//   source's version (FileHandle), so it reads the version it opened to its
+//   end, whatever happens to the container; a new open sees the new version.
+// Changes. A source's change is noticed on the next lookup, stat, listing or
+// open inside it (its signature: identity, size, times; a remote ETag): the
+// old generation dies, its names answer ESTALE (the kernel then walks the
+// path again and finds the new generation's names, or ENOENT), and the
+// kernel is told to drop them; its cached blocks go when its last open file
+// closes. Only a source that says the container is gone (ENOENT) or another
+// version ends a generation: trouble reaching it (a server down, timeouts,
+// EIO, EMFILE) is returned to the caller that met it and forgotten, and
+// cached reads go on (README.md, "Containers that change").
 // Sources. Everything about the source goes through a source::Tree (a local
 // directory, a web server, an object store): listing, stat, containers'
 // signatures and bytes, plain files' bytes. Paths below are tree paths.
 // Resources. Opened containers live in an LRU bounded by `max_open` and by a
 // share of the cache budget (their metadata is charged to the block cache);
-// the tree bounds what it holds (descriptors, connections); a closed container
-// of a live generation is reopened on demand (after checking its signature).
-// Errors that come from reading the source (EMFILE, a vanished file, EIO from
-// the disk) are returned, never remembered as the container's state.
+// the tree bounds what it holds (descriptors, connections).
 // Errors: Status with the errno to report (ENOENT, ENOTDIR, ESTALE, EIO, ...).
 // Thread-safety: every method may be called from any thread.
-// Lock order: ContainerEntry::mutex_ before Filesystem::mutex_ before
-// OpenContainers::mutex_; ReadPattern::mutex is a leaf.
+// Lock order: ContainerEntry's before Generation's before OpenContainers'
+// and InodeTable's, which are leaves; so are entries_mutex_ and
+// ReadPattern's.
 #pragma once
 
 #include <sys/stat.h>
@@ -43,6 +51,7 @@
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/latency.h"
 #include "b2ndfs/util/status.h"
+#include "b2ndfs/vfs/file_handle.h"
 
 namespace b2ndfs::views {
 class Node;
@@ -55,19 +64,20 @@ class Tree;
 
 namespace b2ndfs::vfs {
 
-using Ino = uint64_t;
 constexpr Ino kRootIno = 1;
 
 // True for names that b2ndfs shows as containers (.b2nd, .b2frame, .b2f, .b2,
 // .caterva, .cat).
 bool HasContainerExtension(const std::string& name);
 
-// A node the kernel may have cached, and the name it has in its parent.
+// What the kernel may have cached and must drop: the attributes of inode
+// `ino` (0: none), and the name `name` in directory `parent` with everything
+// below it (when forget_name).
 struct StaleNode {
   Ino ino = 0;
   Ino parent = 0;
   std::string name;
-  bool forget_name = false;  // the name itself may be gone
+  bool forget_name = false;
 };
 
 // A whole file to hand to the kernel's page cache before its reader asks for
@@ -88,6 +98,13 @@ struct DirEntry {
   Ino ino = 0;      // the inode number lookup gives (0: not known yet)
 };
 
+// Attributes plus how long the kernel may cache them: names inside a
+// container are fixed for its generation; the mirrored tree may change.
+struct Attr {
+  struct stat st {};
+  double timeout = 1.0;
+};
+
 // An open directory: a stable snapshot, or a generated sequence for chunk
 // and slice directories (which may hold millions of names).
 class DirListing {
@@ -95,47 +112,15 @@ class DirListing {
   virtual ~DirListing() = default;
   virtual size_t size() const = 0;
   virtual DirEntry at(size_t index) const = 0;
-  // Looking its entries up costs no source I/O and opens no container (the
-  // views of an open container): the FUSE layer may hand the kernel their
-  // attributes with their names (READDIRPLUS).
+  // The attributes of entry `index` at no source I/O (the views of the
+  // generation the listing was made from), for READDIRPLUS; an error where
+  // that cannot be had cheaply (the mirrored tree).
+  virtual Result<Attr> Attributes(size_t /*index*/) const {
+    return Status(ENOSYS, "no attributes in this listing");
+  }
+  // Attributes() answers (the FUSE layer hands them to the kernel with the
+  // names; they are not references the daemon counts).
   virtual bool cheap_lookups() const { return false; }
-};
-
-// How one file is being read, shared by all its handles (and so by mmap
-// faults, which the kernel sends through any handle): detects sequential
-// reading and how far ahead blocks have been requested.
-struct ReadPattern {
-  std::mutex mutex;  // leaf lock
-  int64_t next_offset = -1;
-  int64_t window = 0;            // current read-ahead distance in bytes
-  int64_t prefetched_until = 0;  // read-ahead was requested up to here
-  // The file's pages are being or were pushed to the kernel ahead of its
-  // reader, who may read them without a request: its open passes the push on
-  // to the files after it.
-  bool pushed = false;
-};
-
-// An open regular file.
-struct FileHandle {
-  // Virtual files: the generation's container (held while open) and the view.
-  std::shared_ptr<const store::Container> container;
-  std::shared_ptr<const views::Node> view;
-  std::shared_ptr<const source::PlainFile> passthrough;  // ordinary source files
-  std::shared_ptr<ReadPattern> pattern;
-  std::shared_ptr<const std::string> snapshot;  // generated files (stats)
-  Ino ino_base = 0;        // virtual files: their generation's first inode number
-  bool keep_cache = true;  // false when a plain file changed since
-  bool direct_io = false;  // for generated files whose size is not fixed
-  // Reads may wait on the network (a remote tree's file): the FUSE layer
-  // answers them off its request threads.
-  bool remote = false;
-};
-
-// Attributes plus how long the kernel may cache them: names inside a
-// container are fixed for its generation; the mirrored tree may change.
-struct Attr {
-  struct stat st {};
-  double timeout = 1.0;
 };
 
 struct Options {
@@ -156,8 +141,13 @@ constexpr int kDefaultMaxOpen = 1024;
 constexpr const char* kControlDirName = ".b2ndfs";
 
 class ContainerEntry;
+struct EntryContext;
 class Generation;
+class InodeTable;
 class OpenContainers;
+class ReadAheadPolicy;
+class Resolver;
+struct Target;
 
 class Filesystem {
  public:
@@ -170,11 +160,13 @@ class Filesystem {
   // Looks a name up and counts one kernel reference to the result.
   Result<Attr> Lookup(Ino parent, const std::string& name);
   void Forget(Ino ino, uint64_t nlookup);
-  Result<Attr> GetAttr(Ino ino);
+  // `open`: the file the kernel asks through (fstat of an open descriptor),
+  // whose own version answers.
+  Result<Attr> GetAttr(Ino ino, const FileHandle* open = nullptr);
   Result<std::shared_ptr<DirListing>> OpenDir(Ino ino);
   Result<FileHandle> Open(Ino ino, int flags);
   Result<size_t> Read(const FileHandle& handle, int64_t offset, size_t length, uint8_t* out);
-  // Extended attributes (SPEC.md "Layout"): the user.b2nd.* names of a
+  // Extended attributes (README.md, "Layout"): the user.b2nd.* names of a
   // container directory and of everything inside it, from its generation's
   // container. Any other name, any other node and an undecodable container
   // answer ENODATA, security.* and system.* EOPNOTSUPP (no labels, no ACLs;
@@ -183,10 +175,12 @@ class Filesystem {
   Result<std::string> GetXattr(Ino ino, const std::string& name);
   // The names, each followed by a NUL (empty where there are none).
   Result<std::string> ListXattr(Ino ino);
+  // Records kept for kernel references (mirrored and unlisted nodes); names
+  // inside containers need none.
   size_t NodeCount() const;
   // Called (from a request thread, no lock held) with the nodes whose
-  // kernel-cached attributes, pages and names became stale because their
-  // container changed on disk. The FUSE layer forwards them to the kernel.
+  // kernel-cached attributes and names became stale because their container
+  // changed on disk. The FUSE layer forwards them to the kernel.
   void SetInvalidateCallback(std::function<void(const std::vector<StaleNode>&)> callback) {
     invalidate_ = std::move(callback);
   }
@@ -194,7 +188,7 @@ class Filesystem {
   // kernel's page cache ahead of its reader; no callback, no pushes.
   // `callback` returns whether the push was taken (or one of the same inode
   // is already on its way).
-  void SetPagePushCallback(std::function<bool(PagePush)> callback) { push_ = std::move(callback); }
+  void SetPagePushCallback(std::function<bool(PagePush)> callback);
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
   const Options& options() const { return options_; }
@@ -202,54 +196,29 @@ class Filesystem {
   bool remote() const;
 
  private:
-  friend class ContainerEntry;
-  friend class Generation;
-  struct Node;
-  std::shared_ptr<Node> Find(Ino ino) const;
-  Result<std::shared_ptr<Node>> Resolve(const std::shared_ptr<Node>& parent,
-                                        const std::string& name);
-  Result<std::shared_ptr<Node>> ResolveMirrored(const std::shared_ptr<Node>& parent,
-                                                const std::string& name);
-  Result<std::shared_ptr<Node>> ResolveInside(const std::shared_ptr<Node>& parent,
-                                              const std::string& name);
-  Result<Attr> Attributes(Node& node);
-  Result<Attr> ContainerAttributes(Node& node);
-  // The container a node inside (or a container directory) shows, or an
-  // error (ESTALE for a dead generation, errors reading the source).
-  Result<std::shared_ptr<const store::Container>> ContainerOf(const Node& node);
-  Result<std::shared_ptr<DirListing>> ListMirrored(const Node& node);
-  std::shared_ptr<Node> Intern(std::shared_ptr<Node> node);
-  std::shared_ptr<ContainerEntry> EntryFor(const std::string& path);
-  Ino InoForPath(const std::string& path, mode_t type);
-  Ino ReserveInos(uint64_t count);
-  // The live generation of a node inside a container, or ESTALE.
-  Result<std::shared_ptr<Generation>> LiveGeneration(const Node& node);
-  void GenerationReplaced(const ContainerEntry& entry, const std::shared_ptr<Generation>& old);
-  void PlanReadAhead(const FileHandle& handle, int64_t offset, size_t length);
-  void PushAhead(const FileHandle& handle, const std::shared_ptr<const views::Node>& file);
+  Result<Attr> Attributes(const Target& target);
+  Result<std::shared_ptr<DirListing>> ListMirrored(const Target& target);
+  std::shared_ptr<ReadPattern> PatternFor(Ino ino);
+  void GenerationReplaced(const ContainerEntry& entry, const Generation& old,
+                          const store::Container* fresh);
 
   Options options_;
   store::StoreContext* store_;
   std::shared_ptr<const views::Registry> views_;
   std::shared_ptr<source::Tree> tree_;
   std::unique_ptr<OpenContainers> open_containers_;
-  mutable std::mutex mutex_;  // guards nodes_, path_inos_, entries_, next_ino_
-  std::unordered_map<Ino, std::shared_ptr<Node>> nodes_;
-  struct PathIno {
-    Ino ino;
-    mode_t type;
-  };
-  std::unordered_map<std::string, PathIno> path_inos_;
-  std::unordered_map<std::string, std::weak_ptr<ContainerEntry>> entries_;
-  Ino next_ino_ = kRootIno + 1;
+  std::unique_ptr<InodeTable> inodes_;
+  std::unique_ptr<EntryContext> entry_context_;
+  std::unique_ptr<Resolver> resolver_;
+  std::unique_ptr<ReadAheadPolicy> read_ahead_;
+  // Read patterns of open files, shared by every handle of one file.
+  std::mutex patterns_mutex_;  // leaf lock
+  std::unordered_map<Ino, std::weak_ptr<ReadPattern>> patterns_;
+  size_t patterns_swept_at_ = 0;
   LatencyHistogram read_latency_;
   std::function<void(const std::vector<StaleNode>&)> invalidate_;
-  std::function<bool(PagePush)> push_;
-  std::atomic<uint64_t> pushed_files_{0};
-  std::atomic<uint64_t> pushed_bytes_{0};
   int64_t start_time_ns_ = 0;
   std::atomic<uint64_t> generations_replaced_{0};
-  std::atomic<uint64_t> stale_replies_{0};
 };
 
 }  // namespace b2ndfs::vfs

@@ -10,8 +10,12 @@
 // file in src/views), not editing switches elsewhere.
 // Ordinals: every listable name of a generation has a distinct ordinal in
 // [0, Registry::OrdinalCount()), so the vfs can give it the same inode number
-// in readdir and lookup without remembering anything per name; names that are
-// looked up but never listed (hyperslabs) have kNoOrdinal.
+// in readdir and lookup without remembering anything per name, and find the
+// name again from the number alone (Registry::NodeAt); names that are looked
+// up but never listed (hyperslabs) have kNoOrdinal. NodeAt relies on two
+// properties every kind keeps: a listing of more than kOrdinalScanMax names
+// is in ascending ordinal order, and a directory's descendants have
+// ordinals above its own.
 // Errors: Status: ENOENT for names that do not exist, ENOTDIR, EIO for reads.
 // Thread-safety: nodes and the registry are immutable; any thread.
 #pragma once
@@ -27,6 +31,8 @@
 namespace b2ndfs::views {
 
 constexpr uint64_t kNoOrdinal = UINT64_MAX;
+// Listings up to this long are scanned by NodeAt; longer ones are searched.
+constexpr size_t kOrdinalScanMax = 64;
 
 struct ListEntry {
   std::string name;
@@ -110,6 +116,9 @@ class RootEntry {
   // meta.json's "files" entries of this kind.
   virtual void Describe(const store::Container& container,
                         std::vector<store::FileDescription>* out) const = 0;
+  // Names this kind answers in the container directory without listing them
+  // (view, .zgroup).
+  virtual std::vector<std::string> UnlistedNames() const { return {}; }
 };
 
 class Registry : public store::FileCatalog {
@@ -123,6 +132,11 @@ class Registry : public store::FileCatalog {
   // The container directory itself.
   std::shared_ptr<const Node> Root() const { return root_; }
   uint64_t OrdinalCount(const store::Container& container) const;
+  // The node whose ordinal this is (ENOENT when none is).
+  Result<std::shared_ptr<const Node>> NodeAt(const store::Container& container,
+                                             uint64_t ordinal) const;
+  // Every name of the container directory, listed or not.
+  std::vector<std::string> RootNames(const store::Container& container) const;
   std::vector<store::FileDescription> Describe(const store::Container& container) const override;
 
   Registry();
