@@ -54,7 +54,7 @@ if [[ $MINBASE == 1 ]]; then
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
-TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http|readahead)|stress\..*|unit\..*(cache|memory|worker|pool|read_plan|container|once).*)$}"
+TSAN_TESTS="${B2NDFS_TSAN_TESTS:-^(fuse\.(concurrency|wholechunk|async_reads|http|readahead)|stress\..*|unit\..*(cache|memory|worker|pool|read_plan|container|once|vfs).*)$}"
 # What the default TSan selection runs besides its unit tests (found with
 # ctest -N): the daemon and the helpers that tests/integration/lib.sh and
 # tests/stress/stress_lib.sh start. Any other selection (B2NDFS_TSAN_TESTS,

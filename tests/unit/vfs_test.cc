@@ -1,0 +1,373 @@
+// vfs::Filesystem driven without FUSE through a fake source tree: what an open
+// file, a generation and a name hold when containers are replaced, sources
+// fail and walks visit every name (README.md, "Containers that change").
+#include <fcntl.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+#include "b2nd_writer.h"
+#include "b2ndfs/store/container.h"
+#include "b2ndfs/util/log.h"
+#include "b2ndfs/vfs/filesystem.h"
+#include "fake_tree.h"
+#include "temp_dir.h"
+#include "test_store.h"
+
+namespace b2ndfs {
+namespace {
+
+using testing::Bytes;
+using testing::FakeTree;
+
+// A float32 array written by c-blosc2 as a contiguous frame: its frame's
+// bytes and the array's C-order bytes.
+struct Array {
+  Bytes frame;
+  Bytes data;
+};
+
+Array MakeArray(std::vector<int64_t> shape, std::vector<int32_t> chunks,
+                std::vector<int32_t> blocks, float seed) {
+  testing::TempDir dir("b2ndfs_vfs");
+  const std::string path = (dir.path / "a.b2nd").string();
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    values[static_cast<size_t>(i)] = seed + static_cast<float>(i % 977);
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  cparams.typesize = 4;
+  cparams.nthreads = 1;
+  b2nd_array_t* array =
+      testing::WriteContiguous(path, cparams, static_cast<int8_t>(shape.size()), shape.data(),
+                               chunks.data(), blocks.data(), "<f4", values.data(), n * 4);
+  b2nd_free(array);
+  std::ifstream in(path, std::ios::binary);
+  Array out;
+  out.frame.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  out.data.resize(static_cast<size_t>(n * 4));
+  std::memcpy(out.data.data(), values.data(), out.data.size());
+  return out;
+}
+
+// A filesystem over a fake tree, with the store the mount sets up.
+struct Mount {
+  explicit Mount(bool remote = false, size_t cache_bytes = 64 << 20)
+      : tree(std::make_shared<FakeTree>(remote)), store(cache_bytes, 4, 2) {}
+  void Start() {
+    SetLogLevel(LogLevel::kWarning);  // replacements are logged at info
+    vfs::Options options;
+    options.source = FakeTree::kRoot;
+    options.tree = tree;
+    fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
+  }
+  vfs::Ino Lookup(vfs::Ino parent, const std::string& name) {
+    auto attr = fs->Lookup(parent, name);
+    INFO(name << ": " << (attr.ok() ? "" : attr.status().message()));
+    REQUIRE(attr.ok());
+    return attr->st.st_ino;
+  }
+  int LookupError(vfs::Ino parent, const std::string& name) {
+    auto attr = fs->Lookup(parent, name);
+    return attr.ok() ? 0 : attr.status().error_number();
+  }
+  vfs::FileHandle Open(vfs::Ino ino) {
+    auto handle = fs->Open(ino, O_RDONLY);
+    INFO((handle.ok() ? "" : handle.status().message()));
+    REQUIRE(handle.ok());
+    return std::move(handle).value();
+  }
+  // Bytes [offset, offset + length) of an open file, or its error.
+  Result<Bytes> Read(const vfs::FileHandle& handle, int64_t offset, size_t length) {
+    Bytes out(length);
+    B2NDFS_ASSIGN_OR_RETURN(const size_t n, fs->Read(handle, offset, length, out.data()));
+    out.resize(n);
+    return out;
+  }
+  Bytes ReadAll(const vfs::FileHandle& handle, size_t length) {
+    auto bytes = Read(handle, 0, length);
+    INFO((bytes.ok() ? "" : bytes.status().message()));
+    REQUIRE(bytes.ok());
+    return std::move(bytes).value();
+  }
+
+  std::shared_ptr<FakeTree> tree;
+  testing::TestStore store;
+  std::unique_ptr<vfs::Filesystem> fs;
+};
+
+Bytes Slice(const Bytes& b, size_t offset, size_t length) {
+  return Bytes(b.begin() + static_cast<ptrdiff_t>(offset),
+               b.begin() + static_cast<ptrdiff_t>(offset + length));
+}
+
+struct Counts {
+  uint64_t decompressed, source_reads;
+  static Counts Now() {
+    const store::ReadStats& r = store::GlobalReadStats();
+    return Counts{r.blocks_decompressed.load(), r.source_reads.load()};
+  }
+};
+
+TEST_CASE("an open file reads the version it opened to its end, after a replacement and a lookup",
+          "[vfs]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  const Array v2 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 500.0f);
+  const bool remote = GENERATE(false, true);
+  Mount m(remote);
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const vfs::Ino data = m.Lookup(dir, "data");
+  const size_t size = v1.data.size(), half = size / 2;
+  {
+    vfs::FileHandle old = m.Open(data);
+    // A remote old version reads on from what is cached: all of it is.
+    const size_t first = remote ? size : half;
+    auto head = m.Read(old, 0, first);
+    REQUIRE(head.ok());
+    CHECK(*head == Slice(v1.data, 0, first));
+    CHECK(m.tree->holds() == 1);
+
+    m.tree->SetOldVersionsReadable(!remote);
+    m.tree->PutFile("a.b2nd", v2.frame);  // replaced, as by rename
+    // Someone else looks: the name now is the new version's.
+    const vfs::Ino fresh = m.Lookup(dir, "data");
+    CHECK(fresh != data);
+    // fstat of the open descriptor (the kernel asks by number alone): its
+    // own version, not to be cached.
+    auto held = m.fs->GetAttr(data);
+    REQUIRE(held.ok());
+    CHECK(held->timeout == 0);
+    CHECK(held->st.st_size == static_cast<off_t>(size));
+    CHECK(m.fs->GetAttr(data, &old).ok());
+
+    auto rest = m.Read(old, static_cast<int64_t>(half), size - half);
+    REQUIRE(rest.ok());
+    CHECK(*rest == Slice(v1.data, half, size - half));
+    auto again = m.Read(old, 0, half);
+    REQUIRE(again.ok());
+    CHECK(*again == Slice(v1.data, 0, half));
+
+    vfs::FileHandle now = m.Open(fresh);
+    CHECK(m.ReadAll(now, size) == v2.data);
+  }
+  CHECK(m.tree->holds() == 0);
+  // Nothing holds the old version any more: its numbers are stale.
+  CHECK(m.fs->GetAttr(data).status().error_number() == ESTALE);
+}
+
+TEST_CASE("a remote file whose version the server no longer has answers EIO where not cached",
+          "[vfs]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  const Array v2 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 500.0f);
+  Mount m(/*remote=*/true);
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.tree->SetOldVersionsReadable(false);
+  m.Start();
+  const vfs::Ino data = m.Lookup(m.Lookup(vfs::kRootIno, "a.b2nd"), "data");
+  vfs::FileHandle old = m.Open(data);
+  const size_t size = v1.data.size();
+  REQUIRE(m.Read(old, 0, 4096).ok());
+  m.tree->PutFile("a.b2nd", v2.frame);
+  auto tail = m.Read(old, static_cast<int64_t>(size - 4096), 4096);
+  REQUIRE(!tail.ok());
+  CHECK(tail.status().error_number() == EIO);
+  // What it read before is still served from the cache.
+  auto head = m.Read(old, 0, 4096);
+  REQUIRE(head.ok());
+  CHECK(*head == Slice(v1.data, 0, 4096));
+}
+
+TEST_CASE("an outage keeps the generation, its cached blocks and its names", "[vfs]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  const int error = GENERATE(ETIMEDOUT, ECONNREFUSED, EIO, EMFILE);
+  Mount m(/*remote=*/true);
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.tree->PutFile("b.b2nd", v1.frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const vfs::Ino data = m.Lookup(dir, "data");
+  const size_t size = v1.data.size();
+  {
+    vfs::FileHandle h = m.Open(data);
+    REQUIRE(m.ReadAll(h, size) == v1.data);
+  }
+  m.tree->SetOutage(error);
+  const Counts before = Counts::Now();
+  // Known names answer, open and read from the cache.
+  CHECK(m.fs->GetAttr(data).ok());
+  CHECK(m.fs->GetAttr(dir).status().error_number() == error);  // the source's own stat
+  CHECK(m.Lookup(dir, "data") == data);
+  {
+    vfs::FileHandle h = m.Open(data);
+    CHECK(m.ReadAll(h, size) == v1.data);
+  }
+  // A name never seen cannot be had: the error, never ENOENT.
+  CHECK(m.LookupError(vfs::kRootIno, "b.b2nd") == error);
+  m.tree->SetOutage(0);
+  {
+    vfs::FileHandle h = m.Open(m.Lookup(dir, "data"));
+    CHECK(m.ReadAll(h, size) == v1.data);
+  }
+  const Counts after = Counts::Now();
+  CHECK(after.decompressed == before.decompressed);
+  CHECK(after.source_reads == before.source_reads);
+  CHECK(m.fs->StatsJson().find("\"generations_replaced\": 0") != std::string::npos);
+}
+
+TEST_CASE("a container that is gone ends its generation; its open files read on", "[vfs]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  Mount m;
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const vfs::Ino data = m.Lookup(dir, "data");
+  vfs::FileHandle h = m.Open(data);
+  m.tree->Remove("a.b2nd");
+  CHECK(m.LookupError(dir, "data") == ENOENT);
+  CHECK(m.ReadAll(h, v1.data.size()) == v1.data);
+}
+
+// Every directory below `dir`, listed and looked up as `find` does; returns
+// the number of names seen.
+size_t Walk(Mount& m, vfs::Ino dir, int depth = 0) {
+  auto listing = m.fs->OpenDir(dir);
+  REQUIRE(listing.ok());
+  size_t names = 0;
+  for (size_t i = 0; i < (*listing)->size(); ++i) {
+    const vfs::DirEntry e = (*listing)->at(i);
+    auto attr = m.fs->Lookup(dir, e.name);
+    INFO(e.name);
+    REQUIRE(attr.ok());
+    // The number a listing gives is the one lookup and stat give.
+    CHECK(attr->st.st_ino == e.ino);
+    if ((*listing)->cheap_lookups()) {
+      auto listed = (*listing)->Attributes(i);
+      REQUIRE(listed.ok());
+      CHECK(listed->st.st_ino == e.ino);
+      CHECK(listed->st.st_size == attr->st.st_size);
+    }
+    auto again = m.fs->GetAttr(e.ino);
+    REQUIRE(again.ok());
+    CHECK(again->st.st_size == attr->st.st_size);
+    CHECK(again->st.st_mode == attr->st.st_mode);
+    ++names;
+    if (S_ISDIR(e.type) && depth < 4) names += Walk(m, e.ino, depth + 1);
+  }
+  return names;
+}
+
+TEST_CASE("a walk of every name keeps no state per virtual file", "[vfs]") {
+  Mount m;
+  // 1-D, 2-D and 3-D containers: every kind of view directory.
+  m.tree->PutFile("a.b2nd", MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f).frame);
+  m.tree->PutFile("b.b2nd", MakeArray({300, 200}, {10, 10}, {5, 5}, 2.0f).frame);
+  m.tree->PutFile("c.b2nd", MakeArray({1000}, {10}, {5}, 3.0f).frame);
+  m.tree->PutDir("notes");
+  for (int i = 0; i < 100; ++i) m.tree->PutFile("notes/n" + std::to_string(i) + ".txt", {1, 2, 3});
+  m.Start();
+  const size_t names = Walk(m, vfs::kRootIno);
+  CHECK(names > 600 + 2 * 30 * 20 + 100);
+  // Records: only what the mirrored tree's walk looked up (3 containers,
+  // a directory and its 100 files), none per virtual file.
+  CHECK(m.fs->NodeCount() == 3 + 1 + 100);
+  // The kernel forgets: the records go.
+  for (const char* name : {"a.b2nd", "b.b2nd", "c.b2nd", "notes"}) {
+    auto attr = m.fs->Lookup(vfs::kRootIno, name);
+    REQUIRE(attr.ok());
+    m.fs->Forget(attr->st.st_ino, 2);  // the walk's lookup and this one
+  }
+  auto notes = m.fs->Lookup(vfs::kRootIno, "notes");
+  REQUIRE(notes.ok());
+  for (int i = 0; i < 100; ++i) {
+    auto attr = m.fs->Lookup(notes->st.st_ino, "n" + std::to_string(i) + ".txt");
+    REQUIRE(attr.ok());
+    m.fs->Forget(attr->st.st_ino, 2);
+  }
+  m.fs->Forget(notes->st.st_ino, 1);
+  CHECK(m.fs->NodeCount() == 0);
+}
+
+TEST_CASE("every listed number names its file, whose bytes are the name's", "[vfs]") {
+  const Array a = MakeArray({23, 19, 11}, {8, 8, 4}, {4, 4, 2}, 7.0f);
+  Mount m;
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  for (const char* sub : {"slices/0", "slices/2", "chunks", "zarr"}) {
+    vfs::Ino d = dir;
+    std::string path = sub;
+    for (size_t pos = 0; pos != std::string::npos;) {
+      const size_t slash = path.find('/', pos);
+      d = m.Lookup(d, path.substr(pos, slash == std::string::npos ? slash : slash - pos));
+      pos = slash == std::string::npos ? slash : slash + 1;
+    }
+    auto listing = m.fs->OpenDir(d);
+    REQUIRE(listing.ok());
+    for (size_t i = 0; i < (*listing)->size(); ++i) {
+      const vfs::DirEntry e = (*listing)->at(i);
+      if (S_ISDIR(e.type)) continue;
+      INFO(sub << "/" << e.name);
+      vfs::FileHandle by_number = m.Open(e.ino);
+      vfs::FileHandle by_name = m.Open(m.Lookup(d, e.name));
+      auto attr = m.fs->GetAttr(e.ino);
+      REQUIRE(attr.ok());
+      const size_t n = static_cast<size_t>(attr->st.st_size);
+      CHECK(m.ReadAll(by_number, n) == m.ReadAll(by_name, n));
+    }
+  }
+}
+
+TEST_CASE("readers, replacements, lookups and outages at once never mix versions",
+          "[vfs][threads]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  const Array v2 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 500.0f);
+  Mount m(/*remote=*/false, /*cache_bytes=*/1 << 20);  // small: blocks come and go
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  std::atomic<bool> stop{false};
+  std::atomic<int> mixed{0}, reads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      while (!stop.load()) {
+        auto attr = m.fs->Lookup(dir, "data");
+        if (!attr.ok()) continue;
+        auto h = m.fs->Open(attr->st.st_ino, O_RDONLY);
+        if (!h.ok()) continue;
+        Bytes out(v1.data.size());
+        for (size_t off = static_cast<size_t>(t) * 4096; off < out.size(); off += 3 * 8192) {
+          const size_t len = std::min<size_t>(8192, out.size() - off);
+          auto n = m.fs->Read(*h, static_cast<int64_t>(off), len, out.data() + off);
+          if (!n.ok()) continue;
+          reads++;
+          const bool is1 = std::memcmp(out.data() + off, v1.data.data() + off, *n) == 0;
+          const bool is2 = std::memcmp(out.data() + off, v2.data.data() + off, *n) == 0;
+          if (!is1 && !is2) mixed++;
+        }
+      }
+    });
+  }
+  for (int round = 0; round < 40; ++round) {
+    m.tree->PutFile("a.b2nd", round % 2 ? v1.frame : v2.frame);
+    if (round % 5 == 0) m.tree->SetOutage(ETIMEDOUT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    m.tree->SetOutage(0);
+    (void)m.fs->Lookup(dir, "meta.json");
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  CHECK(mixed.load() == 0);
+  CHECK(reads.load() > 0);
+}
+
+}  // namespace
+}  // namespace b2ndfs
