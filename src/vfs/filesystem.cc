@@ -202,6 +202,19 @@ void Filesystem::GenerationReplaced(const ContainerEntry& entry, const Generatio
   invalidate_(stale);
 }
 
+Result<struct stat> Filesystem::SourceStat(PathNode& node) {
+  auto st = tree_->Stat(node.path);
+  std::lock_guard<std::mutex> lock(node.mutex);
+  if (st.ok()) {
+    node.last_stat = *st;
+  } else if (!SourceGone(st.status()) && node.last_stat) {
+    // Trouble reaching the source: a name the kernel holds keeps the
+    // attributes it had (its container may well serve from the cache).
+    return *node.last_stat;
+  }
+  return st;
+}
+
 Result<Attr> Filesystem::Attributes(const Target& target) {
   Attr attr;
   struct stat& st = attr.st;
@@ -225,7 +238,7 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
     }
     case NodeType::kDir:
     case NodeType::kFile: {
-      B2NDFS_ASSIGN_OR_RETURN(st, tree_->Stat(target.path->path));
+      B2NDFS_ASSIGN_OR_RETURN(st, SourceStat(*target.path));
       if ((target.type == NodeType::kDir) != S_ISDIR(st.st_mode)) {
         return NotFound(target.path->path);
       }
@@ -236,7 +249,7 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
     }
     case NodeType::kContainer: {
       // The source's attributes, which may change with it (a short timeout).
-      B2NDFS_ASSIGN_OR_RETURN(const struct stat src, tree_->Stat(target.path->path));
+      B2NDFS_ASSIGN_OR_RETURN(const struct stat src, SourceStat(*target.path));
       st.st_ino = target.ino;
       st.st_uid = src.st_uid;
       st.st_gid = src.st_gid;
@@ -396,7 +409,7 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
       // The kernel keeps its cached pages only if the file is the version
       // they came from.
       {
-        std::lock_guard<std::mutex> lock(target.path->version_mutex);
+        std::lock_guard<std::mutex> lock(target.path->mutex);
         handle.keep_cache = target.path->cached_version == plain.file->version();
         target.path->cached_version = plain.file->version();
       }

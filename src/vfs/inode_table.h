@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -62,9 +63,12 @@ struct PathNode {
   std::string path;                       // tree path
   std::shared_ptr<ContainerEntry> entry;  // kContainer
   uint64_t nlookup = 0;                   // guarded by InodeTable's mutex
+  std::mutex mutex;                       // leaf lock; guards what follows
   // kFile: the version the kernel's cached pages are of.
-  std::mutex version_mutex;          // leaf lock
-  source::Signature cached_version;  // guarded by version_mutex
+  source::Signature cached_version;
+  // The source's attributes when last asked: what stat answers while the
+  // source cannot be reached (a server down).
+  std::optional<struct stat> last_stat;
 };
 
 // An unlisted name inside a container the kernel holds.

@@ -141,7 +141,15 @@ Result<Target> Resolver::LookupMirrored(const Target& parent, const std::string&
     // reached (a remote one) must not make the kernel cache a negative entry.
     const int e = st.status().error_number();
     if (e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
-    return st.status();
+    // A name the kernel holds is looked up again (its dentry expired) while
+    // the source is down: the node known answers, with its last attributes.
+    auto held = inodes_->FindPathByName(path);
+    if (held == nullptr) return st.status();
+    {
+      std::lock_guard<std::mutex> lock(held->mutex);
+      if (!held->last_stat) return st.status();
+      st = *held->last_stat;
+    }
   }
   const auto kind = MirroredKind(name, *st);
   if (!kind) return NotFound(path);  // devices, fifos, sockets are not mirrored

@@ -203,7 +203,7 @@ TEST_CASE("an outage keeps the generation, its cached blocks and its names", "[v
   const Counts before = Counts::Now();
   // Known names answer, open and read from the cache.
   CHECK(m.fs->GetAttr(data).ok());
-  CHECK(m.fs->GetAttr(dir).status().error_number() == error);  // the source's own stat
+  CHECK(m.fs->GetAttr(dir).ok());  // the source's attributes as last seen
   CHECK(m.Lookup(dir, "data") == data);
   {
     vfs::FileHandle h = m.Open(data);

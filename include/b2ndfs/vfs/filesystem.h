@@ -142,6 +142,7 @@ constexpr const char* kControlDirName = ".b2ndfs";
 
 class ContainerEntry;
 struct EntryContext;
+struct PathNode;
 class Generation;
 class InodeTable;
 class OpenContainers;
@@ -197,6 +198,7 @@ class Filesystem {
 
  private:
   Result<Attr> Attributes(const Target& target);
+  Result<struct stat> SourceStat(PathNode& node);
   Result<std::shared_ptr<DirListing>> ListMirrored(const Target& target);
   std::shared_ptr<ReadPattern> PatternFor(Ino ino);
   void GenerationReplaced(const ContainerEntry& entry, const Generation& old,
