@@ -123,13 +123,13 @@ HostileExpectation ExpectationFor(const HostileEntry& e) {
   if (e.defect == "chunk-corrupt" || e.defect == "sparse-missing-chunk") {
     return HostileExpectation::kPartial;
   }
-  // SPEC.md: the oldest caterva metalayer has 4 elements (no blockshape);
+  // README.md, "What it reads": the oldest caterva metalayer has 4 entries (no blockshape);
   // b2ndfs may read it as blocks == chunks, as the chunks here allow.
   if (e.defect == "meta-dtype" || e.name == "caterva_missing_blockshape.caterva") {
     return HostileExpectation::kDecodesOrError;
   }
-  // plugin-*: SPEC.md shows the array (meta.json names what is missing) and
-  // its data reads EIO.
+  // plugin-*: README.md ("What it reads", "Errors") shows the array (meta.json names what is
+  // missing) and its data reads EIO.
   if (e.defect == "meta-inconsistent" || e.defect == "plugin-codec" ||
       e.defect == "plugin-filter") {
     return HostileExpectation::kErrorOrEio;
