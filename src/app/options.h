@@ -1,4 +1,4 @@
-// app/options: the b2ndfs command line (SPEC.md "Command line").
+// app/options: the b2ndfs command line (README.md, "Command line").
 // Parses before anything is mounted, so every error is reported and exits
 // non-zero before the process daemonizes.
 #pragma once

@@ -11,7 +11,7 @@
 // data.npy, first/middle/last chunk, first/middle/last slice of several
 // axes), reads across and at EOF, a few boxes, a read-ahead.
 // Checks: sizes agree with the layout, a read returns exactly what fits,
-// never writes past it, fails only with EIO/ENOMEM (SPEC.md "Errors"),
+// never writes past it, fails only with EIO/ENOMEM (README.md, "Errors"),
 // returns the same bytes when repeated (the second time from the cache), and
 // data, data.npy, slice 0, chunk 0 and ReadArrayBox agree on the first row.
 // Reads are skipped (decoding never is) when the array is large enough to

@@ -5,9 +5,10 @@
 //   core_compare hostile FIXTURE_TOOL  the broken set (`b2nd_fixture hostile`)
 //
 // `set`: for every manifest entry, store::Container vs the reference
-// (b2nd_open + b2nd_get_slice_cbuffer in this process, or the .raw bytes of a
-// plain super-chunk): meta.json (valid JSON, right shape/itemsize/format),
-// data and data.npy (whole, and at odd offsets and lengths, across EOF),
+// (itest_common's Reference: c-blosc2 decompressing each chunk whole in this
+// process, or the .raw bytes of a plain super-chunk): meta.json (valid JSON,
+// right shape/itemsize/format), data and data.npy (whole, and at odd offsets
+// and lengths, across EOF),
 // every chunk (ReadArrayBox of its box and Read of its file), every slice
 // along every axis (sampled on long axes), 50 random boxes (empty and full
 // ones included). Virtual files are found and read through the views (the

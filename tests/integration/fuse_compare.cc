@@ -1,6 +1,6 @@
 // fuse_compare: walks a b2ndfs mount with ordinary system calls and compares
 // names, sizes and bytes with c-blosc2's own reads. It knows nothing of the
-// b2ndfs code: only the mount, the fixture references and SPEC.md.
+// b2ndfs code: only the mount, the fixture references and README.md.
 //
 //   fuse_compare tree MOUNT OUTDIR REFDIR
 //       layout: the mirrored tree equals OUTDIR's (containers as
@@ -114,7 +114,7 @@ std::string Join(const std::vector<std::string>& v, size_t max = 12) {
 
 std::string AsString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
-// SPEC.md: names shown as containers, whatever their content.
+// README.md, "Layout": names shown as containers, whatever their content.
 bool HasContainerExtension(const std::string& name) {
   for (const char* ext : {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"}) {
     const size_t n = std::strlen(ext);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuse.headers: the format headers beside `data` (SPEC.md "Layout") read by
+# fuse.headers: the format headers beside `data` (README.md, "Layout") read by
 # the real tools, through a real mount: GDAL opens `data` through data.hdr
 # (ENVI), nibabel loads data.nii (NIfTI-1), VTK's vtkNrrdReader and
 # vtkMetaImageReader read data.nhdr and data.mhd, teem's `unu` converts

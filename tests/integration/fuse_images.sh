@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuse.images: data.tiff and images/A/IDX.{tiff,pgm} (SPEC.md "Layout")
+# fuse.images: data.tiff and images/A/IDX.{tiff,pgm} (README.md, "Layout")
 # through a real mount, against c-blosc2's own reads of the same containers
 # (b2nd_fixture slice). For arrays written here by c-blosc2 (2-D and 3-D, every
 # integer and float type TIFF holds, both byte orders, bool, one and several

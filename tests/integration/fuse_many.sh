@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # fuse.many: any number of containers can be read, whatever the descriptor
-# limit (SPEC.md "Containers that change, and trust"), within cache_size plus
-# a bounded overhead ("Errors"). 20,000 small containers in one directory
-# (7 distinct ones written by c-blosc2, copied byte for byte: a mix-up reads
-# wrong); the daemon runs under `ulimit -n 1024` (soft and hard, so it cannot
+# limit (README.md, "What the daemon holds"), within cache_size plus a
+# bounded overhead (the same section, "Memory"). 20,000 small containers in
+# one directory (7 distinct ones written by c-blosc2, copied byte for byte:
+# a mix-up reads wrong); the daemon runs under `ulimit -n 1024` (soft and hard, so it cannot
 # raise it) with -o cache_size=64M. Listing the directory, then reading every
 # meta.json (shape and dtype) and three ranges of every `data` (compared with
 # c-blosc2's bytes) must all succeed, twice (in the second pass, in reverse

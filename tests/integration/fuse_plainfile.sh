@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # fuse.plainfile: a plain (non-container) file of SOURCE that is rewritten
 # while mounted shows its new content on the next open, even when its size
-# stays the same and its mtime stays in the same second (SPEC.md "Layout":
-# other regular files appear unchanged; "Errors": a file that changes is
-# seen afresh on the next open). Variants, each run several times:
+# stays the same and its mtime stays in the same second (README.md, "Layout":
+# other files appear unchanged; "Containers that change": a plain file that
+# is rewritten is seen afresh on its next open). Variants, each run several
+# times:
 #   - rewritten in place, same size, mtime moved within the same second;
 #   - rewritten in place, same size, mtime put back exactly (only ctime
 #     tells; a rewrite that keeps mtime is what rsync -t or tar -x do);

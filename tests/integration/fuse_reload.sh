@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fuse.reload: a container that changes on disk while mounted is seen afresh
-# (SPEC.md "Errors": at the latest on the next open of one of its files after
-# its mtime or size changed): replaced by rename, overwritten in place; and
+# (README.md, "Containers that change": on the next lookup, stat, listing
+# or open of a name inside it): replaced by rename, overwritten in place; and
 # containers added to or removed from SOURCE appear and disappear.
 # Usage: fuse_reload.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2012  # ls output is what this test checks
-# fuse.tree: names and layout of a mount (SPEC.md "Layout").
+# fuse.tree: names and layout of a mount (README.md, "Layout").
 # fuse_compare checks the mirrored tree, every container's entries, chunk and
 # slice names and every stat size; this script adds what users type: ls, stat,
 # unpadded slice names, sidecar files, 0-D and zero-length arrays, times, and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuse.view: view/EXPR and view/EXPR.npy (SPEC.md "Layout"). For a 3-D
+# fuse.view: view/EXPR and view/EXPR.npy (README.md, "Layout"). For a 3-D
 # container written by c-blosc2, data is first compared with c-blosc2's own
 # reading; then, for fixed and ~50 randomized NumPy basic-indexing
 # expressions (steps, negatives, dropped axes, `...`, empty results), the

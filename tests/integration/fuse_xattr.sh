@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuse.xattr: extended attributes (SPEC.md "Layout"). A container directory
+# fuse.xattr: extended attributes (README.md, "Layout"). A container directory
 # and every file and directory inside it carry user.b2nd.shape, .chunkshape,
 # .blockshape (JSON lists, as c-blosc2 reads the container), .dtype and
 # .codec (as written, and as meta.json says); `getfattr -d` shows exactly

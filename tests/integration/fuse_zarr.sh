@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuse.zarr: NAME.b2nd/zarr/ (SPEC.md "Layout") opened by zarr-python through
+# fuse.zarr: NAME.b2nd/zarr/ (README.md, "Layout") opened by zarr-python through
 # a real mount. For every container: where meta.json offers "zarr",
 # zarr.open(zarr/, mode='r')[...] equals data.npy (whose bytes fuse.numpy
 # compares with c-blosc2), .zarray has the layout's shape and chunks, .zattrs

@@ -1,16 +1,17 @@
 // itest_common: what the integration tests share.
 //
 // What: the fixture manifests (tests/fixtures, `b2nd_fixture make|hostile`),
-// c-blosc2 references (a b2nd container read with b2nd_open +
-// b2nd_get_slice_cbuffer, or a .raw file for plain super-chunks), the names
-// b2ndfs gives chunk and slice files (SPEC.md "Layout"), a strict little JSON
-// parser for meta.json, an .npy header parser, and a thread-safe mismatch
-// report. Nothing here uses the b2ndfs core: the references must stay
-// independent of what they check.
-// Ownership: a Reference owns its b2nd_array_t and the whole array's bytes.
-// Thread-safety: Reference::Slice() calls c-blosc2, whose slicing mutates the
-// array's context: call it from one thread only. Reference::full() and every
-// free function may be used from any thread. Report is internally locked.
+// c-blosc2 references (a b2nd container whose chunks c-blosc2 decompresses
+// whole, tests/fixtures/whole_chunks.h, never its slice path, which misreads
+// chunks that must be decoded whole: docs/blosc2-3.3-notes.md; or a .raw file
+// for plain super-chunks), the names b2ndfs gives chunk and slice files
+// (README.md, "Layout"), a strict little JSON parser for meta.json, an .npy
+// header parser, and a thread-safe mismatch report. Nothing here uses the
+// b2ndfs core: the references must stay independent of what they check.
+// Ownership: a Reference owns the whole array's bytes (decoded at Open()).
+// Thread-safety: a Reference is immutable after Open(): Slice(), full() and
+// every free function may be used from any thread. Report is internally
+// locked.
 // Errors: set-up problems (unreadable manifest, c-blosc2 refusing a
 // reference) throw TestError; comparisons go to a Report.
 #ifndef B2NDFS_TESTS_INTEGRATION_ITEST_COMMON_H_
@@ -99,32 +100,31 @@ class Reference {
   Reference(const Reference&) = delete;
   Reference& operator=(const Reference&) = delete;
 
-  bool raw() const { return array_ == nullptr; }
+  bool raw() const { return raw_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
   const Shape& shape() const { return shape_; }
   int64_t itemsize() const { return itemsize_; }
   int64_t nbytes() const { return Product(shape_) * itemsize_; }
   // The b2nd dtype string of a b2nd reference (empty for .raw).
   const std::string& dtype() const { return dtype_; }
-  // The whole array, C order (from c-blosc2 at Open()).
+  // The whole array, C order (its chunks decompressed whole by c-blosc2 at
+  // Open()).
   const Bytes& full() const { return full_; }
   // Chunk files b2ndfs must show: boxes and names, in chunk index order.
   // Empty for a 0-D array (it has no chunks/ directory).
   const std::vector<IBox>& chunk_boxes() const { return chunk_boxes_; }
   const std::vector<std::string>& chunk_names() const { return chunk_names_; }
 
-  // The C-order bytes of `box`, read by c-blosc2 (b2nd_get_slice_cbuffer) or
-  // cut from the .raw file. Not thread-safe.
+  // The C-order bytes of `box`, cut out of full().
   Bytes Slice(const IBox& box) const;
 
  private:
   Reference() = default;
   std::string path_;
-  b2nd_array_t* array_ = nullptr;
+  bool raw_ = false;
   Shape shape_;
   int64_t itemsize_ = 0;
   std::string dtype_;
-  Bytes raw_;  // .raw only
   Bytes full_;
   std::vector<IBox> chunk_boxes_;
   std::vector<std::string> chunk_names_;

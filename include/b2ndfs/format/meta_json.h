@@ -1,4 +1,5 @@
-// format/meta_json: the meta.json document of SPEC.md, and msgpack -> JSON.
+// format/meta_json: the meta.json document (README.md, "meta.json"), and
+// msgpack -> JSON.
 //
 // RenderMetaJson writes pretty-printed JSON (2-space indent, arrays of scalars
 // on one line) with a fixed key order, ending with a newline:
