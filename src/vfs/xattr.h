@@ -1,5 +1,5 @@
 // Private to vfs: the extended attributes of a container directory and of
-// everything inside it (SPEC.md "Layout"): user.b2nd.shape, .chunkshape,
+// everything inside it (README.md, "Layout"): user.b2nd.shape, .chunkshape,
 // .blockshape (JSON lists), .dtype (the NumPy descr) and .codec (meta.json's
 // codec name), all computed from one opened, decodable container.
 // Errors: ENODATA for any other name (Filesystem answers security.* and

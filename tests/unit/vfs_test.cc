@@ -16,6 +16,7 @@
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "fake_tree.h"
+#include "generation.h"
 #include "temp_dir.h"
 #include "test_store.h"
 
@@ -367,6 +368,25 @@ TEST_CASE("readers, replacements, lookups and outages at once never mix versions
   for (auto& t : threads) t.join();
   CHECK(mixed.load() == 0);
   CHECK(reads.load() > 0);
+}
+
+TEST_CASE("the open-container LRU takes off what it put on", "[vfs]") {
+  auto tree = std::make_shared<FakeTree>();
+  tree->PutFile("a.b2nd", MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f).frame);
+  testing::TestStore store(8 << 20, 1, 0);
+  auto source = tree->OpenContainer(std::string(FakeTree::kRoot) + "/a.b2nd", nullptr);
+  REQUIRE(source.ok());
+  auto container = store::Container::Open(*source, &store.ctx, 7, nullptr);
+  REQUIRE(container->ok());
+  vfs::OpenContainers open(4, 1 << 30);
+  open.Touch(container);
+  const int64_t before = container->memory_bytes();
+  CHECK(open.bytes() == before);
+  (void)container->meta_json();  // rendered now: the container holds more
+  REQUIRE(container->memory_bytes() != before);
+  open.Remove(container.get());
+  CHECK(open.bytes() == 0);
+  CHECK(open.size() == 0);
 }
 
 }  // namespace
