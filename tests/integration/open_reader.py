@@ -22,6 +22,10 @@ memmap and compares with reference bytes that c-blosc2 wrote.
       payload with OLD, prints "mmap ok" or "mmap BAD ...", then "checked".
       A page the daemon cannot serve kills the process with SIGBUS
       (faulthandler says so on stderr; exit status 135 from a shell).
+  open_reader.py cat FILE OUT
+      Opens FILE, drops its cached pages (so that every read reaches the
+      daemon), copies it to OUT; exits 1 with the errno's name on a failed
+      read.
 Exits 0 at the end of stdin, 2 on a setup error (the first check failed).
 """
 import errno
@@ -159,6 +163,27 @@ def run_mmap(args):
     return 0
 
 
+def run_cat(args):
+    if len(args) != 2:
+        die("cat FILE OUT")
+    try:
+        fd = os.open(args[0], os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        with open(args[1], "wb") as out:
+            off = 0
+            while True:
+                b = os.pread(fd, 1 << 20, off)
+                if not b:
+                    break
+                out.write(b)
+                off += len(b)
+        os.close(fd)
+    except OSError as e:
+        print("%s: %s" % (args[0], errno.errorcode.get(e.errno, str(e.errno))), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     faulthandler.enable()
     if len(sys.argv) < 2:
@@ -168,6 +193,8 @@ def main():
         return run_read(args)
     if cmd == "mmap":
         return run_mmap(args)
+    if cmd == "cat":
+        return run_cat(args)
     die("unknown command " + cmd)
 
 
