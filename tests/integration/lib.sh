@@ -81,9 +81,13 @@ log() {
   echo "[$ITEST_NAME +${t}s] $*"
 }
 
+# A failure is also written down in $TMP/.failures, which finish counts: a
+# fail called in a subshell ($(...), ( ... ), a pipeline, a background job)
+# cannot change this shell's ITEST_FAILURES.
 fail() {
   echo "[$ITEST_NAME] FAIL: $*" >&2
   ITEST_FAILURES=$((ITEST_FAILURES + 1))
+  [[ -n ${TMP:-} && -d $TMP ]] && echo x >>"$TMP/.failures"
 }
 
 # check DESCRIPTION CMD...: runs CMD, records a failure if it exits non-zero.
@@ -313,6 +317,7 @@ itest_cleanup() {
 finish() {
   local t
   t=$(awk -v a="$ITEST_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  [[ -f $TMP/.failures ]] && ITEST_FAILURES=$(($(wc -l <"$TMP/.failures")))
   if ((ITEST_FAILURES > 0)); then
     log "$ITEST_FAILURES failure(s) in ${t} s"
     exit 1
