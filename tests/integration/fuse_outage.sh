@@ -110,6 +110,10 @@ outage() {
     [[ ${a[i]:-x} == "${b[i]:-y}" ]] ||
       fail "$name: ${COUNTERS[i]} went from ${b[i]:-?} to ${a[i]:-?}: what the cache held was fetched or decompressed again after a $OUTAGE_S s outage"
   done
+  local replaced
+  replaced=$(stats_field "$mnt" containers.generations_replaced)
+  [[ $replaced == 0 ]] ||
+    fail "$name: containers.generations_replaced is '$replaced': the outage ended the container's generation"
   pid_alive "$DAEMON_PID" || fail "$name: b2ndfs died"
   unmount_fs "$mnt"
 }
