@@ -5,8 +5,12 @@
 # lacks (a cached chunks/I.J.K outside the new grid, slices/2/ of a 3-D array
 # replaced by a 2-D one) must fail without returning bytes; names it has
 # (data, data.npy, meta.json, chunks, slices) serve the new array with its new
-# size; descriptors (and mappings) opened before the change read the old
-# generation's bytes or fail with EIO, never other bytes.
+# size. Descriptors (and mappings) opened before the change keep reading the
+# old generation (README.md, "Containers that change"): after a replacement
+# by rename or a deletion, every read gives the old bytes, never an error or
+# SIGBUS (the daemon holds the old file, as an unlinked local file stays
+# readable); after a rewrite in place (the old bytes are gone), the old bytes
+# or EIO, never other bytes.
 # Changes: replaced by rename (3-D -> 2-D; same shape, other data), rewritten
 # in place with the same size, truncated in place, deleted, and a sparse
 # frame whose chunk files c-blosc2 rewrites. Then the replace-then-read cycle
@@ -159,11 +163,16 @@ check_names() {
   done
 }
 
-# hold_names ID GEN [--mmap] NAMES...: holds NAMES of generation GEN open.
+# hold_names ID GEN [--strict] [--mmap] NAMES...: holds NAMES of generation
+# GEN open; --strict: every later read must give the old bytes (no EIO).
 hold_names() {
   local id=$1 gen=$2 name
   shift 2
   local args=()
+  if [[ ${1:-} == --strict ]]; then
+    args+=(--strict)
+    shift
+  fi
   if [[ ${1:-} == --mmap ]]; then
     args+=(--mmap)
     shift
@@ -193,7 +202,7 @@ done
 NAMES_A3=(chunks/0.1.0 chunks/2.2.3 slices/2/07 slices/0/22)
 check_names a3 "3-D" "${NAMES_A3[@]}"
 check_gen a3 "3-D"
-hold_names p1 a3 --mmap data chunks/0.1.0 slices/2/07
+hold_names p1 a3 --strict --mmap data chunks/0.1.0 slices/2/07
 place b2
 # The cached names first: nothing has told the daemon yet.
 check_names b2 "3-D -> 2-D by rename" "${NAMES_A3[@]}"
@@ -206,7 +215,7 @@ hold_stop p1
 # --- same shape, other data (rename) ------------------------------------------
 NAMES_B2=(chunks/1.1 chunks/2.2 slices/1/33 slices/0/44 slices/0/22)
 check_names b2 "2-D" "${NAMES_B2[@]}"
-hold_names p2 b2 --mmap data chunks/1.1 slices/1/33
+hold_names p2 b2 --strict --mmap data chunks/1.1 slices/1/33
 place b2x
 check_names b2x "same shape, other data" "${NAMES_B2[@]}"
 check_gen b2x "same shape, other data"
@@ -246,7 +255,7 @@ use deleted
 place a3
 check_gen a3 "3-D again"
 check_names a3 "3-D again" "${NAMES_A3[@]}"
-hold_names p5 a3 --mmap data slices/2/07
+hold_names p5 a3 --strict --mmap data slices/2/07
 rm "$CUR"
 read_fails "deleted: data" "$L/data"
 read_fails "deleted: slices/2/07" "$L/slices/2/07"
@@ -294,10 +303,11 @@ for ((i = 1; i <= CYCLES; i++)); do
   # The kernel looks up, stats and caches every name of the old generation.
   for n in ${NAMES_OF[$prev]}; do stat -c %s "$L/$n" >/dev/null 2>&1 || fail "cycle $i: $prev: $n missing"; done
   cat "$L/data" >/dev/null 2>&1 || fail "cycle $i: $prev: data unreadable"
-  hold_names loop "$prev" data "${NAMES_OF[$prev]%% *}"
   if [[ $prev == m1 && $next == m2 ]]; then
+    hold_names loop "$prev" data "${NAMES_OF[$prev]%% *}"
     overwrite m2
   else
+    hold_names loop "$prev" --strict data "${NAMES_OF[$prev]%% *}"
     place "$next"
   fi
   # Alternate what is read first after the change.

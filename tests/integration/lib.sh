@@ -81,9 +81,13 @@ log() {
   echo "[$ITEST_NAME +${t}s] $*"
 }
 
+# A failure is also written down in $TMP/.failures, which finish counts: a
+# fail called in a subshell ($(...), ( ... ), a pipeline, a background job)
+# cannot change this shell's ITEST_FAILURES.
 fail() {
   echo "[$ITEST_NAME] FAIL: $*" >&2
   ITEST_FAILURES=$((ITEST_FAILURES + 1))
+  [[ -n ${TMP:-} && -d $TMP ]] && echo x >>"$TMP/.failures"
 }
 
 # check DESCRIPTION CMD...: runs CMD, records a failure if it exits non-zero.
@@ -313,6 +317,7 @@ itest_cleanup() {
 finish() {
   local t
   t=$(awk -v a="$ITEST_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  [[ -f $TMP/.failures ]] && ITEST_FAILURES=$(($(wc -l <"$TMP/.failures")))
   if ((ITEST_FAILURES > 0)); then
     log "$ITEST_FAILURES failure(s) in ${t} s"
     exit 1
@@ -535,4 +540,66 @@ if tuple(header["shape"]) != shape:
     sys.exit("header shape %r, expected %r" % (header["shape"], shape))
 if b[start:] != open(raw, "rb").read():
     sys.exit("payload differs from %s" % raw)' "$1" "$2" "$3"
+}
+
+# ---------------------------------------------------------------------------
+# Readers that keep a file open while the test changes its container
+# (fuse_open_replace, fuse_sparse_rewrite; tests/integration/open_reader.py).
+# They share the HOLD_* bookkeeping, so lifecycle_init's trap (hold_stop_all)
+# lets go of them before lib.sh unmounts.
+
+# reader_start ID CMD...: CMD in the background, its stdin a fifo this shell
+# holds, its output in $TMP/hold.ID.out (.err); waits (30 s at most) until it
+# prints "ready". Fails (and stops it) if it dies first.
+reader_start() {
+  local id=$1 fifo=$TMP/hold.$1.in fd
+  shift
+  rm -f "$fifo" "$TMP/hold.$id.out" "$TMP/hold.$id.err"
+  mkfifo "$fifo"
+  # Without the write ends of the other readers' fifos: each reader must see
+  # the end of its own input when this shell closes it.
+  (
+    for fd in "${HOLD_FD[@]}"; do eval "exec $fd>&-"; done
+    exec "$@"
+  ) <"$fifo" >"$TMP/hold.$id.out" 2>"$TMP/hold.$id.err" &
+  HOLD_PID[$id]=$!
+  exec {fd}>"$fifo"
+  HOLD_FD[$id]=$fd
+  HOLD_CHECKS[$id]=0
+  if ! wait_until 30 eval "grep -q '^ready' '$TMP/hold.$id.out' || ! kill -0 ${HOLD_PID[$id]} 2>/dev/null" ||
+    ! grep -q '^ready' "$TMP/hold.$id.out"; then
+    fail "reader $id did not get ready: $(head -c 600 "$TMP/hold.$id.err")"
+    hold_stop "$id"
+    return 1
+  fi
+}
+
+# reader_check ID: asks the reader for one more check and waits (60 s at
+# most) for it; sets READER_SAID to what the reader said for it (the lines
+# before its "checked"), or to how it died. Returns non-zero if the reader
+# died or did not answer (a failure is counted only for no answer). Call it
+# directly, not in $( ): a failure counted in a subshell is lost.
+reader_check() {
+  local id=$1 n rc=0
+  READER_SAID=""
+  [[ -n ${HOLD_FD[$id]:-} ]] || { READER_SAID="reader $id is not running"; return 1; }
+  n=$((HOLD_CHECKS[$id] + 1))
+  HOLD_CHECKS[$id]=$n
+  (echo check >&"${HOLD_FD[$id]}") 2>/dev/null
+  if ! wait_until 60 eval "(( \$(grep -c '^checked' '$TMP/hold.$id.out') >= $n )) || ! kill -0 ${HOLD_PID[$id]} 2>/dev/null"; then
+    fail "reader $id: no answer in 60 s (a read hangs?)"
+    READER_SAID="no answer"
+    return 1
+  fi
+  # The n-th block of lines ending in "checked".
+  READER_SAID=$(awk -v n="$n" '/^checked/ { k++; next } k == n - 1 && !/^ready/' "$TMP/hold.$id.out")
+  (($(grep -c '^checked' "$TMP/hold.$id.out") >= n)) && return 0
+  wait "${HOLD_PID[$id]}" 2>/dev/null || rc=$?
+  if ((rc > 128)); then
+    READER_SAID+=" died of signal $((rc - 128))$( ((rc == 135)) && echo ' (SIGBUS)'):"
+  else
+    READER_SAID+=" exited with status $rc:"
+  fi
+  READER_SAID+=" $(head -n 2 "$TMP/hold.$id.err" | head -c 300 | tr '\n' ' ')"
+  return 1
 }

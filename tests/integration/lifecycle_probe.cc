@@ -4,19 +4,23 @@
 // and compares them with reference files that c-blosc2 wrote
 // (b2nd_fixture). Sub-commands:
 //
-//   lifecycle_probe hold [--mmap] FILE REF [FILE REF ...]
+//   lifecycle_probe hold [--strict] [--mmap] FILE REF [FILE REF ...]
 //     Opens every FILE (and maps it with --mmap), checks that it reads
 //     exactly as REF, prints "ready" and then, for every line read from
 //     stdin, checks again through the descriptors (and mappings) it holds
 //     and prints "checked old=N failed=M (eio=.. estale=.. enoent=..)
-//     bad=K". A FILE's container may have been replaced meanwhile: each read
-//     must return exactly REF's bytes (up to REF's end) or fail with EIO;
-//     each mapped page must hold REF's bytes or raise SIGBUS. ESTALE and
-//     ENOENT count as failures too: the kernel refreshes a file's attributes
-//     for a read that crosses its cached size, and SPEC.md lets a dead
-//     generation's inode answer that with ESTALE or ENOENT. Anything else
-//     (other bytes, a short read, another errno) is reported on stderr.
-//     Exits 0 at the end of stdin if nothing was wrong, else 1.
+//     bad=K". A FILE's container may have changed meanwhile.
+//     With --strict (a container replaced by rename or deleted: README.md,
+//     "Containers that change": an open file keeps reading the version it
+//     opened, as an unlinked local file does), each read must return exactly
+//     REF's bytes (up to REF's end) and each mapped page must hold them: a
+//     failed read (EIO, ESTALE, ENOENT...) or a SIGBUS is bad.
+//     Without it (a container rewritten in place, whose old bytes are gone),
+//     a read may also fail with EIO and a page raise SIGBUS; ESTALE and
+//     ENOENT count as failures too (the kernel refreshes a file's attributes
+//     for a read that crosses its cached size). Anything else (other bytes,
+//     a short read, another errno) is bad. Bad reads are reported on stderr.
+//     Exits 0 at the end of stdin if nothing was bad, else 1.
 //
 //   lifecycle_probe many MOUNT LIST [--threads N]
 //     LIST (b2nd_fixture many's many.tsv): name TAB shape TAB dtype TAB
@@ -238,10 +242,13 @@ void CheckAll(std::vector<Held>& held, bool must_be_old, Tally& t) {
 
 int RunHold(const std::vector<std::string>& args) {
   bool mmap_too = false;
+  bool strict = false;
   std::vector<std::string> pos;
   for (const std::string& a : args) {
     if (a == "--mmap") {
       mmap_too = true;
+    } else if (a == "--strict") {
+      strict = true;
     } else {
       pos.push_back(a);
     }
@@ -279,7 +286,7 @@ int RunHold(const std::vector<std::string>& args) {
   std::string line;
   while (std::getline(std::cin, line)) {
     Tally t;
-    CheckAll(held, false, t);
+    CheckAll(held, strict, t);
     bad += t.bad;
     std::printf("checked old=%llu failed=%llu (eio=%llu estale=%llu enoent=%llu) bad=%llu\n",
                 static_cast<unsigned long long>(t.old_bytes),
@@ -498,7 +505,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::fprintf(stderr,
-                 "usage: lifecycle_probe hold [--mmap] FILE REF [FILE REF ...]\n"
+                 "usage: lifecycle_probe hold [--strict] [--mmap] FILE REF [FILE REF ...]\n"
                  "       lifecycle_probe many MOUNT LIST [--threads N]\n"
                  "       lifecycle_probe blocks FILE REF --chunk-bytes C --threads N "
                  "[--direct]\n");
