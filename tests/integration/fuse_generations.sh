@@ -108,8 +108,8 @@ place() {
 
 # overwrite GEN: GEN rewrites the current container in place (same inode). A
 # change is seen when mtime or size changed (README.md, "Containers that
-# change"); with coarse file times the
-# copy could keep the old mtime, so make sure it does not.
+# change"); with coarse file times the copy could keep the old mtime, so
+# make sure it does not.
 overwrite() {
   local before ino
   before=$(stat -c %.9Y "$CUR")
