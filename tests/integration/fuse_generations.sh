@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# fuse.generations: a container that changes while mounted (SPEC.md
-# "Containers that change, and trust"): a name looked up in one generation
+# fuse.generations: a container that changes while mounted (README.md,
+# "Containers that change"): a name looked up in one generation
 # never serves bytes of another. After each change, names the new generation
 # lacks (a cached chunks/I.J.K outside the new grid, slices/2/ of a 3-D array
 # replaced by a 2-D one) must fail without returning bytes; names it has
@@ -106,9 +106,10 @@ place() {
   cp -r "$G/$1.b2nd" "$S/.incoming.tmp" && mv -f -T "$S/.incoming.tmp" "$CUR"
 }
 
-# overwrite GEN: GEN rewrites the current container in place (same inode). SPEC.md asks
-# for change detection when mtime or size changed; with coarse file times the
-# copy could keep the old mtime, so make sure it does not.
+# overwrite GEN: GEN rewrites the current container in place (same inode). A
+# change is seen when mtime or size changed (README.md, "Containers that
+# change"); with coarse file times the copy could keep the old mtime, so
+# make sure it does not.
 overwrite() {
   local before ino
   before=$(stat -c %.9Y "$CUR")

@@ -2,7 +2,8 @@
 # fuse.outage: a short outage is reported and forgotten (README.md,
 # "Containers that change"). For a web server (nginx) and an S3 server
 # (s3rver) in turn: a mount with a cache that holds the whole container reads
-# X.b2nd/data whole; the server is stopped for 5 s; meanwhile `stat` of the
+# X.b2nd/data whole; the server is stopped for 5 s (s3rver: then also frozen,
+# so that requests time out instead of being refused); meanwhile `stat` of the
 # known names (the container, data, data.npy, meta.json) and reads of data
 # and data.npy (new opens, and reads with the kernel's cached pages dropped,
 # so that they reach the daemon) must all succeed, byte-exact, from the
@@ -110,6 +111,31 @@ outage() {
     [[ ${a[i]:-x} == "${b[i]:-y}" ]] ||
       fail "$name: ${COUNTERS[i]} went from ${b[i]:-?} to ${a[i]:-?}: what the cache held was fetched or decompressed again after a $OUTAGE_S s outage"
   done
+  if [[ -n ${FREEZE:-} ]]; then
+    # A server that accepts connections and never answers: every check of
+    # the source times out (timeout=2). Compared with the counters after
+    # the restart.
+    b=("${a[@]}")
+    "$FREEZE"
+    t0=$(now)
+    rounds=0
+    # Past the daemon's revalidation interval (a second), so that its checks
+    # of the source reach the frozen server.
+    while within 3 "$t0"; do
+      rounds=$((rounds + 1))
+      reads_from_cache "$name, server frozen for $(elapsed "$t0") s" "$mnt"
+      sleep 0.5
+    done
+    log "$name: $rounds rounds of stats and reads in $(elapsed "$t0") s with the server frozen"
+    "$THAW"
+    wait_until 10 settled "$mnt" || fail "$name: the stats still move 10 s after the reads"
+    log "$name: after the server was frozen: $SETTLED"
+    read -ra a <<<"$SETTLED"
+    for i in "${!COUNTERS[@]}"; do
+      [[ ${a[i]:-x} == "${b[i]:-y}" ]] ||
+        fail "$name: ${COUNTERS[i]} went from ${b[i]:-?} to ${a[i]:-?}: what the cache held was fetched or decompressed again after the server did not answer for a while"
+    done
+  fi
   local replaced
   replaced=$(stats_field "$mnt" containers.generations_replaced)
   [[ $replaced == 0 ]] ||
@@ -130,5 +156,6 @@ s3_put outage "$SRC" || exit 1
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
 export AWS_SHARED_CREDENTIALS_FILE=$TMP/no-such-credentials AWS_CONFIG_FILE=$TMP/no-such-config
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION
-outage s3rver s3://outage "s3rver_stop" "s3rver_launch" -o "endpoint=$S3_URL"
+# Then frozen (SIGSTOP): timeouts instead of refused connections.
+FREEZE=s3rver_freeze THAW=s3rver_thaw outage s3rver s3://outage "s3rver_stop" "s3rver_launch" -o "endpoint=$S3_URL"
 finish
