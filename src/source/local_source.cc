@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -27,11 +28,38 @@ Result<struct stat> StatPath(const std::string& path) {
   return st;
 }
 
-// The same file, unchanged: identity, size and both times.
-bool SameVersion(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
-         Nanos(a.st_mtim) == Nanos(b.st_mtim) && Nanos(a.st_ctim) == Nanos(b.st_ctim);
+// `now` is still the file `opened` was: identity, size and both times. An
+// unlink, or a rename over its path, moves the ctime of the file it removes
+// (Linux updates ctime with the link count) without touching its bytes: a
+// ctime that moved while the link count fell is the same version (what a
+// hold keeps reading). A rewrite in place moves the ctime with the link
+// count unchanged, even when the writer restores the mtime.
+bool SameVersion(const struct stat& now, const struct stat& opened) {
+  return now.st_dev == opened.st_dev && now.st_ino == opened.st_ino &&
+         now.st_size == opened.st_size && Nanos(now.st_mtim) == Nanos(opened.st_mtim) &&
+         (Nanos(now.st_ctim) == Nanos(opened.st_ctim) || now.st_nlink < opened.st_nlink);
 }
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The chunk files a hold keeps open beyond its frame: past this many, chunk
+// files are read through the mount-wide descriptor cache as without a hold
+// (a container replaced by rename keeps reading them while the cache keeps
+// them; once dropped, the path's new file reads as ESTALE). Bounded so that
+// a few open files of containers with thousands of chunk files cannot take
+// every descriptor of the daemon.
+constexpr size_t kMaxHeldChunkFiles = 256;
+
+// What a hold keeps open (ByteSource::HoldVersion): descriptors of this
+// version's files, which stay readable when the path is replaced or
+// unlinked, or when the descriptor cache closes or replaces its own.
+struct Held {
+  std::shared_ptr<const File> frame;  // null: the frame was gone at the hold
+  std::mutex mutex;                   // leaf lock; guards chunks
+  std::unordered_map<int64_t, std::shared_ptr<const File>> chunks;
+};
 
 std::string ChunkFileName(int64_t number) {
   char name[32];
@@ -71,6 +99,26 @@ class LocalSource final : public ByteSource {
     return static_cast<int64_t>(f.expected.st_size);
   }
 
+  // Several holds share one Held; the last token released closes what it
+  // kept (in whoever releases it). A hold taken when this version's frame is
+  // no longer at the path nor in the descriptor cache keeps nothing: reads
+  // then answer ESTALE, as without a hold.
+  std::shared_ptr<const void> HoldVersion() const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (std::shared_ptr<Held> held = held_.lock()) return held;
+    }
+    auto fresh = std::make_shared<Held>();
+    if (frame_stat_.st_ino != 0) {
+      auto open = descriptors_->Open(PartPath(kFramePart), frame_stat_.st_dev, frame_stat_.st_ino);
+      if (open.ok() && SameFile(open->st, frame_stat_)) fresh->frame = std::move(open->file);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::shared_ptr<Held> held = held_.lock()) return held;  // another thread's
+    held_ = fresh;
+    return fresh;
+  }
+
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
     B2NDFS_ASSIGN_OR_RETURN(const PartFile f, OpenPart(part));
     const int64_t size = f.expected.st_size;
@@ -107,9 +155,10 @@ class LocalSource final : public ByteSource {
     return Status(ESTALE, PartPath(part) + " changed on disk");
   }
 
-  // A descriptor of the part as this generation knows it. The descriptor
-  // cache may hold an older or newer file under the same path: identities
-  // are checked here, contents after every read.
+  // A descriptor of the part as this generation knows it: the one a hold
+  // keeps, else the descriptor cache's, which may be of an older or newer
+  // file under the same path: identities are checked here, contents after
+  // every read.
   Result<PartFile> OpenPart(int64_t part) const {
     if (part < kFramePart || (part != kFramePart && !sparse_)) {
       return InvalidData("no chunk file " + std::to_string(part) + " in a contiguous frame");
@@ -117,16 +166,28 @@ class LocalSource final : public ByteSource {
     const std::string path = PartPath(part);
     struct stat expected {};
     bool known = part == kFramePart;
-    if (known) {
-      expected = frame_stat_;
-    } else {
+    std::shared_ptr<Held> held;
+    {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = chunk_files_.find(part);
-      if (it != chunk_files_.end()) {
+      held = held_.lock();
+      if (known) {
+        expected = frame_stat_;
+      } else if (auto it = chunk_files_.find(part); it != chunk_files_.end()) {
         expected = it->second;
         known = true;
       }
     }
+    if (held != nullptr && known) {
+      if (part == kFramePart) {
+        if (held->frame != nullptr) return PartFile{held->frame, expected};
+      } else {
+        std::lock_guard<std::mutex> lock(held->mutex);
+        if (auto it = held->chunks.find(part); it != held->chunks.end()) {
+          return PartFile{it->second, expected};
+        }
+      }
+    }
+    std::shared_ptr<const File> file;
     if (!known) {
       // First use of this chunk file: the version on disk now is this
       // generation's (chunks.b2frame, checked on every read, names it).
@@ -136,12 +197,18 @@ class LocalSource final : public ByteSource {
       std::lock_guard<std::mutex> lock(mutex_);
       expected = chunk_files_.try_emplace(part, now).first->second;
       if (!SameVersion(now, expected)) return Stale(part);
-      return PartFile{std::move(open.file), expected};
+      file = std::move(open.file);
+    } else {
+      B2NDFS_ASSIGN_OR_RETURN(OpenFile open,
+                              descriptors_->Open(path, expected.st_dev, expected.st_ino));
+      if (!SameFile(open.st, expected)) return Stale(part);
+      file = std::move(open.file);
     }
-    B2NDFS_ASSIGN_OR_RETURN(OpenFile open,
-                            descriptors_->Open(path, expected.st_dev, expected.st_ino));
-    if (open.st.st_ino != expected.st_ino || open.st.st_dev != expected.st_dev) return Stale(part);
-    return PartFile{std::move(open.file), expected};
+    if (held != nullptr && part != kFramePart) {
+      std::lock_guard<std::mutex> lock(held->mutex);
+      if (held->chunks.size() < kMaxHeldChunkFiles) held->chunks.try_emplace(part, file);
+    }
+    return PartFile{std::move(file), expected};
   }
 
   const std::string path_;
@@ -150,8 +217,11 @@ class LocalSource final : public ByteSource {
   const struct stat frame_stat_;
   DescriptorCache* descriptors_;
   mutable std::atomic<bool> stale_{false};
-  mutable std::mutex mutex_;  // leaf lock; guards chunk_files_
+  // A leaf lock (a Held's mutex is never taken under it); guards
+  // chunk_files_ and held_.
+  mutable std::mutex mutex_;
   mutable std::unordered_map<int64_t, struct stat> chunk_files_;
+  mutable std::weak_ptr<Held> held_;  // what the live holds share, if any
 };
 
 }  // namespace
