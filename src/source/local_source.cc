@@ -1,5 +1,6 @@
 // Local byte sources: a frame file, or a sparse-frame directory.
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -61,6 +62,31 @@ struct Held {
   std::unordered_map<int64_t, std::shared_ptr<const File>> chunks;
 };
 
+// When a sparse frame's version is opened, on the clock that stamps file
+// times. A chunk file changed since then may belong to a later version than
+// the index this generation read: it ends the generation (ESTALE). Changed
+// since the open: a ctime at or after this time, and after the index's own
+// ctime (a chunk file newer than its frame index; writers write chunk files
+// before the index that names them, so the chunk files of a container
+// written a moment before the open, in the same clock tick, are not taken
+// for changed ones).
+// Why the comparison is right: the kernel stamps a change with the coarse
+// realtime clock (current_time(); with multigrain timestamps, Linux 6.13 on,
+// a finer time after a query, never below the coarse clock's value then and
+// above any time a query has seen). The coarse clock does not go back (short
+// of a clock step), so a change after the open is stamped >= this value and
+// (the index having been stamped no later than the open's fstat saw) after
+// the index: none is missed, except one in the very tick in which the index
+// was written and the generation opened (a writer still writing as the
+// generation opened). A rename updates the ctime of the renamed file (ext4,
+// xfs, btrfs, tmpfs): a chunk file renamed into place counts too. One fstat
+// per chunk file at its first use; nothing at the open.
+int64_t OpenTime() {
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return Nanos(now);
+}
+
 std::string ChunkFileName(int64_t number) {
   char name[32];
   std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(number));
@@ -70,11 +96,12 @@ std::string ChunkFileName(int64_t number) {
 class LocalSource final : public ByteSource {
  public:
   LocalSource(std::string path, bool sparse, Signature signature, struct stat frame_stat,
-              DescriptorCache* descriptors)
+              int64_t opened_ns, DescriptorCache* descriptors)
       : path_(std::move(path)),
         sparse_(sparse),
         signature_(std::move(signature)),
         frame_stat_(frame_stat),
+        opened_ns_(opened_ns),
         descriptors_(descriptors) {}
 
   const std::string& name() const override { return path_; }
@@ -190,10 +217,15 @@ class LocalSource final : public ByteSource {
     std::shared_ptr<const File> file;
     if (!known) {
       // First use of this chunk file: the version on disk now is this
-      // generation's (chunks.b2frame, checked on every read, names it).
+      // generation's (chunks.b2frame, checked on every read, names it) if it
+      // has not changed since the open.
       B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
       B2NDFS_ASSIGN_OR_RETURN(OpenFile open, descriptors_->Open(path, st.st_dev, st.st_ino));
       B2NDFS_ASSIGN_OR_RETURN(const struct stat now, open.file->Stat());
+      // Changed since this version was opened (OpenTime()).
+      if (Nanos(now.st_ctim) >= opened_ns_ && Nanos(now.st_ctim) > Nanos(frame_stat_.st_ctim)) {
+        return Stale(part);
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       expected = chunk_files_.try_emplace(part, now).first->second;
       if (!SameVersion(now, expected)) return Stale(part);
@@ -215,6 +247,7 @@ class LocalSource final : public ByteSource {
   const bool sparse_;
   const Signature signature_;
   const struct stat frame_stat_;
+  const int64_t opened_ns_;  // OpenTime() at the open
   DescriptorCache* descriptors_;
   mutable std::atomic<bool> stale_{false};
   // A leaf lock (a Held's mutex is never taken under it); guards
@@ -241,6 +274,7 @@ Result<Signature> ProbeLocal(const std::string& path) {
 
 Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
                                                     DescriptorCache* descriptors) {
+  const int64_t opened_ns = OpenTime();  // before anything of the version is seen
   B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
   const bool sparse = S_ISDIR(st.st_mode);
   const std::string frame_path = sparse ? path + "/chunks.b2frame" : path;
@@ -250,8 +284,8 @@ Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
     Signature signature = FileSignature(none);
     signature.dir_inode = st.st_ino;
     signature.dir_mtime_ns = Nanos(st.st_mtim);
-    return std::shared_ptr<const ByteSource>(
-        std::make_shared<LocalSource>(path, sparse, std::move(signature), none, descriptors));
+    return std::shared_ptr<const ByteSource>(std::make_shared<LocalSource>(
+        path, sparse, std::move(signature), none, opened_ns, descriptors));
   }
   B2NDFS_ASSIGN_OR_RETURN(const struct stat frame_st, StatPath(frame_path));
   if (!S_ISREG(frame_st.st_mode)) return InvalidData(frame_path + " is not a regular file");
@@ -266,8 +300,8 @@ Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
     signature.dir_inode = st.st_ino;
     signature.dir_mtime_ns = Nanos(st.st_mtim);
   }
-  return std::shared_ptr<const ByteSource>(
-      std::make_shared<LocalSource>(path, sparse, std::move(signature), now, descriptors));
+  return std::shared_ptr<const ByteSource>(std::make_shared<LocalSource>(
+      path, sparse, std::move(signature), now, opened_ns, descriptors));
 }
 
 }  // namespace b2ndfs::source

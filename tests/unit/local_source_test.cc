@@ -187,3 +187,37 @@ TEST_CASE("a held sparse frame keeps its index and chunk files across a replacem
     CHECK(ReadPart(*old, 0, &bytes).error_number() == ESTALE);
   }
 }
+
+TEST_CASE("a chunk file rewritten after its sparse frame was opened ends the generation",
+          "[source]") {
+  testing::TempDir dir;
+  const std::string path = (dir.path / "s.b2frame").string();
+  source::DescriptorCache cache(8);
+  REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+  // As writers do: chunk files, then the index that names them. Opened at
+  // once (the same clock tick, often): the chunk files are this version's.
+  WriteFile(path + "/00000000.chunk", Pattern(20));
+  WriteFile(path + "/00000001.chunk", Pattern(21));
+  WriteFile(path + "/00000002.chunk", Pattern(22));
+  WriteFile(path + "/chunks.b2frame", Pattern(23));
+  auto opened = Open(path, &cache);
+  std::vector<uint8_t> bytes;
+  REQUIRE(ReadPart(*opened, 0, &bytes).ok());
+  CHECK(bytes == Pattern(20));
+  // Chunk file 1, never read yet, rewritten in place (same size and inode).
+  WaitPastCtime(path + "/chunks.b2frame");
+  RewriteInPlace(path + "/00000001.chunk", Pattern(31));
+  CHECK(ReadPart(*opened, 1, &bytes).error_number() == ESTALE);
+  CHECK(bytes != Pattern(31));
+  CHECK(opened->found_stale());
+  // The unchanged ones still read.
+  REQUIRE(ReadPart(*opened, 2, &bytes).ok());
+  CHECK(bytes == Pattern(22));
+  REQUIRE(ReadPart(*opened, 0, &bytes).ok());
+  CHECK(bytes == Pattern(20));
+  // The next generation reads the new chunk file as its own.
+  WaitPastCtime(path + "/00000001.chunk");
+  auto next = Open(path, &cache);
+  REQUIRE(ReadPart(*next, 1, &bytes).ok());
+  CHECK(bytes == Pattern(31));
+}
