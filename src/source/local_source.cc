@@ -264,8 +264,15 @@ Result<Signature> ProbeLocal(const std::string& path) {
   if (!S_ISDIR(st.st_mode)) return FileSignature(st);
   // A directory without its index is a (broken) version too: creating the
   // index changes the directory's mtime.
+  // Only a missing index is one; any other failure to look (EACCES, EIO,
+  // ENOMEM, ELOOP) is an error of this probe, not a changed signature.
   struct stat frame {};
-  if (::stat((path + "/chunks.b2frame").c_str(), &frame) != 0) frame = {};
+  const std::string frame_path = path + "/chunks.b2frame";
+  if (::stat(frame_path.c_str(), &frame) != 0) {
+    const int e = errno;
+    if (e != ENOENT) return Status(e, frame_path + ": " + std::strerror(e));
+    frame = {};
+  }
   Signature s = FileSignature(frame);
   s.dir_inode = st.st_ino;
   s.dir_mtime_ns = Nanos(st.st_mtim);
