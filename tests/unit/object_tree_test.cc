@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -78,7 +79,11 @@ class FakeS3 {
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   void Put(const std::string& key, const std::string& bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    objects_[key] = Object{bytes, "\"v" + std::to_string(++writes_) + "\""};
+    ++writes_;
+    char date[64];
+    std::snprintf(date, sizeof date, "Fri, 27 Nov 2026 18:%02d:%02d GMT", writes_ / 60 % 60,
+                  writes_ % 60);
+    objects_[key] = Object{bytes, "\"v" + std::to_string(writes_) + "\"", date};
   }
   void Remove(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -86,12 +91,17 @@ class FakeS3 {
   }
   // Every request is answered with this status (0: served).
   void FailWith(int status) { fail_ = status; }
+  // HEAD and GET answers name weak ETags (W/"v1"), which If-Match never
+  // matches: a client holds a version by If-Unmodified-Since then.
+  void UseWeakEtags() { weak_ = true; }
+  int if_unmodified_seen() const { return if_unmodified_seen_; }
   int if_match_seen() const { return if_match_seen_; }
 
  private:
   struct Object {
     std::string bytes;
     std::string etag;
+    std::string last_modified;
   };
   void Accept() {
     for (;;) {
@@ -150,14 +160,20 @@ class FakeS3 {
     auto it = objects_.find(key);
     if (it == objects_.end()) return Answer(404, "", "<Error><Code>NoSuchKey</Code></Error>");
     const Object& object = it->second;
-    const std::string validators =
-        "ETag: " + object.etag + "\r\nLast-Modified: Fri, 27 Nov 2026 18:00:00 GMT\r\n";
+    const std::string validators = "ETag: " + std::string(weak_ ? "W/" : "") + object.etag +
+                                   "\r\nLast-Modified: " + object.last_modified + "\r\n";
     const std::string range = Header(head, "Range");
     if (is_head || range.empty()) return Answer(200, validators, object.bytes, is_head);
     const std::string if_match = Header(head, "If-Match");
     if (!if_match.empty()) {
       ++if_match_seen_;
       if (if_match != object.etag) return Answer(412, "", "");
+    }
+    const std::string if_unmodified = Header(head, "If-Unmodified-Since");
+    if (!if_unmodified.empty()) {
+      ++if_unmodified_seen_;
+      // Dates here only grow: another one is a later one.
+      if (if_unmodified != object.last_modified) return Answer(412, "", "");
     }
     const int64_t first = std::stoll(range.substr(6));
     const int64_t last = std::stoll(range.substr(range.find('-') + 1));
@@ -187,7 +203,8 @@ class FakeS3 {
   int port_ = 0;
   std::thread acceptor_;
   std::atomic<int> fail_{0};
-  std::atomic<int> if_match_seen_{0};
+  std::atomic<bool> weak_{false};
+  std::atomic<int> if_match_seen_{0}, if_unmodified_seen_{0};
   std::mutex mutex_;  // guards objects_, writes_, fds_, connections_
   std::map<std::string, Object> objects_;
   int writes_ = 0;
@@ -290,6 +307,25 @@ TEST_CASE("a remote source reads its version by If-Match, and ESTALE once it cha
   REQUIRE(fresh.ok());
   CHECK(Read(**fresh, source::kFramePart, &s) == Pattern('d'));
   CHECK(s.ok());
+}
+
+TEST_CASE("a version with a weak ETag is read by If-Unmodified-Since, and ESTALE once it changed",
+          "[remote]") {
+  FakeS3 server;
+  server.UseWeakEtags();
+  server.Put("c.b2frame", Pattern('k'));
+  auto tree = OpenTree(server, "s3://bkt/");
+  auto source = tree->OpenContainer(tree->root() + "/c.b2frame", nullptr);
+  REQUIRE(source.ok());
+  Status s;
+  CHECK(Read(**source, source::kFramePart, &s) == Pattern('k'));
+  REQUIRE(s.ok());
+  CHECK(server.if_unmodified_seen() == 1);
+  CHECK(server.if_match_seen() == 0);
+  server.Put("c.b2frame", Pattern('l'));
+  CHECK(Read(**source, source::kFramePart, &s) != Pattern('l'));
+  CHECK(s.error_number() == ESTALE);
+  CHECK((*source)->found_stale());
 }
 
 TEST_CASE("a sparse frame's chunk objects are read at the versions listed at the open",
