@@ -140,10 +140,13 @@ class LocalSource final : public ByteSource {
       auto open = descriptors_->Open(PartPath(kFramePart), frame_stat_.st_dev, frame_stat_.st_ino);
       if (open.ok() && SameFile(open->st, frame_stat_)) fresh->frame = std::move(open->file);
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (std::shared_ptr<Held> held = held_.lock()) return held;  // another thread's
-    held_ = fresh;
-    return fresh;
+    std::shared_ptr<Held> held;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held = held_.lock();  // another thread's, taken meanwhile
+      if (held == nullptr) held_ = held = fresh;
+    }
+    return held;  // an unused `fresh` closes its descriptor here, unlocked
   }
 
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
