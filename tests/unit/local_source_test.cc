@@ -8,10 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "b2ndfs/source/byte_source.h"
@@ -220,4 +223,42 @@ TEST_CASE("a chunk file rewritten after its sparse frame was opened ends the gen
   auto next = Open(path, &cache);
   REQUIRE(ReadPart(*next, 1, &bytes).ok());
   CHECK(bytes == Pattern(31));
+}
+
+TEST_CASE("holds taken and released while other threads read", "[source]") {
+  testing::TempDir dir;
+  const std::string path = (dir.path / "s.b2frame").string();
+  source::DescriptorCache cache(4);
+  REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+  constexpr int kChunks = 6;
+  for (int c = 0; c < kChunks; ++c) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/%08X.chunk", c);
+    WriteFile(path + name, Pattern(static_cast<uint8_t>(40 + c)));
+  }
+  WriteFile(path + "/chunks.b2frame", Pattern(39));
+  auto opened = Open(path, &cache);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&, t] {
+      std::vector<uint8_t> bytes;
+      for (int i = 0; i < 300; ++i) {
+        const int64_t part = (i + t) % (kChunks + 1) - 1;  // the frame too
+        if (!ReadPart(*opened, part, &bytes).ok() ||
+            bytes != Pattern(static_cast<uint8_t>(40 + part))) {
+          ++wrong;
+        }
+        if (i % 7 == t) opened->HoldVersion();  // taken and released at once
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    auto a = opened->HoldVersion();
+    auto b = opened->HoldVersion();
+    CHECK(a == b);
+  }
+  for (auto& r : readers) r.join();
+  CHECK(wrong == 0);
+  CHECK_FALSE(opened->found_stale());
 }
