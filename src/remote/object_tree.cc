@@ -19,18 +19,11 @@
 namespace b2ndfs::remote {
 namespace {
 
-constexpr const char* kFrameName = "chunks.b2frame";
 // Cached answers beyond this many are dropped when they are stale.
 constexpr size_t kMaxCached = 4096;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string ChunkFileName(int64_t number) {
-  char name[32];
-  std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(number));
-  return name;
 }
 
 struct stat MakeStat(bool directory, int64_t size, int64_t mtime) {
@@ -48,14 +41,6 @@ struct stat MakeStat(bool directory, int64_t size, int64_t mtime) {
   return st;
 }
 
-source::Signature ObjectSignature(const ObjectInfo& info) {
-  source::Signature s;
-  s.size = info.size;
-  s.mtime_ns = info.mtime * 1000000000LL;
-  s.tag = !info.etag.empty() ? info.etag : info.last_modified;
-  return s;
-}
-
 // FNV-1a over a listing: the version of a sparse frame's directory (chunk
 // files added, removed or rewritten).
 uint64_t ListingHash(const std::vector<IndexEntry>& entries) {
@@ -67,24 +52,9 @@ uint64_t ListingHash(const std::vector<IndexEntry>& entries) {
   for (const auto& e : entries) {
     mix(e.name);
     mix(std::to_string(e.size) + "/" + std::to_string(e.mtime) + (e.directory ? "d" : "f"));
+    mix(e.etag);
   }
   return h;
-}
-
-using Listing = std::shared_ptr<const std::vector<IndexEntry>>;
-
-// A Range read of one version of an object: through the disk cache when
-// there is one. A changed object's ranges are dropped from it.
-Status FetchRange(HttpClient& client, DiskCache* disk_cache, const std::string& url, int64_t offset,
-                  size_t length, uint8_t* out, const ObjectInfo& info) {
-  auto fetch = [&](int64_t at, size_t n, uint8_t* into) {
-    return client.GetRange(url, at, n, into, info);
-  };
-  Status s = disk_cache != nullptr
-                 ? disk_cache->Read(url, info.etag, info.size, offset, length, out, fetch)
-                 : fetch(offset, length, out);
-  if (s.error_number() == ESTALE && disk_cache != nullptr) disk_cache->Forget(url);
-  return s;
 }
 
 std::string JsonString(const std::string& text) {
@@ -103,196 +73,6 @@ std::string JsonString(const std::string& text) {
   }
   return out + "\"";
 }
-
-// One generation of a remote container: an object, or a sparse frame's
-// directory of objects. Every read names the version it expects.
-class ObjectSource final : public source::ByteSource {
- public:
-  ObjectSource(std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
-               std::string url, std::string name, bool sparse, source::Signature signature,
-               std::optional<ObjectInfo> frame)
-      : client_(std::move(client)),
-        disk_cache_(std::move(disk_cache)),
-        url_(std::move(url)),
-        name_(std::move(name)),
-        sparse_(sparse),
-        signature_(std::move(signature)),
-        frame_(std::move(frame)) {}
-
-  const std::string& name() const override { return name_; }
-  bool sparse() const override { return sparse_; }
-  const source::Signature& signature() const override { return signature_; }
-  bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
-  // A request costs a round trip: bytes up to this far apart are fetched in
-  // one, within the plan's 25% waste bound (store/read_plan.h).
-  source::CostProfile cost() const override {
-    source::CostProfile cost;
-    cost.merge_gap = int64_t{1} << 20;
-    cost.max_read = int64_t{8} << 20;
-    cost.batch_reads = true;
-    cost.latency = source::CostProfile::Latency::kNetwork;
-    return cost;
-  }
-
-  Result<int64_t> PartSize(int64_t part) const override {
-    B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));
-    return info.size;
-  }
-
-  Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
-    B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Part(part));
-    if (offset < 0 || offset > info.size || static_cast<int64_t>(length) > info.size - offset) {
-      return InvalidData(RedactUrl(PartUrl(part)) + ": read of " + std::to_string(length) +
-                         " bytes at " + std::to_string(offset) + " passes its end (" +
-                         std::to_string(info.size) + " bytes)");
-    }
-    Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(part), offset, length, out, info);
-    if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
-    return s;
-  }
-
-  // Every range that the disk cache does not hold goes out at once
-  // (HttpClient::GetRanges). With a disk cache, a read is looked up first
-  // and the bytes it misses (one span, as DiskCache::Read would fetch) are
-  // deferred to the batch; once they land, the same lookup runs again and
-  // finds them already in place, so the cache stores and counts them as it
-  // would for a single read.
-  void ReadMany(std::span<const source::PartRead> reads,
-                const source::ReadDone& done) const override {
-    struct Pending {
-      size_t read = 0;
-      std::string url;
-      ObjectInfo info;
-      int64_t offset = 0;  // of the bytes to fetch
-      size_t length = 0;
-      uint8_t* out = nullptr;
-    };
-    std::vector<Pending> pending;
-    pending.reserve(reads.size());
-    for (size_t i = 0; i < reads.size(); ++i) {
-      const source::PartRead& r = reads[i];
-      auto info = Part(r.part);
-      Status s = info.ok() ? Status::Ok() : info.status();
-      if (s.ok() && (r.offset < 0 || r.offset > info->size ||
-                     static_cast<int64_t>(r.length) > info->size - r.offset)) {
-        s = InvalidData(RedactUrl(PartUrl(r.part)) + ": read of " + std::to_string(r.length) +
-                        " bytes at " + std::to_string(r.offset) + " passes its end (" +
-                        std::to_string(info->size) + " bytes)");
-      }
-      if (!s.ok()) {
-        done(i, s);
-        continue;
-      }
-      Pending p{i, PartUrl(r.part), *info, r.offset, r.length, r.out};
-      if (disk_cache_ != nullptr && !p.info.etag.empty() && r.length > 0) {
-        bool deferred = false;
-        s = disk_cache_->Read(p.url, p.info.etag, p.info.size, r.offset, r.length, r.out,
-                              [&](int64_t at, size_t n, uint8_t* into) {
-                                deferred = true;
-                                p.offset = at;
-                                p.length = n;
-                                p.out = into;
-                                return Status(EAGAIN, "deferred");
-                              });
-        if (!deferred) {
-          done(i, s);
-          continue;
-        }
-      }
-      pending.push_back(std::move(p));
-    }
-    std::vector<RangeGet> gets(pending.size());
-    for (size_t j = 0; j < pending.size(); ++j) {
-      gets[j] = RangeGet{&pending[j].url, pending[j].offset, pending[j].length, pending[j].out,
-                         &pending[j].info};
-    }
-    client_->GetRanges(gets, [&](size_t j, const Status& fetched) {
-      const Pending& p = pending[j];
-      const source::PartRead& r = reads[p.read];
-      Status s = fetched;
-      if (s.ok() && disk_cache_ != nullptr && !p.info.etag.empty()) {
-        s = disk_cache_->Read(p.url, p.info.etag, p.info.size, r.offset, r.length, r.out,
-                              [&](int64_t at, size_t n, uint8_t* into) {
-                                if (at == p.offset && n == p.length && into == p.out) {
-                                  return Status::Ok();  // landed there already
-                                }
-                                return client_->GetRange(p.url, at, n, into, p.info);
-                              });
-      }
-      if (s.error_number() == ESTALE) {
-        stale_.store(true, std::memory_order_relaxed);
-        if (disk_cache_ != nullptr) disk_cache_->Forget(p.url);
-      }
-      done(p.read, s);
-    });
-  }
-
- private:
-  std::string PartUrl(int64_t part) const {
-    if (part == source::kFramePart) return sparse_ ? url_ + "/" + kFrameName : url_;
-    return url_ + "/" + ChunkFileName(part);
-  }
-
-  // The version of a part this generation reads: the frame's from the
-  // open, a chunk file's from its first use (chunks.b2frame, checked on
-  // every read, names the chunk files of its version).
-  Result<ObjectInfo> Part(int64_t part) const {
-    if (part < source::kFramePart || (part != source::kFramePart && !sparse_)) {
-      return InvalidData("no chunk file " + std::to_string(part) + " in a contiguous frame");
-    }
-    if (part == source::kFramePart) {
-      if (!frame_) return InvalidData(name_ + " has no " + kFrameName);
-      return *frame_;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = chunks_.find(part);
-      if (it != chunks_.end()) return it->second;
-    }
-    B2NDFS_ASSIGN_OR_RETURN(ObjectInfo info, client_->Head(PartUrl(part)));
-    if (info.size < 0) return Status(EIO, RedactUrl(PartUrl(part)) + ": no Content-Length");
-    std::lock_guard<std::mutex> lock(mutex_);
-    return chunks_.try_emplace(part, std::move(info)).first->second;
-  }
-
-  const std::shared_ptr<HttpClient> client_;
-  const std::shared_ptr<DiskCache> disk_cache_;
-  const std::string url_;
-  const std::string name_;
-  const bool sparse_;
-  const source::Signature signature_;
-  const std::optional<ObjectInfo> frame_;
-  mutable std::atomic<bool> stale_{false};
-  mutable std::mutex mutex_;  // leaf lock; guards chunks_
-  mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
-};
-
-class ObjectFile final : public source::PlainFile {
- public:
-  ObjectFile(std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
-             std::string url, ObjectInfo info)
-      : client_(std::move(client)),
-        disk_cache_(std::move(disk_cache)),
-        url_(std::move(url)),
-        info_(std::move(info)),
-        version_(ObjectSignature(info_)) {}
-  const source::Signature& version() const override { return version_; }
-  Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const override {
-    if (offset < 0) return Status(EINVAL, "negative offset");
-    if (offset >= info_.size) return size_t{0};
-    const size_t n =
-        static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(length), info_.size - offset));
-    B2NDFS_RETURN_IF_ERROR(FetchRange(*client_, disk_cache_.get(), url_, offset, n, out, info_));
-    return n;
-  }
-
- private:
-  const std::shared_ptr<HttpClient> client_;
-  const std::shared_ptr<DiskCache> disk_cache_;
-  const std::string url_;
-  const ObjectInfo info_;
-  const source::Signature version_;
-};
 
 class ObjectTree final : public source::Tree {
  public:
@@ -363,10 +143,17 @@ class ObjectTree final : public source::Tree {
         known = cached == *probed;
       }
     }
+    // A sparse frame's chunk objects are read at the versions its listing
+    // names: the listing whose hash is the signature's.
+    Listing listing;
+    if (known && directory) {
+      B2NDFS_ASSIGN_OR_RETURN(listing, GetListing(path));
+      known = ListingHash(*listing) == probed->dir_inode;
+    }
     if (known) {
       signature = *probed;
     } else {
-      B2NDFS_ASSIGN_OR_RETURN(signature, Signature(path, true));
+      B2NDFS_ASSIGN_OR_RETURN(signature, Signature(path, true, &listing));
     }
     std::optional<ObjectInfo> frame;
     auto head = Head(frame_path, false);  // just fetched (by Probe or Signature)
@@ -375,16 +162,15 @@ class ObjectTree final : public source::Tree {
     } else if (!directory || head.status().error_number() != ENOENT) {
       return head.status();
     }
-    return std::shared_ptr<const source::ByteSource>(std::make_shared<ObjectSource>(
-        client_, disk_cache_, Url(path), path, directory, std::move(signature), std::move(frame)));
+    return MakeObjectSource(client_, disk_cache_, Url(path), path, directory, std::move(signature),
+                            std::move(frame), std::move(listing));
   }
 
   Result<std::shared_ptr<const source::PlainFile>> OpenFile(
       const std::string& path) const override {
     B2NDFS_ASSIGN_OR_RETURN(const ObjectInfo info, Head(path, true));
     if (info.size < 0) return Status(EIO, path + ": no Content-Length");
-    return std::shared_ptr<const source::PlainFile>(
-        std::make_shared<ObjectFile>(client_, disk_cache_, Url(path), info));
+    return MakeObjectFile(client_, disk_cache_, Url(path), info);
   }
 
   // "remote": this mount's one source, named by its URL without
@@ -562,7 +348,9 @@ class ObjectTree final : public source::Tree {
 
   // A container's signature: its object's, or for a sparse frame its
   // chunks.b2frame's plus a hash of its directory's listing.
-  Result<source::Signature> Signature(const std::string& path, bool fresh) const {
+  // `listing_used`: set to a sparse frame's listing that the signature hashes.
+  Result<source::Signature> Signature(const std::string& path, bool fresh,
+                                      Listing* listing_used = nullptr) const {
     if (fresh) Forget(path);
     B2NDFS_ASSIGN_OR_RETURN(const bool directory, IsDirectory(path));
     if (!directory) {
@@ -578,6 +366,7 @@ class ObjectTree final : public source::Tree {
       return frame.status();
     }
     s.dir_inode = ListingHash(*listing);
+    if (listing_used != nullptr) *listing_used = listing;
     return s;
   }
 

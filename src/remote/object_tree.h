@@ -9,6 +9,7 @@
 // HttpClient (the connection pool). Thread-safety: any thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -43,6 +44,36 @@ struct ObjectTreeConfig {
   // Optional: where fetched ranges are kept (disk_cache.h).
   std::shared_ptr<DiskCache> disk_cache;
 };
+
+// The index of a sparse frame's directory, and its chunk files' names.
+inline constexpr const char* kFrameName = "chunks.b2frame";
+std::string ChunkFileName(int64_t number);
+
+// A container's signature from its object's answer: size, mtime, and the
+// ETag (else Last-Modified) as the tag.
+source::Signature ObjectSignature(const ObjectInfo& info);
+
+// A directory's entries, sorted by name, without repeated names.
+using Listing = std::shared_ptr<const std::vector<IndexEntry>>;
+
+// One generation of a remote container (object_source.cc): an object, or a
+// sparse frame's directory of objects (`sparse`), whose index is `frame`
+// (nullopt: none) and whose chunk objects are read at the versions
+// `listing` (the directory's listing when the generation opened) names.
+// Every read names the version it expects (If-Match, else
+// If-Unmodified-Since, and the total size): a changed object reads as
+// ESTALE and sets found_stale(), never as another version's bytes.
+std::shared_ptr<const source::ByteSource> MakeObjectSource(std::shared_ptr<HttpClient> client,
+                                                           std::shared_ptr<DiskCache> disk_cache,
+                                                           std::string url, std::string name,
+                                                           bool sparse, source::Signature signature,
+                                                           std::optional<ObjectInfo> frame,
+                                                           Listing listing);
+
+// One version of a plain file, read as a container's parts are.
+std::shared_ptr<const source::PlainFile> MakeObjectFile(std::shared_ptr<HttpClient> client,
+                                                        std::shared_ptr<DiskCache> disk_cache,
+                                                        std::string url, ObjectInfo info);
 
 // The disk cache `options` ask for, or null (none asked for, or it cannot be
 // opened: logged, the mount goes on without it).

@@ -57,7 +57,7 @@ Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string
       if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
         continue;
       }
-      files.push_back(IndexEntry{name, false, object.size, object.mtime});
+      files.push_back(IndexEntry{name, false, object.size, object.mtime, object.etag});
     }
     for (const auto& p : page->common_prefixes) {
       if (p.size() <= prefix.size() + 1 || p.compare(0, prefix.size(), prefix) != 0 ||

@@ -1,10 +1,12 @@
 // Local byte sources: a frame file, or a sparse-frame directory.
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -27,10 +29,62 @@ Result<struct stat> StatPath(const std::string& path) {
   return st;
 }
 
-// The same file, unchanged: identity, size and both times.
-bool SameVersion(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
-         Nanos(a.st_mtim) == Nanos(b.st_mtim) && Nanos(a.st_ctim) == Nanos(b.st_ctim);
+// `now` is still the file `opened` was: identity, size and both times. An
+// unlink, or a rename over its path, moves the ctime of the file it removes
+// (Linux updates ctime with the link count) without touching its bytes: a
+// ctime that moved while the link count fell is the same version (what a
+// hold keeps reading). A rewrite in place moves the ctime with the link
+// count unchanged, even when the writer restores the mtime.
+bool SameVersion(const struct stat& now, const struct stat& opened) {
+  return now.st_dev == opened.st_dev && now.st_ino == opened.st_ino &&
+         now.st_size == opened.st_size && Nanos(now.st_mtim) == Nanos(opened.st_mtim) &&
+         (Nanos(now.st_ctim) == Nanos(opened.st_ctim) || now.st_nlink < opened.st_nlink);
+}
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The chunk files a hold keeps open beyond its frame: past this many, chunk
+// files are read through the mount-wide descriptor cache as without a hold
+// (a container replaced by rename keeps reading them while the cache keeps
+// them; once dropped, the path's new file reads as ESTALE). Bounded so that
+// a few open files of containers with thousands of chunk files cannot take
+// every descriptor of the daemon.
+constexpr size_t kMaxHeldChunkFiles = 256;
+
+// What a hold keeps open (ByteSource::HoldVersion): descriptors of this
+// version's files, which stay readable when the path is replaced or
+// unlinked, or when the descriptor cache closes or replaces its own.
+struct Held {
+  std::shared_ptr<const File> frame;  // null: the frame was gone at the hold
+  std::mutex mutex;                   // leaf lock; guards chunks
+  std::unordered_map<int64_t, std::shared_ptr<const File>> chunks;
+};
+
+// When a sparse frame's version is opened, on the clock that stamps file
+// times. A chunk file changed since then may belong to a later version than
+// the index this generation read: it ends the generation (ESTALE). Changed
+// since the open: a ctime at or after this time, and after the index's own
+// ctime (a chunk file newer than its frame index; writers write chunk files
+// before the index that names them, so the chunk files of a container
+// written a moment before the open, in the same clock tick, are not taken
+// for changed ones).
+// Why the comparison is right: the kernel stamps a change with the coarse
+// realtime clock (current_time(); with multigrain timestamps, Linux 6.13 on,
+// a finer time after a query, never below the coarse clock's value then and
+// above any time a query has seen). The coarse clock does not go back (short
+// of a clock step), so a change after the open is stamped >= this value and
+// (the index having been stamped no later than the open's fstat saw) after
+// the index: none is missed, except one in the very tick in which the index
+// was written and the generation opened (a writer still writing as the
+// generation opened). A rename updates the ctime of the renamed file (ext4,
+// xfs, btrfs, tmpfs): a chunk file renamed into place counts too. One fstat
+// per chunk file at its first use; nothing at the open.
+int64_t OpenTime() {
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return Nanos(now);
 }
 
 std::string ChunkFileName(int64_t number) {
@@ -42,11 +96,12 @@ std::string ChunkFileName(int64_t number) {
 class LocalSource final : public ByteSource {
  public:
   LocalSource(std::string path, bool sparse, Signature signature, struct stat frame_stat,
-              DescriptorCache* descriptors)
+              int64_t opened_ns, DescriptorCache* descriptors)
       : path_(std::move(path)),
         sparse_(sparse),
         signature_(std::move(signature)),
         frame_stat_(frame_stat),
+        opened_ns_(opened_ns),
         descriptors_(descriptors) {}
 
   const std::string& name() const override { return path_; }
@@ -69,6 +124,29 @@ class LocalSource final : public ByteSource {
     }
     B2NDFS_ASSIGN_OR_RETURN(const PartFile f, OpenPart(part));
     return static_cast<int64_t>(f.expected.st_size);
+  }
+
+  // Several holds share one Held; the last token released closes what it
+  // kept (in whoever releases it). A hold taken when this version's frame is
+  // no longer at the path nor in the descriptor cache keeps nothing: reads
+  // then answer ESTALE, as without a hold.
+  std::shared_ptr<const void> HoldVersion() const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (std::shared_ptr<Held> held = held_.lock()) return held;
+    }
+    auto fresh = std::make_shared<Held>();
+    if (frame_stat_.st_ino != 0) {
+      auto open = descriptors_->Open(PartPath(kFramePart), frame_stat_.st_dev, frame_stat_.st_ino);
+      if (open.ok() && SameFile(open->st, frame_stat_)) fresh->frame = std::move(open->file);
+    }
+    std::shared_ptr<Held> held;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held = held_.lock();  // another thread's, taken meanwhile
+      if (held == nullptr) held_ = held = fresh;
+    }
+    return held;  // an unused `fresh` closes its descriptor here, unlocked
   }
 
   Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
@@ -107,9 +185,10 @@ class LocalSource final : public ByteSource {
     return Status(ESTALE, PartPath(part) + " changed on disk");
   }
 
-  // A descriptor of the part as this generation knows it. The descriptor
-  // cache may hold an older or newer file under the same path: identities
-  // are checked here, contents after every read.
+  // A descriptor of the part as this generation knows it: the one a hold
+  // keeps, else the descriptor cache's, which may be of an older or newer
+  // file under the same path: identities are checked here, contents after
+  // every read.
   Result<PartFile> OpenPart(int64_t part) const {
     if (part < kFramePart || (part != kFramePart && !sparse_)) {
       return InvalidData("no chunk file " + std::to_string(part) + " in a contiguous frame");
@@ -117,41 +196,68 @@ class LocalSource final : public ByteSource {
     const std::string path = PartPath(part);
     struct stat expected {};
     bool known = part == kFramePart;
-    if (known) {
-      expected = frame_stat_;
-    } else {
+    std::shared_ptr<Held> held;
+    {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = chunk_files_.find(part);
-      if (it != chunk_files_.end()) {
+      held = held_.lock();
+      if (known) {
+        expected = frame_stat_;
+      } else if (auto it = chunk_files_.find(part); it != chunk_files_.end()) {
         expected = it->second;
         known = true;
       }
     }
+    if (held != nullptr && known) {
+      if (part == kFramePart) {
+        if (held->frame != nullptr) return PartFile{held->frame, expected};
+      } else {
+        std::lock_guard<std::mutex> lock(held->mutex);
+        if (auto it = held->chunks.find(part); it != held->chunks.end()) {
+          return PartFile{it->second, expected};
+        }
+      }
+    }
+    std::shared_ptr<const File> file;
     if (!known) {
       // First use of this chunk file: the version on disk now is this
-      // generation's (chunks.b2frame, checked on every read, names it).
+      // generation's (chunks.b2frame, checked on every read, names it) if it
+      // has not changed since the open.
       B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
       B2NDFS_ASSIGN_OR_RETURN(OpenFile open, descriptors_->Open(path, st.st_dev, st.st_ino));
       B2NDFS_ASSIGN_OR_RETURN(const struct stat now, open.file->Stat());
+      // Changed since this version was opened (OpenTime()).
+      if (Nanos(now.st_ctim) >= opened_ns_ && Nanos(now.st_ctim) > Nanos(frame_stat_.st_ctim)) {
+        return Stale(part);
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       expected = chunk_files_.try_emplace(part, now).first->second;
       if (!SameVersion(now, expected)) return Stale(part);
-      return PartFile{std::move(open.file), expected};
+      file = std::move(open.file);
+    } else {
+      B2NDFS_ASSIGN_OR_RETURN(OpenFile open,
+                              descriptors_->Open(path, expected.st_dev, expected.st_ino));
+      if (!SameFile(open.st, expected)) return Stale(part);
+      file = std::move(open.file);
     }
-    B2NDFS_ASSIGN_OR_RETURN(OpenFile open,
-                            descriptors_->Open(path, expected.st_dev, expected.st_ino));
-    if (open.st.st_ino != expected.st_ino || open.st.st_dev != expected.st_dev) return Stale(part);
-    return PartFile{std::move(open.file), expected};
+    if (held != nullptr && part != kFramePart) {
+      std::lock_guard<std::mutex> lock(held->mutex);
+      if (held->chunks.size() < kMaxHeldChunkFiles) held->chunks.try_emplace(part, file);
+    }
+    return PartFile{std::move(file), expected};
   }
 
   const std::string path_;
   const bool sparse_;
   const Signature signature_;
   const struct stat frame_stat_;
+  const int64_t opened_ns_;  // OpenTime() at the open
   DescriptorCache* descriptors_;
   mutable std::atomic<bool> stale_{false};
-  mutable std::mutex mutex_;  // leaf lock; guards chunk_files_
+  // A leaf lock (a Held's mutex is never taken under it); guards
+  // chunk_files_ and held_.
+  mutable std::mutex mutex_;
   mutable std::unordered_map<int64_t, struct stat> chunk_files_;
+  mutable std::weak_ptr<Held> held_;  // what the live holds share, if any
 };
 
 }  // namespace
@@ -161,8 +267,15 @@ Result<Signature> ProbeLocal(const std::string& path) {
   if (!S_ISDIR(st.st_mode)) return FileSignature(st);
   // A directory without its index is a (broken) version too: creating the
   // index changes the directory's mtime.
+  // Only a missing index is one; any other failure to look (EACCES, EIO,
+  // ENOMEM, ELOOP) is an error of this probe, not a changed signature.
   struct stat frame {};
-  if (::stat((path + "/chunks.b2frame").c_str(), &frame) != 0) frame = {};
+  const std::string frame_path = path + "/chunks.b2frame";
+  if (::stat(frame_path.c_str(), &frame) != 0) {
+    const int e = errno;
+    if (e != ENOENT) return Status(e, frame_path + ": " + std::strerror(e));
+    frame = {};
+  }
   Signature s = FileSignature(frame);
   s.dir_inode = st.st_ino;
   s.dir_mtime_ns = Nanos(st.st_mtim);
@@ -171,6 +284,7 @@ Result<Signature> ProbeLocal(const std::string& path) {
 
 Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
                                                     DescriptorCache* descriptors) {
+  const int64_t opened_ns = OpenTime();  // before anything of the version is seen
   B2NDFS_ASSIGN_OR_RETURN(const struct stat st, StatPath(path));
   const bool sparse = S_ISDIR(st.st_mode);
   const std::string frame_path = sparse ? path + "/chunks.b2frame" : path;
@@ -180,8 +294,8 @@ Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
     Signature signature = FileSignature(none);
     signature.dir_inode = st.st_ino;
     signature.dir_mtime_ns = Nanos(st.st_mtim);
-    return std::shared_ptr<const ByteSource>(
-        std::make_shared<LocalSource>(path, sparse, std::move(signature), none, descriptors));
+    return std::shared_ptr<const ByteSource>(std::make_shared<LocalSource>(
+        path, sparse, std::move(signature), none, opened_ns, descriptors));
   }
   B2NDFS_ASSIGN_OR_RETURN(const struct stat frame_st, StatPath(frame_path));
   if (!S_ISREG(frame_st.st_mode)) return InvalidData(frame_path + " is not a regular file");
@@ -196,8 +310,8 @@ Result<std::shared_ptr<const ByteSource>> OpenLocal(const std::string& path,
     signature.dir_inode = st.st_ino;
     signature.dir_mtime_ns = Nanos(st.st_mtim);
   }
-  return std::shared_ptr<const ByteSource>(
-      std::make_shared<LocalSource>(path, sparse, std::move(signature), now, descriptors));
+  return std::shared_ptr<const ByteSource>(std::make_shared<LocalSource>(
+      path, sparse, std::move(signature), now, opened_ns, descriptors));
 }
 
 }  // namespace b2ndfs::source

@@ -15,10 +15,7 @@ std::atomic<uint64_t> g_next_cache_id{1};
 
 }  // namespace
 
-bool SourceGone(const Status& status) {
-  const int e = status.error_number();
-  return e == ENOENT || e == ENOTDIR;
-}
+bool SourceGone(const Status& status) { return source::IsGone(status); }
 
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
   std::vector<std::shared_ptr<const store::Container>> closing;  // released unlocked

@@ -21,6 +21,9 @@ struct IndexEntry {
   bool directory = false;
   int64_t size = -1;  // -1: not given (directories, pages without sizes)
   int64_t mtime = 0;  // seconds since the epoch; 0: not given
+  // The object's ETag as sent (quotes included), when the listing names it
+  // (S3's ListObjectsV2; web servers' indexes do not): "" otherwise.
+  std::string etag;
   bool operator==(const IndexEntry&) const = default;
 };
 

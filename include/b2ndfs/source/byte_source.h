@@ -7,14 +7,21 @@
 // that it still reads that version: bytes of a file that was rewritten in
 // place, or replaced while no descriptor of the old one was held, read as
 // ESTALE, never as a mix of two versions. A ByteSource holds no descriptor of
-// its own: a mount-wide DescriptorCache keeps a bounded number open (least
-// recently used are closed) and reopens on demand, so any number of
-// containers can be read under any RLIMIT_NOFILE. Backends for HTTP and S3
-// implement the same interface.
-// Errors: Status with the errno of the failure: ENOENT (gone), ESTALE (the
-// source holds another version now), EIO (short read); EMFILE, ENFILE,
-// ENOMEM, EINTR are transient, and callers never remember them as a
-// container's state.
+// its own (but while a HoldVersion() token lives): a mount-wide
+// DescriptorCache keeps a bounded number open (least recently used are
+// closed) and reopens on demand, so any number of containers can be read
+// under any RLIMIT_NOFILE. Backends for HTTP and S3 implement the same
+// interface.
+// Errors: Status with the errno of the failure. Of OpenLocal() and
+// ProbeLocal() (as of Tree's Probe/OpenContainer, tree.h): ENOENT or ENOTDIR
+// when the container is gone (IsGone(), tree.h); anything else (EIO, EACCES,
+// EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN, a remote's timeouts, refused
+// connections and 5xx, which are EIO) is transient: callers return it and
+// never remember it as a container's state. Of reads: ESTALE when the source
+// no longer holds this version (found_stale() is then true: the only read
+// error that says anything about the generation); any other read error
+// (EIO, ENOMEM, EMFILE; ENOENT for a chunk file that is not there) is an
+// error of that read.
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -94,8 +101,8 @@ class ByteSource {
   // the calling thread, as each ends (in any order); returns after the last.
   // Here: one after the other. Remote sources have them all in flight at
   // once (a round trip for the lot, not one each): callers with many reads
-  // for a remote() source hand them over together. An exception thrown by
-  // `done` passes on once every read has ended.
+  // for a source whose cost() has batch_reads hand them over together. An
+  // exception thrown by `done` passes on once every read has ended.
   virtual void ReadMany(std::span<const PartRead> reads, const ReadDone& done) const {
     for (size_t i = 0; i < reads.size(); ++i) {
       const PartRead& r = reads[i];
@@ -112,6 +119,15 @@ class ByteSource {
   // is released: vfs holds one per generation with open files. nullptr when
   // nothing needs holding (a remote source names its version in every
   // request, and the server answers ESTALE once it no longer has it).
+  // Local sources: the holds of one source share what they keep, and the
+  // last token released closes it (in the releasing thread). Kept: the
+  // frame's descriptor (chunks.b2frame's for a sparse frame) and those of
+  // the first 256 chunk files read while held; while a token lives, they are
+  // read whatever happens to their paths (rename over, unlink) or to the
+  // mount's descriptor cache. A hold taken after the version's frame left
+  // both its path and the descriptor cache keeps nothing (reads answer
+  // ESTALE, as without a hold). A hold never makes bytes rewritten in place
+  // readable: they still answer ESTALE.
   virtual std::shared_ptr<const void> HoldVersion() const { return nullptr; }
 };
 

@@ -11,13 +11,23 @@
 // (a remote tree makes them up: the mounting user, read-only, Last-Modified).
 // Whether an entry is a container is decided by vfs from its name, never by
 // opening it.
-// Errors: Status with the errno of the failure (ENOENT, EACCES, ENOTDIR, EIO,
-// ESTALE, ETIMEDOUT for a remote that does not answer in time, ...).
+// Errors: Status with the errno of the failure. Probe(), Stat(),
+// OpenContainer() and List() say "gone" only with ENOENT or ENOTDIR: the
+// path no longer exists (a local path, or a remote answer of 404 or 410, or
+// a name missing from its directory's listing). Every other error is about
+// this attempt, not about the entry, and is transient to the caller: EIO
+// (a disk error, a timeout, a refused or reset connection, a 5xx or 429
+// after the retries, a malformed answer), EACCES (401, 403), EMFILE,
+// ENFILE, ENOMEM, EINTR, EAGAIN, ELOOP and the rest. IsGone() says which.
+// vfs ends a container's generation only when it is gone or its signature
+// changed; on any other error it keeps the generation (and its cached
+// blocks), returns the error and forgets it.
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -73,6 +83,12 @@ class Tree {
   // the FUSE layer then answers them off its request threads.
   virtual bool remote() const { return false; }
 };
+
+// True when `status` says that the path is gone (ENOENT, ENOTDIR; see
+// "Errors"): the only failures that end a container's generation.
+inline bool IsGone(const Status& status) {
+  return status.error_number() == ENOENT || status.error_number() == ENOTDIR;
+}
 
 // Local directories and files. `max_descriptors` bounds the descriptors held
 // open (0: DefaultDescriptorCapacity()).

@@ -1,0 +1,385 @@
+// Remote trees against a small S3-like server on loopback (path-style
+// bucket, ListObjectsV2, HEAD, Range GETs that honour If-Match): which
+// failures say that a container is gone (404, 410: ENOENT) and which are an
+// outage (503, a refused connection), in Probe(), Stat() and OpenContainer();
+// a remote source keeps reading its version (If-Match) and answers ESTALE
+// once the object changed; a sparse frame's chunk objects are read at the
+// versions its listing named when the generation opened. Also the local
+// tree's classification (source::IsGone).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "b2ndfs/remote/s3_tree.h"
+#include "b2ndfs/source/tree.h"
+#include "temp_dir.h"
+
+using namespace b2ndfs;
+
+namespace {
+
+constexpr size_t kBytes = 3000;
+
+std::string Pattern(char seed, size_t n = kBytes) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + static_cast<char>(i * 7));
+  return s;
+}
+
+std::string Decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// One bucket "bkt". Every object has the ETag "v<N>" of its N-th write.
+class FakeS3 {
+ public:
+  FakeS3() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    REQUIRE(::listen(listener_, 64) == 0);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+  ~FakeS3() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    acceptor_.join();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    for (auto& t : connections_) t.join();
+    for (int fd : fds_) ::close(fd);
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Put(const std::string& key, const std::string& bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++writes_;
+    char date[64];
+    std::snprintf(date, sizeof date, "Fri, 27 Nov 2026 18:%02d:%02d GMT", writes_ / 60 % 60,
+                  writes_ % 60);
+    objects_[key] = Object{bytes, "\"v" + std::to_string(writes_) + "\"", date};
+  }
+  void Remove(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    objects_.erase(key);
+  }
+  // Every request is answered with this status (0: served).
+  void FailWith(int status) { fail_ = status; }
+  // HEAD and GET answers name weak ETags (W/"v1"), which If-Match never
+  // matches: a client holds a version by If-Unmodified-Since then.
+  void UseWeakEtags() { weak_ = true; }
+  int if_unmodified_seen() const { return if_unmodified_seen_; }
+  int if_match_seen() const { return if_match_seen_; }
+
+ private:
+  struct Object {
+    std::string bytes;
+    std::string etag;
+    std::string last_modified;
+  };
+  void Accept() {
+    for (;;) {
+      const int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::lock_guard<std::mutex> lock(mutex_);
+      fds_.push_back(fd);
+      connections_.emplace_back([this, fd] { Serve(fd); });
+    }
+  }
+  static std::string Header(const std::string& head, const std::string& name) {
+    const size_t at = head.find("\r\n" + name + ": ");
+    if (at == std::string::npos) return "";
+    const size_t from = at + name.size() + 4;
+    return head.substr(from, head.find("\r\n", from) - from);
+  }
+  static std::string Answer(int status, const std::string& headers, const std::string& body,
+                            bool head_only = false) {
+    return "HTTP/1.1 " + std::to_string(status) + " X\r\n" + headers +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + (head_only ? "" : body);
+  }
+  std::string Respond(const std::string& head) {
+    const std::string method = head.substr(0, head.find(' '));
+    const size_t target_at = head.find(' ') + 1;
+    const std::string target = head.substr(target_at, head.find(' ', target_at) - target_at);
+    const bool is_head = method == "HEAD";
+    if (fail_ != 0) return Answer(fail_, "", "", is_head);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t query = target.find('?');
+    const std::string path = Decode(target.substr(0, query));
+    if (path.rfind("/bkt", 0) != 0) return Answer(404, "", "<Error><Code>NoSuchBucket</Code>");
+    if (query != std::string::npos) {
+      const size_t p = target.find("prefix=", query);
+      const std::string prefix =
+          p == std::string::npos ? "" : Decode(target.substr(p + 7, target.find('&', p) - p - 7));
+      std::string xml = "<ListBucketResult><IsTruncated>false</IsTruncated>";
+      std::string last_dir;
+      for (const auto& [key, object] : objects_) {
+        if (key.compare(0, prefix.size(), prefix) != 0) continue;
+        const size_t slash = key.find('/', prefix.size());
+        if (slash != std::string::npos) {
+          const std::string dir = key.substr(0, slash + 1);
+          if (dir != last_dir)
+            xml += "<CommonPrefixes><Prefix>" + dir + "</Prefix></CommonPrefixes>";
+          last_dir = dir;
+          continue;
+        }
+        xml += "<Contents><Key>" + key +
+               "</Key><LastModified>2026-11-27T18:00:00.000Z</LastModified>" + "<ETag>&quot;" +
+               object.etag.substr(1, object.etag.size() - 2) + "&quot;</ETag><Size>" +
+               std::to_string(object.bytes.size()) + "</Size></Contents>";
+      }
+      return Answer(200, "", xml + "</ListBucketResult>");
+    }
+    const std::string key = path.size() > 5 ? path.substr(5) : "";
+    auto it = objects_.find(key);
+    if (it == objects_.end()) return Answer(404, "", "<Error><Code>NoSuchKey</Code></Error>");
+    const Object& object = it->second;
+    const std::string validators = "ETag: " + std::string(weak_ ? "W/" : "") + object.etag +
+                                   "\r\nLast-Modified: " + object.last_modified + "\r\n";
+    const std::string range = Header(head, "Range");
+    if (is_head || range.empty()) return Answer(200, validators, object.bytes, is_head);
+    const std::string if_match = Header(head, "If-Match");
+    if (!if_match.empty()) {
+      ++if_match_seen_;
+      if (if_match != object.etag) return Answer(412, "", "");
+    }
+    const std::string if_unmodified = Header(head, "If-Unmodified-Since");
+    if (!if_unmodified.empty()) {
+      ++if_unmodified_seen_;
+      // Dates here only grow: another one is a later one.
+      if (if_unmodified != object.last_modified) return Answer(412, "", "");
+    }
+    const int64_t first = std::stoll(range.substr(6));
+    const int64_t last = std::stoll(range.substr(range.find('-') + 1));
+    return Answer(206,
+                  validators + "Content-Range: bytes " + std::to_string(first) + "-" +
+                      std::to_string(last) + "/" + std::to_string(object.bytes.size()) + "\r\n",
+                  object.bytes.substr(first, last - first + 1));
+  }
+  void Serve(int fd) {
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      size_t end;
+      while ((end = in.find("\r\n\r\n")) == std::string::npos) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        in.append(buf, static_cast<size_t>(n));
+      }
+      const std::string head = in.substr(0, end + 2);
+      in.erase(0, end + 4);
+      const std::string out = Respond(head);
+      if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) < 0) return;
+    }
+  }
+
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread acceptor_;
+  std::atomic<int> fail_{0};
+  std::atomic<bool> weak_{false};
+  std::atomic<int> if_match_seen_{0}, if_unmodified_seen_{0};
+  std::mutex mutex_;  // guards objects_, writes_, fds_, connections_
+  std::map<std::string, Object> objects_;
+  int writes_ = 0;
+  std::vector<int> fds_;
+  std::vector<std::thread> connections_;
+};
+
+remote::S3Options Options(const FakeS3& server) {
+  remote::S3Options o;
+  o.endpoint = server.endpoint();
+  o.remote.revalidate = 0;  // every question goes to the server
+  o.remote.http.retries = 0;
+  o.remote.http.timeout = 5;
+  return o;
+}
+
+std::shared_ptr<source::Tree> OpenTree(const FakeS3& server, const std::string& url) {
+  auto tree = remote::OpenS3Tree(url, Options(server));
+  REQUIRE(tree.ok());
+  return *tree;
+}
+
+// What a tree says of `path` in Probe(), Stat() and OpenContainer().
+std::vector<Status> Ask(const source::Tree& tree, const std::string& path) {
+  std::vector<Status> out;
+  out.push_back(tree.Probe(path).status());
+  out.push_back(tree.Stat(path).status());
+  out.push_back(tree.OpenContainer(path, nullptr).status());
+  return out;
+}
+
+std::string Read(const source::ByteSource& s, int64_t part, Status* status) {
+  std::string out(kBytes, '\0');
+  *status = s.Read(part, 0, kBytes, reinterpret_cast<uint8_t*>(out.data()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a remote container is gone on 404 or 410, never on an outage", "[remote]") {
+  auto server = std::make_unique<FakeS3>();
+  server->Put("c.b2frame", Pattern('a'));
+  auto tree = OpenTree(*server, "s3://bkt/");
+  const std::string path = tree->root() + "/c.b2frame";
+  for (const Status& s : Ask(*tree, path)) CHECK(s.ok());
+  for (const int status : {500, 503, 429, 403}) {
+    CAPTURE(status);
+    server->FailWith(status);
+    for (const Status& s : Ask(*tree, path)) {
+      CHECK_FALSE(s.ok());
+      CHECK_FALSE(source::IsGone(s));
+    }
+  }
+  for (const int status : {404, 410}) {
+    CAPTURE(status);
+    server->FailWith(status);
+    for (const Status& s : Ask(*tree, path)) CHECK(source::IsGone(s));
+  }
+  server->FailWith(0);
+  for (const Status& s : Ask(*tree, path)) CHECK(s.ok());
+  server->Remove("c.b2frame");
+  for (const Status& s : Ask(*tree, path)) CHECK(source::IsGone(s));
+  for (const Status& s : Ask(*tree, tree->root() + "/never.b2frame")) CHECK(source::IsGone(s));
+  // No server at all: the connection is refused.
+  server.reset();
+  for (const Status& s : Ask(*tree, path)) {
+    CHECK_FALSE(s.ok());
+    CHECK_FALSE(source::IsGone(s));
+  }
+}
+
+TEST_CASE("a remote root object is gone on 404, not on a 503", "[remote]") {
+  FakeS3 server;
+  server.Put("one.b2frame", Pattern('b'));
+  auto tree = OpenTree(server, "s3://bkt/one.b2frame");
+  for (const Status& s : Ask(*tree, tree->root())) CHECK(s.ok());
+  server.FailWith(503);
+  for (const Status& s : Ask(*tree, tree->root())) CHECK_FALSE(source::IsGone(s));
+  server.FailWith(0);
+  server.Remove("one.b2frame");
+  for (const Status& s : Ask(*tree, tree->root())) CHECK(source::IsGone(s));
+}
+
+TEST_CASE("a remote source reads its version by If-Match, and ESTALE once it changed", "[remote]") {
+  FakeS3 server;
+  server.Put("c.b2frame", Pattern('c'));
+  auto tree = OpenTree(server, "s3://bkt/");
+  auto source = tree->OpenContainer(tree->root() + "/c.b2frame", nullptr);
+  REQUIRE(source.ok());
+  Status s;
+  CHECK(Read(**source, source::kFramePart, &s) == Pattern('c'));
+  REQUIRE(s.ok());
+  CHECK(server.if_match_seen() == 1);
+  server.Put("c.b2frame", Pattern('d'));  // same size, new ETag
+  CHECK(Read(**source, source::kFramePart, &s) != Pattern('d'));
+  CHECK(s.error_number() == ESTALE);
+  CHECK((*source)->found_stale());
+  // A new generation reads the new version.
+  auto fresh = tree->OpenContainer(tree->root() + "/c.b2frame", nullptr);
+  REQUIRE(fresh.ok());
+  CHECK(Read(**fresh, source::kFramePart, &s) == Pattern('d'));
+  CHECK(s.ok());
+}
+
+TEST_CASE("a version with a weak ETag is read by If-Unmodified-Since, and ESTALE once it changed",
+          "[remote]") {
+  FakeS3 server;
+  server.UseWeakEtags();
+  server.Put("c.b2frame", Pattern('k'));
+  auto tree = OpenTree(server, "s3://bkt/");
+  auto source = tree->OpenContainer(tree->root() + "/c.b2frame", nullptr);
+  REQUIRE(source.ok());
+  Status s;
+  CHECK(Read(**source, source::kFramePart, &s) == Pattern('k'));
+  REQUIRE(s.ok());
+  CHECK(server.if_unmodified_seen() == 1);
+  CHECK(server.if_match_seen() == 0);
+  server.Put("c.b2frame", Pattern('l'));
+  CHECK(Read(**source, source::kFramePart, &s) != Pattern('l'));
+  CHECK(s.error_number() == ESTALE);
+  CHECK((*source)->found_stale());
+}
+
+TEST_CASE("a sparse frame's chunk objects are read at the versions listed at the open",
+          "[remote]") {
+  FakeS3 server;
+  server.Put("s.b2frame/chunks.b2frame", Pattern('e'));
+  server.Put("s.b2frame/00000000.chunk", Pattern('f'));
+  server.Put("s.b2frame/00000001.chunk", Pattern('g'));
+  auto tree = OpenTree(server, "s3://bkt/");
+  auto source = tree->OpenContainer(tree->root() + "/s.b2frame", nullptr);
+  REQUIRE(source.ok());
+  REQUIRE((*source)->sparse());
+  Status s;
+  CHECK(Read(**source, 0, &s) == Pattern('f'));
+  REQUIRE(s.ok());
+  // Chunk object 1, not read yet, rewritten (same size) after the open.
+  server.Put("s.b2frame/00000001.chunk", Pattern('h'));
+  CHECK(Read(**source, 1, &s) != Pattern('h'));
+  CHECK(s.error_number() == ESTALE);
+  CHECK((*source)->found_stale());
+  CHECK(Read(**source, 0, &s) == Pattern('f'));
+  CHECK(s.ok());
+  CHECK(Read(**source, source::kFramePart, &s) == Pattern('e'));
+  CHECK(s.ok());
+  // A chunk object that was not there at the open is not this version's.
+  server.Put("s.b2frame/00000002.chunk", Pattern('i'));
+  Read(**source, 2, &s);
+  CHECK(s.error_number() == ENOENT);
+}
+
+TEST_CASE("a local container is gone when its path is; other failures are not", "[source]") {
+  testing::TempDir dir;
+  auto tree = source::MakeLocalTree(dir.path.string());
+  const std::string file = (dir.path / "f.b2frame").string();
+  { std::ofstream(file) << Pattern('j'); }
+  for (const Status& s : Ask(*tree, file)) CHECK(s.ok());
+  for (const Status& s : Ask(*tree, (dir.path / "none.b2frame").string())) {
+    CHECK(s.error_number() == ENOENT);
+    CHECK(source::IsGone(s));
+  }
+  for (const Status& s : Ask(*tree, file + "/x.b2frame")) {
+    CHECK(s.error_number() == ENOTDIR);
+    CHECK(source::IsGone(s));
+  }
+  // A sparse frame whose index cannot be looked at (here: a symlink loop)
+  // is an error, not a version without an index (a changed signature).
+  const std::string sparse = (dir.path / "s.b2frame").string();
+  REQUIRE(::mkdir(sparse.c_str(), 0755) == 0);
+  REQUIRE(::symlink("chunks.b2frame", (sparse + "/chunks.b2frame").c_str()) == 0);
+  auto probed = tree->Probe(sparse);
+  CHECK(probed.status().error_number() == ELOOP);
+  CHECK_FALSE(source::IsGone(probed.status()));
+  CHECK_FALSE(source::IsGone(Status(EIO, "")));
+  CHECK_FALSE(source::IsGone(Status(EMFILE, "")));
+  CHECK_FALSE(source::IsGone(Status(ETIMEDOUT, "")));
+  CHECK_FALSE(source::IsGone(Status::Ok()));
+}
