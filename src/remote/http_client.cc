@@ -229,6 +229,8 @@ std::string ErrorCode(const std::string& body, const std::string& bucket_region)
   return out.empty() ? "" : " (" + out + ")";
 }
 
+bool IsHttps(const std::string& url) { return Lower(url.substr(0, 8)) == "https://"; }
+
 bool TransientCurlError(CURLcode code) {
   switch (code) {
     case CURLE_COULDNT_CONNECT:
@@ -265,7 +267,15 @@ void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOption
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, left_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(left_ms, 10000L));
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  // An https source is read over https only: a redirect to http:// would
+  // send the request, and a password with it, in clear, and take bytes
+  // anyone on the path may have changed (EvaluateAttempt names the refusal).
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR,
+                   IsHttps(request.url) ? "https" : "http,https");
+  // A password (the URL's or .netrc's) goes to the host, port and scheme
+  // it was given for, never to another one a redirect names (libcurl's
+  // default, set here so that it stays so).
+  curl_easy_setopt(curl, CURLOPT_UNRESTRICTED_AUTH, 0L);
   // A signed request is bound to its host and path: it cannot follow a
   // redirect (S3 answers a wrong region with 301 and an error document).
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, options.extra_headers ? 0L : 1L);
@@ -341,6 +351,17 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
       return Status(EIO, r.What() + ": the server ignored the Range request (HTTP 200)");
     }
     return Status(EIO, r.What() + ": the answer is longer than asked for");
+  }
+  if (code == CURLE_UNSUPPORTED_PROTOCOL && IsHttps(r.url)) {
+    // libcurl refused to follow a redirect of an https request elsewhere
+    // (CURLOPT_REDIR_PROTOCOLS_STR); the effective URL is where it led.
+    char* where = nullptr;
+    curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &where);
+    const std::string target = where != nullptr && !IsHttps(where) ? RedactUrl(where) : "";
+    *kind = ErrorKind::kDenied;
+    return Status(EACCES, r.What() + ": refused to follow a redirect from https to " +
+                              (target.empty() ? std::string("another scheme") : target) +
+                              " (an https source is read over https only)");
   }
   if (code != CURLE_OK) {
     *transient = TransientCurlError(code);

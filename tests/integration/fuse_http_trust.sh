@@ -8,6 +8,10 @@
 # read with credentials=FILE (.netrc; refused when every user may read it)
 # and with the password in the URL, which then shows nowhere: not in the
 # process list, the mount table, the log, meta.json or .b2ndfs/stats.
+# Redirects: an https source follows a redirect to another https server
+# (byte-exact), never one to plain http (the read fails, naming the refused
+# redirect, and the http server gets no request); a password given for one
+# https server is not sent to the server a redirect names (401 there).
 # Usage: fuse_http_trust.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
@@ -105,5 +109,83 @@ for f in "$X/cmdline" "$X/ps" "$X/mounts" "$X/told" "$MU.log" "$MN.log"; do
   fi
 done
 grep -q "reader:\*\+@127.0.0.1" "$X/cmdline" || fail "the command line is not as expected: $(cat "$X/cmdline")"
+
+# --- redirects --------------------------------------------------------------------
+# A second TLS server (the same certificate) that redirects: /down/fx/ lists
+# the fixtures but sends every file to plain http; /up/ sends everything to
+# the first TLS server; /auth/ sends to its password-protected location.
+RD=$TMP/redirector
+mkdir -p "$RD/tmp" "$RD/empty"
+RD_PORT=$(free_port)
+RD_URL=https://127.0.0.1:$RD_PORT
+cat >"$RD/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $RD/nginx.pid;
+error_log $RD/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log $RD/access.log;
+  client_body_temp_path $RD/tmp/client_body;
+  proxy_temp_path $RD/tmp/proxy;
+  fastcgi_temp_path $RD/tmp/fastcgi;
+  uwsgi_temp_path $RD/tmp/uwsgi;
+  scgi_temp_path $RD/tmp/scgi;
+  server {
+    listen 127.0.0.1:$RD_PORT ssl;
+    ssl_certificate $T/server.pem;
+    ssl_certificate_key $T/server.key;
+    root $RD/empty;
+    location /down/fx/ {
+      if (\$request_uri ~ "^/down/fx/(.*[^/])\$") { return 302 $NGINX_URL/fx/\$1; }
+      alias $S/; autoindex on; autoindex_format json;
+    }
+    location /up/ {
+      if (\$request_uri ~ "^/up/(.*)\$") { return 301 $NGINX_TLS_URL/\$1; }
+    }
+    location /auth/ {
+      if (\$request_uri ~ "^/auth/(.*)\$") { return 302 $NGINX_TLS_URL/private/\$1; }
+    }
+  }
+}
+EOF
+"$NGINX_BIN" -p "$RD" -c "$RD/nginx.conf" 2>>"$RD/stderr.log" &
+ITEST_HELPERS+=("$!")
+wait_until 10 eval "[[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert '$T/ca.pem' '$RD_URL/') != 000 ]]" ||
+  fail "the redirecting nginx did not answer: $(cat "$RD/stderr.log" "$RD/error.log" 2>/dev/null)"
+
+# https -> https: followed, byte-exact.
+MR=$TMP/mnt_up
+mount_fs "$RD_URL/up/fx/" "$MR" -o "ca_file=$T/ca.pem,cache_size=32M" || exit 1
+check "https redirected to https: the bytes" "$FUSE_COMPARE" bytes "$MR" "$R"
+hops=$(grep -c '" 301 ' "$RD/access.log")
+((hops > 0)) || fail "the https -> https mount made no redirected request"
+unmount_fs "$MR"
+
+# https -> http: refused; the http server is never asked.
+plain_before=$(grep -c "GET /fx/ndim/3d_f4.b2nd " "$NGINX_DIR/access.log")
+MD=$TMP/mnt_down
+mount_fs "$RD_URL/down/fx/" "$MD" -o "ca_file=$T/ca.pem,cache_size=32M" || exit 1
+if cat "$MD/ndim/3d_f4.b2nd/data" >"$X/down_data" 2>"$X/down.err"; then
+  fail "an https source read bytes through a redirect to http"
+fi
+log "https -> http: $(head -c 200 "$X/down.err")"
+grep -q "refused to follow a redirect from https to http://127.0.0.1:$NGINX_PORT/fx/ndim/3d_f4.b2nd" \
+  "$MD.log" || fail "the refused redirect is not named in the log: $(head -c 600 "$MD.log")"
+((plain_before == $(grep -c "GET /fx/ndim/3d_f4.b2nd " "$NGINX_DIR/access.log"))) ||
+  fail "the http server was asked for the file an https source was redirected to"
+unmount_fs "$MD"
+
+# A password for the redirecting server does not follow to the other one.
+auth_before=$(grep -c ' - reader \[' "$NGINX_DIR/access.log")
+mount_refused "a password redirected to another server" "$X/hop.err" \
+  "https://reader:$SECRET@127.0.0.1:$RD_PORT/auth/fx/" -o "ca_file=$T/ca.pem"
+grep -q "401\|Permission denied" "$X/hop.err" || fail "no 401/EACCES in: $(cat "$X/hop.err")"
+((auth_before == $(grep -c ' - reader \[' "$NGINX_DIR/access.log"))) ||
+  fail "the password was sent to the server a redirect named"
+if grep -q "$SECRET" "$X/hop.err"; then
+  fail "the password shows in the error: $(cat "$X/hop.err")"
+fi
 
 finish
