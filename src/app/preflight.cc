@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "b2ndfs/remote/aws_credentials.h"
+#include "b2ndfs/remote/disk_cache.h"
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/remote/s3_tree.h"
 #include "b2ndfs/util/log.h"
@@ -117,6 +118,11 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
   options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
   if (cl.connections > 0) options.http.connections = static_cast<size_t>(cl.connections);
   options.disk_cache_dir = cl.disk_cache;
+  // A directory others could plant ranges in refuses the mount (one that
+  // another daemon holds only mounts without it: the tree's open says so).
+  if (!cl.disk_cache.empty()) {
+    B2NDFS_RETURN_IF_ERROR(remote::DiskCache::CheckDirectory(cl.disk_cache));
+  }
   if (!cl.ca_file.empty()) {
     B2NDFS_ASSIGN_OR_RETURN(options.http.ca_file, OptionFile("ca_file=", cl.ca_file, false));
   }

@@ -13,11 +13,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/remote/sigv4.h"
 #include "b2ndfs/util/log.h"
+#include "disk_cache_trust.h"
 
 namespace b2ndfs::remote {
 
@@ -33,13 +37,15 @@ struct DiskCache::Entry {
 namespace {
 
 constexpr char kMagic[8] = {'B', '2', 'N', 'D', 'F', 'S', 'D', 'C'};
-constexpr uint32_t kFormatVersion = 1;
+// 2: HMAC-SHA256 tags under the directory's key (1: unkeyed checksums,
+// whose files are deleted with the directory's first key).
+constexpr uint32_t kFormatVersion = 2;
 // A hit re-stamps its file's mtime (its recency across restarts) at most
 // this often.
 constexpr int64_t kTouchSeconds = 60;
 
-// The fixed part of a range file's header; then the ETag, one checksum per
-// segment, and the checksum of all of the header before it.
+// The fixed part of a range file's header; then the ETag, one tag per
+// segment, and the tag of all of the header before it.
 struct FixedHeader {
   char magic[8];
   uint32_t format_version;
@@ -52,32 +58,9 @@ struct FixedHeader {
   uint32_t segment_bytes;
 };
 
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
+uint64_t NameKey(const std::string& text) {
+  return std::stoull(Sha256Hex(text).substr(0, 16), 0, 16);
 }
-
-// A fast 64-bit checksum (not cryptographic: it tells torn or flipped bytes
-// from good ones). `seed` binds a segment to its place in the object.
-uint64_t Checksum(const uint8_t* p, size_t n, uint64_t seed) {
-  uint64_t h = Mix(seed ^ (n * 0x9e3779b97f4a7c15ull));
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ Mix(w + i)) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p + i, n - i);
-  return Mix(h ^ Mix(tail ^ 0x5bd1e995ull));
-}
-
-uint64_t Key(const std::string& text) { return std::stoull(Sha256Hex(text).substr(0, 16), 0, 16); }
 
 std::string Hex(uint64_t v) {
   char text[17];
@@ -150,14 +133,30 @@ size_t SegmentCount(int64_t length) {
 }
 
 size_t HeaderSize(size_t etag_length, int64_t length) {
-  return sizeof(FixedHeader) + etag_length + 8 * SegmentCount(length) + 8;
+  return sizeof(FixedHeader) + etag_length + kCacheTagBytes * SegmentCount(length) + kCacheTagBytes;
+}
+
+std::string_view View(const void* p, size_t n) {
+  return std::string_view(static_cast<const char*>(p), n);
+}
+
+// A segment's tag binds its bytes to their object, version and place.
+std::optional<CacheTag> SegmentTag(const CacheKey& key, uint64_t url_key, uint64_t version_key,
+                                   int64_t begin, const uint8_t* bytes, size_t n) {
+  const uint64_t place[3] = {url_key, version_key, static_cast<uint64_t>(begin)};
+  return ComputeTag(key, {View(place, sizeof place), View(bytes, n)});
 }
 
 }  // namespace
 
+Status DiskCache::CheckDirectory(const std::string& dir) {
+  if (dir.empty()) return InvalidArgument("disk cache: no directory");
+  return CheckCacheDirectory(dir);
+}
+
 Result<std::unique_ptr<DiskCache>> DiskCache::Open(const std::string& given, uint64_t capacity) {
-  if (given.empty()) return InvalidArgument("disk cache: no directory");
-  B2NDFS_RETURN_IF_ERROR(MakeDir(given));
+  static_assert(std::is_same_v<Key, CacheKey>);
+  B2NDFS_RETURN_IF_ERROR(CheckDirectory(given));
   // Absolute: a daemon changes to / once it detaches.
   char* real = ::realpath(given.c_str(), nullptr);
   if (real == nullptr) {
@@ -167,7 +166,7 @@ Result<std::unique_ptr<DiskCache>> DiskCache::Open(const std::string& given, uin
   const std::string dir = real;
   std::free(real);
   const std::string lock_path = dir + "/lock";
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int e = errno;
     return Status(e, "disk cache: " + lock_path + ": " + std::strerror(e));
@@ -180,20 +179,27 @@ Result<std::unique_ptr<DiskCache>> DiskCache::Open(const std::string& given, uin
     }
     return Status(e, "disk cache: flock " + lock_path + ": " + std::strerror(e));
   }
-  for (const char* sub : {"/ranges", "/tmp"}) {
-    Status s = MakeDir(dir + sub);
-    if (!s.ok()) {
-      ::close(fd);
-      return s;
-    }
+  // Read (or made) under the lock: two daemons never make two keys.
+  bool new_key = false;
+  auto key = LoadCacheKey(dir, &new_key);
+  Status s = key.status();
+  if (s.ok() && !ComputeTag(*key, {"test"})) {
+    s = Status(ENOSYS, "disk cache: OpenSSL computes no HMAC-SHA256 here");
   }
-  std::unique_ptr<DiskCache> cache(new DiskCache(dir, capacity, fd));
-  cache->Scan();
+  for (const char* sub : {"/ranges", "/tmp"}) {
+    if (s.ok()) s = MakeDir(dir + sub);
+  }
+  if (!s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  std::unique_ptr<DiskCache> cache(new DiskCache(dir, capacity, fd, *key));
+  cache->Scan(new_key);
   return cache;
 }
 
-DiskCache::DiskCache(std::string dir, uint64_t capacity, int lock_fd)
-    : dir_(std::move(dir)), capacity_(capacity), lock_fd_(lock_fd) {
+DiskCache::DiskCache(std::string dir, uint64_t capacity, int lock_fd, const Key& key)
+    : dir_(std::move(dir)), capacity_(capacity), lock_fd_(lock_fd), key_(key) {
   counters_.capacity_bytes = capacity;
 }
 
@@ -205,8 +211,9 @@ std::string DiskCache::PathOf(const Entry& e) const {
 }
 
 // The index is built from file names and sizes alone (contents are checked
-// when read), oldest mtime least recently used.
-void DiskCache::Scan() {
+// when read), oldest mtime least recently used. Under a new key, what the
+// directory holds can never verify: it is all deleted.
+void DiskCache::Scan(bool forget_all) {
   for (const std::string& name : ListDir(dir_ + "/tmp")) {
     ::unlink((dir_ + "/tmp/" + name).c_str());  // left by a crash
   }
@@ -221,7 +228,7 @@ void DiskCache::Scan() {
       e.url_key = url_key;
       uint64_t offset, length;
       struct stat st;
-      if (name.size() != 50 || name[16] != '-' || name[33] != '-' ||
+      if (forget_all || name.size() != 50 || name[16] != '-' || name[33] != '-' ||
           !ParseHex(name.substr(0, 16), &e.version_key) ||
           !ParseHex(name.substr(17, 16), &offset) || !ParseHex(name.substr(34, 16), &length) ||
           ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -291,7 +298,7 @@ void DiskCache::Evict() {
 }
 
 void DiskCache::Forget(const std::string& url) {
-  const uint64_t url_key = Key(RedactUrl(url));
+  const uint64_t url_key = NameKey(RedactUrl(url));
   std::lock_guard<std::mutex> lock(mutex_);
   auto object = objects_.find(url_key);
   if (object == objects_.end()) return;
@@ -309,16 +316,18 @@ bool DiskCache::ReadEntry(const Entry& e, const std::string& etag, int64_t offse
   bool ok = PreadAll(fd, header.data(), header_size, 0);
   FixedHeader fixed;
   if (ok) {
+    // The tag first: nothing else of a file is believed before it verifies.
+    const auto header_tag = ComputeTag(key_, {View(header.data(), header_size - kCacheTagBytes)});
+    ok = header_tag && SameTag(*header_tag, header.data() + header_size - kCacheTagBytes);
+  }
+  if (ok) {
     std::memcpy(&fixed, header.data(), sizeof fixed);
-    uint64_t header_sum;
-    std::memcpy(&header_sum, header.data() + header_size - 8, 8);
     ok = std::memcmp(fixed.magic, kMagic, 8) == 0 && fixed.format_version == kFormatVersion &&
          fixed.header_size == header_size && fixed.url_key == e.url_key &&
          fixed.version_key == e.version_key && fixed.offset == e.offset &&
          fixed.length == e.length && fixed.etag_length == etag.size() &&
          fixed.segment_bytes == kSegmentBytes &&
-         std::memcmp(header.data() + sizeof fixed, etag.data(), etag.size()) == 0 &&
-         header_sum == Checksum(header.data(), header_size - 8, 0);
+         std::memcmp(header.data() + sizeof fixed, etag.data(), etag.size()) == 0;
   }
   // Whole segments are read and checked; only the asked-for bytes copied.
   const int64_t first_seg = (offset - e.offset) / static_cast<int64_t>(kSegmentBytes);
@@ -329,11 +338,13 @@ bool DiskCache::ReadEntry(const Entry& e, const std::string& etag, int64_t offse
     const int64_t seg_end =
         std::min(seg_begin + static_cast<int64_t>(kSegmentBytes), e.offset + e.length);
     segment.resize(static_cast<size_t>(seg_end - seg_begin));
-    uint64_t want;
-    std::memcpy(&want, header.data() + sizeof fixed + etag.size() + 8 * static_cast<size_t>(s), 8);
     ok = PreadAll(fd, segment.data(), segment.size(),
-                  static_cast<int64_t>(header_size) + (seg_begin - e.offset)) &&
-         Checksum(segment.data(), segment.size(), static_cast<uint64_t>(seg_begin)) == want;
+                  static_cast<int64_t>(header_size) + (seg_begin - e.offset));
+    const auto tag =
+        ok ? SegmentTag(key_, e.url_key, e.version_key, seg_begin, segment.data(), segment.size())
+           : std::nullopt;
+    ok = tag && SameTag(*tag, header.data() + sizeof fixed + etag.size() +
+                                  kCacheTagBytes * static_cast<size_t>(s));
     if (!ok) break;
     const int64_t from = std::max(seg_begin, offset);
     const int64_t to = std::min(seg_end, end);
@@ -368,15 +379,6 @@ void DiskCache::Store(uint64_t url_key, uint64_t version_key, const std::string&
   fixed.segment_bytes = kSegmentBytes;
   std::memcpy(header.data(), &fixed, sizeof fixed);
   std::memcpy(header.data() + sizeof fixed, etag.data(), etag.size());
-  for (size_t s = 0; s < SegmentCount(fixed.length); ++s) {
-    const size_t begin = s * kSegmentBytes;
-    const size_t n = std::min(kSegmentBytes, length - begin);
-    const uint64_t sum = Checksum(bytes + begin, n, static_cast<uint64_t>(offset) + begin);
-    std::memcpy(header.data() + sizeof fixed + etag.size() + 8 * s, &sum, 8);
-  }
-  const uint64_t header_sum = Checksum(header.data(), header_size - 8, 0);
-  std::memcpy(header.data() + header_size - 8, &header_sum, 8);
-
   Entry e;
   e.url_key = url_key;
   e.version_key = version_key;
@@ -384,6 +386,25 @@ void DiskCache::Store(uint64_t url_key, uint64_t version_key, const std::string&
   e.length = static_cast<int64_t>(length);
   e.disk_bytes = header_size + length;
   e.touched = static_cast<int64_t>(::time(nullptr));
+  bool tagged = true;
+  for (size_t s = 0; tagged && s < SegmentCount(fixed.length); ++s) {
+    const size_t begin = s * kSegmentBytes;
+    const auto tag = SegmentTag(key_, url_key, version_key, offset + static_cast<int64_t>(begin),
+                                bytes + begin, std::min(kSegmentBytes, length - begin));
+    tagged = tag.has_value();
+    if (tagged) {
+      std::memcpy(header.data() + sizeof fixed + etag.size() + kCacheTagBytes * s, tag->data(),
+                  kCacheTagBytes);
+    }
+  }
+  const auto header_tag =
+      tagged ? ComputeTag(key_, {View(header.data(), header_size - kCacheTagBytes)}) : std::nullopt;
+  if (!header_tag) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counters_.write_errors++;
+    return;
+  }
+  std::memcpy(header.data() + header_size - kCacheTagBytes, header_tag->data(), kCacheTagBytes);
   std::string temp;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -410,8 +431,8 @@ void DiskCache::Store(uint64_t url_key, uint64_t version_key, const std::string&
 Status DiskCache::Read(const std::string& url, const std::string& etag, int64_t size,
                        int64_t offset, size_t length, uint8_t* out, const Fetch& fetch) {
   if (etag.empty() || length == 0) return fetch(offset, length, out);
-  const uint64_t url_key = Key(RedactUrl(url));
-  const uint64_t version_key = Key(etag + "\n" + std::to_string(size));
+  const uint64_t url_key = NameKey(RedactUrl(url));
+  const uint64_t version_key = NameKey(etag + "\n" + std::to_string(size));
   const int64_t end = offset + static_cast<int64_t>(length);
   // The held ranges that cover [offset, end), and the span of what is not.
   struct Piece {

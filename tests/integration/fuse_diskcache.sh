@@ -8,7 +8,10 @@
 # ranges are dropped), corrupted cache files read byte-exact (misses, never
 # wrong bytes), the directory stays within disk_cache_size and holds no URL
 # or credential. The same warm second mount over S3 (s3rver), for a few
-# containers of every kind: no range is fetched again.
+# containers of every kind: no range is fetched again. A directory others
+# may write to, or a key file others may read, refuses the mount, saying
+# why; range files planted from a directory of another key are not served
+# (byte-exact, each a miss fetched again).
 # Usage: fuse_diskcache.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
@@ -181,4 +184,57 @@ log "s3: cold mount fetched $cold range bytes, warm mount $warm"
 ((${cold:-0} > 0 && ${warm:-1} * 50 <= ${cold:-0})) ||
   fail "the warm s3 mount fetched $warm range bytes (the cold one $cold)"
 check "unmount s3 warm" unmount_and_wait "$MS" "$PID_MS"
+# --- trust: an unsafe directory refuses the mount; a planted file is not served ------
+# refused WHAT ERRFILE [options...]: a mount of $URL must be refused (exit
+# non-zero, nothing mounted), its error in ERRFILE.
+refused() {
+  local what=$1 err=$2 mnt=$TMP/mnt_never
+  shift 2
+  mkdir -p "$mnt"
+  if timeout 60 "$B2NDFS" "$@" "$URL" "$mnt" 2>"$err"; then
+    ITEST_MOUNTS+=("$mnt")
+    fail "$what: mounted"
+    unmount_fs "$mnt"
+    return 1
+  fi
+  log "$what: refused: $(head -c 300 "$err")"
+}
+DW=$TMP/dshared
+mkdir -p "$DW" && chmod 0777 "$DW"
+refused "a disk_cache= directory every user may write to" "$X/shared.err" -o "disk_cache=$DW"
+grep -q "disk_cache=$DW is writable by group or others (mode 0777).*chmod go-w $DW" \
+  "$X/shared.err" || fail "the refusal of a shared directory does not say why: $(cat "$X/shared.err")"
+[[ -z $(ls -A "$DW") ]] || fail "a refused directory was written to: $(ls -A "$DW")"
+chmod 0644 "$DC/key"
+refused "a disk cache key file every user may read" "$X/key.err" -o "disk_cache=$DC"
+grep -q "$DC/key may be read or written by others (mode 0644.*chmod 600" "$X/key.err" ||
+  fail "the refusal of a readable key file does not say why: $(cat "$X/key.err")"
+chmod 0600 "$DC/key"
+
+# Range files of another directory (whose key is its own) planted in one
+# whose key they were not made with: well-formed, with the right names and
+# even the right bytes, yet never served: each is a miss, fetched again.
+DQ=$TMP/dother
+DP=$TMP/dplanted
+mount_fs "$URL" "$M" -o "disk_cache=$DQ,cache_size=32M" || exit 1
+PID_M=$DAEMON_PID
+check "3d_f4 into another disk cache" cmp "$M/ndim/3d_f4.b2nd/data" "$X/want_3d"
+check "unmount other" unmount_and_wait "$M" "$PID_M"
+mount_fs "$URL" "$M" -o "disk_cache=$DP" || exit 1  # makes DP and its key; reads nothing
+PID_M=$DAEMON_PID
+check "unmount planted (empty)" unmount_and_wait "$M" "$PID_M"
+cp -r "$DQ/ranges/." "$DP/ranges/" || fail "cannot plant files in $DP"
+planted=$(find "$DP/ranges" -type f | wc -l)
+((planted > 0)) || fail "no range file to plant"
+before=$(ranges_served)
+mount_fs "$URL" "$M" -o "disk_cache=$DP,cache_size=32M" || exit 1
+PID_M=$DAEMON_PID
+check "3d_f4 over $planted planted cache files: byte-exact" cmp "$M/ndim/3d_f4.b2nd/data" "$X/want_3d"
+refetched=$(($(ranges_served) - before))
+corrupt=$(stats_field "$M" remote.disk_cache.corrupt)
+missed=$(stats_field "$M" remote.disk_cache.bytes_missed)
+log "planted: $planted files, $corrupt refused, $refetched Range requests, $missed bytes fetched"
+((${corrupt:-0} > 0 && refetched > 0 && ${missed:-0} > 0)) ||
+  fail "planted cache files were served: $corrupt refused, $refetched Range requests"
+check "unmount planted" unmount_and_wait "$M" "$PID_M"
 finish

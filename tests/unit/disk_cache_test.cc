@@ -235,3 +235,133 @@ TEST_CASE("the files stay within the capacity, least recently used deleted first
   ReadVia(**cache, origin, "\"e\"", 3 << 20, 300 << 10);
   CHECK(origin.fetches == before + 3);
 }
+
+TEST_CASE("a planted file with a range's name and forged bytes is a miss, never served") {
+  // Made by a cache of another directory (so with a key of its own) from
+  // an origin whose bytes differ: a well-formed file, as one who can write
+  // to the directory but does not hold its key could plant it.
+  TempDir dir, elsewhere;
+  Origin origin(300000), forged(300000, 99);
+  {
+    auto cache = DiskCache::Open(dir.path, 64 << 20);  // makes the key
+    REQUIRE(cache.ok());
+  }
+  {
+    auto planter = DiskCache::Open(elsewhere.path, 64 << 20);
+    REQUIRE(planter.ok());
+    ReadVia(**planter, forged, "\"e\"", 0, 200000);
+  }
+  auto planted = Files(elsewhere.path + "/ranges");
+  REQUIRE(planted.size() == 1);
+  const std::string name = planted[0].substr(elsewhere.path.size());
+  REQUIRE(std::system(("mkdir -p \"$(dirname '" + dir.path + name + "')\" && cp '" + planted[0] +
+                       "' '" + dir.path + name + "'")
+                          .c_str()) == 0);
+  auto cache = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(cache.ok());
+  REQUIRE((*cache)->stats().entries == 1);  // indexed by its name
+  CHECK(ReadVia(**cache, origin, "\"e\"", 1000, 100000) == Slice(origin, 1000, 100000));
+  CHECK(origin.fetches == 1);
+  CHECK((*cache)->stats().corrupt == 1);
+  CHECK((*cache)->stats().hits == 0);
+  // Fetched again and kept under this directory's key: served from disk now.
+  CHECK(ReadVia(**cache, origin, "\"e\"", 1000, 100000) == Slice(origin, 1000, 100000));
+  CHECK(origin.fetches == 1);
+}
+
+TEST_CASE("a directory others may write to, or of another user, is refused, saying why") {
+  TempDir dir;
+  const std::string d = dir.path + "/c";
+  REQUIRE(::mkdir(d.c_str(), 0777) == 0);
+  REQUIRE(::chmod(d.c_str(), 0777) == 0);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const Status s =
+        attempt == 0 ? DiskCache::CheckDirectory(d) : DiskCache::Open(d, 64 << 20).status();
+    CHECK(s.error_number() == EACCES);
+    CHECK_THAT(s.message(), Catch::Contains("writable by group or others (mode 0777)") &&
+                                Catch::Contains("chmod go-w " + d));
+  }
+  REQUIRE(::chmod(d.c_str(), 0770) == 0);
+  CHECK(DiskCache::CheckDirectory(d).error_number() == EACCES);
+  REQUIRE(::chmod(d.c_str(), 0700) == 0);
+  CHECK(DiskCache::CheckDirectory(d).ok());
+  if (::geteuid() == 0) {
+    // Another user's (only root can make one here).
+    REQUIRE(::chown(d.c_str(), 65534, 65534) == 0);
+    const Status s = DiskCache::CheckDirectory(d);
+    CHECK(s.error_number() == EACCES);
+    CHECK_THAT(s.message(), Catch::Contains("owned by uid 65534") && Catch::Contains("chown"));
+    REQUIRE(::chown(d.c_str(), 0, 0) == 0);
+  }
+  // A symbolic link to a good directory, and a file.
+  REQUIRE(::symlink(d.c_str(), (dir.path + "/link").c_str()) == 0);
+  const Status link = DiskCache::Open(dir.path + "/link", 64 << 20).status();
+  CHECK(link.error_number() == EACCES);
+  CHECK_THAT(link.message(), Catch::Contains("symbolic link"));
+  std::ofstream(dir.path + "/file") << "x";
+  CHECK(DiskCache::CheckDirectory(dir.path + "/file").error_number() == ENOTDIR);
+  // A missing one is made, for this user alone.
+  const std::string fresh = dir.path + "/fresh";
+  CHECK(DiskCache::CheckDirectory(fresh).ok());
+  struct stat st;
+  REQUIRE(::stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+}
+
+TEST_CASE("the key file: made 0600 with the directory; refused if others may use it") {
+  TempDir dir;
+  const std::string key = dir.path + "/key";
+  {
+    auto cache = DiskCache::Open(dir.path, 64 << 20);
+    REQUIRE(cache.ok());
+  }
+  struct stat st;
+  REQUIRE(::lstat(key.c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK(st.st_uid == ::geteuid());
+  CHECK(st.st_size == 32);
+  SECTION("readable by others") {
+    REQUIRE(::chmod(key.c_str(), 0644) == 0);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const Status s = attempt == 0 ? DiskCache::CheckDirectory(dir.path)
+                                    : DiskCache::Open(dir.path, 64 << 20).status();
+      CHECK(s.error_number() == EACCES);
+      CHECK_THAT(s.message(), Catch::Contains("mode 0644") && Catch::Contains("chmod 600 " + key));
+    }
+  }
+  SECTION("not a key") {
+    REQUIRE(::truncate(key.c_str(), 5) == 0);
+    CHECK(DiskCache::Open(dir.path, 64 << 20).status().error_number() == EACCES);
+  }
+  SECTION("a symbolic link") {
+    REQUIRE(::rename(key.c_str(), (dir.path + "/elsewhere").c_str()) == 0);
+    REQUIRE(::symlink((dir.path + "/elsewhere").c_str(), key.c_str()) == 0);
+    CHECK(DiskCache::CheckDirectory(dir.path).error_number() == EACCES);
+    CHECK(DiskCache::Open(dir.path, 64 << 20).status().error_number() == EACCES);
+  }
+  SECTION("another user's") {
+    if (::geteuid() != 0) return;
+    REQUIRE(::chown(key.c_str(), 65534, 65534) == 0);
+    CHECK(DiskCache::Open(dir.path, 64 << 20).status().error_number() == EACCES);
+  }
+}
+
+TEST_CASE("a directory given a new key drops the ranges it held") {
+  TempDir dir;
+  Origin origin(200000);
+  {
+    auto cache = DiskCache::Open(dir.path, 64 << 20);
+    REQUIRE(cache.ok());
+    ReadVia(**cache, origin, "\"e\"", 0, 100000);
+  }
+  REQUIRE(Files(dir.path + "/ranges").size() == 1);
+  REQUIRE(::unlink((dir.path + "/key").c_str()) == 0);
+  auto cache = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(cache.ok());
+  CHECK(Files(dir.path + "/ranges").empty());
+  CHECK((*cache)->stats().entries == 0);
+  CHECK((*cache)->stats().corrupt == 0);
+  CHECK(ReadVia(**cache, origin, "\"e\"", 0, 100000) == Slice(origin, 0, 100000));
+  CHECK(origin.fetches == 2);
+}

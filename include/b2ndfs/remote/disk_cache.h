@@ -12,10 +12,16 @@
 // version of a URL, or Forget() (a request found the object changed), drops
 // every range of the old versions: old bytes cannot come back, even if the
 // object's ETag later returns to an old value.
-// Crash safety: a range is written to DIR/tmp and renamed into place; its
-// header and every 64 KiB segment carry a checksum, checked on each read. A
-// torn, truncated or otherwise corrupt file is a miss (and is deleted), never
-// wrong bytes. Temporary files left by a crash are deleted by Open().
+// Trust: DIR must be the daemon's own (owned by its user, not writable by
+// group or others, not a symbolic link; CheckDirectory), and it holds a
+// random key (DIR/key, mode 0600) made with it. A range file's header and
+// every 64 KiB segment carry an HMAC-SHA256 tag under that key, checked on
+// each read: a file planted or altered without the key, like a torn,
+// truncated or otherwise corrupt one, is a miss (and is deleted), never
+// wrong bytes. A directory given a new key (its first, or after the key
+// file was deleted) drops every range it held.
+// Crash safety: a range is written to DIR/tmp and renamed into place;
+// temporary files left by a crash are deleted by Open().
 // Bounds: the files' bytes stay within the capacity; the least recently used
 // ranges are deleted first (recency survives restarts through the files'
 // mtimes). A range larger than a quarter of the capacity is not kept.
@@ -27,6 +33,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -61,9 +68,16 @@ class DiskCache {
   // Bytes of a range covered by one checksum.
   static constexpr size_t kSegmentBytes = 64 << 10;
 
-  // Opens DIR (created if missing, mode 0700) and takes its lock; indexes
-  // the ranges already there and deletes what is over `capacity`. EBUSY if
-  // another process holds the lock.
+  // Whether DIR may be a disk cache, for a mount to refuse it before it
+  // starts: creates a missing DIR (mode 0700); EACCES or ENOTDIR, with a
+  // message saying why and what to do, for a symbolic link, a file, a
+  // directory owned by another user or writable by group or others, or a
+  // key file that is not this user's alone (mode 0600) or not a key.
+  static Status CheckDirectory(const std::string& dir);
+
+  // Opens DIR (checked as CheckDirectory does) and takes its lock; reads
+  // its key, or makes one; indexes the ranges already there and deletes
+  // what is over `capacity`. EBUSY if another process holds the lock.
   static Result<std::unique_ptr<DiskCache>> Open(const std::string& dir, uint64_t capacity);
   ~DiskCache();
   DiskCache(const DiskCache&) = delete;
@@ -87,6 +101,8 @@ class DiskCache {
   const std::string& dir() const { return dir_; }
 
  private:
+  static constexpr size_t kKeyBytes = 32;
+  using Key = std::array<uint8_t, kKeyBytes>;
   struct Entry;
   using EntryList = std::list<Entry>;
   // A URL's ranges (of one version): by (offset, length).
@@ -96,8 +112,8 @@ class DiskCache {
     std::map<std::pair<int64_t, int64_t>, EntryList::iterator> ranges;
   };
 
-  DiskCache(std::string dir, uint64_t capacity, int lock_fd);
-  void Scan();
+  DiskCache(std::string dir, uint64_t capacity, int lock_fd, const Key& key);
+  void Scan(bool forget_all);
   std::string PathOf(const Entry& e) const;
   // Inserts a stored file into the index (mutex_ held); drops other versions.
   void Insert(Entry entry);
@@ -112,6 +128,7 @@ class DiskCache {
   const std::string dir_;
   const uint64_t capacity_;
   const int lock_fd_;
+  const Key key_;             // of the range files' tags
   mutable std::mutex mutex_;  // leaf lock; guards everything below
   EntryList lru_;             // most recently used first
   std::map<uint64_t, Object> objects_;
