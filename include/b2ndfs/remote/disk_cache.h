@@ -58,14 +58,14 @@ struct DiskCacheStats {
   uint64_t bytes_missed = 0;
   uint64_t bytes_stored = 0;
   uint64_t evictions = 0;
-  uint64_t corrupt = 0;        // files found torn or corrupt (and deleted)
+  uint64_t corrupt = 0;        // files torn, corrupt or not tagged with the key (deleted)
   uint64_t write_errors = 0;   // ranges that could not be stored
   uint64_t invalidations = 0;  // ranges dropped as of an old version
 };
 
 class DiskCache {
  public:
-  // Bytes of a range covered by one checksum.
+  // Bytes of a range covered by one tag.
   static constexpr size_t kSegmentBytes = 64 << 10;
 
   // Whether DIR may be a disk cache, for a mount to refuse it before it
