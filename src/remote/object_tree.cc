@@ -93,6 +93,7 @@ class ObjectTree final : public source::Tree {
 
   const std::string& root() const override { return root_; }
   bool remote() const override { return true; }
+  double revalidate_seconds() const override { return revalidate_; }
 
   Result<struct stat> Stat(const std::string& path) const override {
     if (path == root_) {

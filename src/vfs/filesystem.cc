@@ -12,6 +12,7 @@
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
+#include "background.h"
 #include "generation.h"
 #include "inode_table.h"
 #include "mirror.h"
@@ -136,6 +137,13 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
       std::make_unique<Resolver>(tree_.get(), views_.get(), inodes_.get(), entry_context_.get(),
                                  root, std::max(kRecentEntriesMin, max_open));
   if (root_container) root->entry = resolver_->EntryFor(root->path);
+  if (tree_->remote()) {
+    background_ = std::make_unique<CallPool>(
+        options_.background_threads > 0 ? options_.background_threads : kDefaultBackgroundThreads);
+    entry_context_->background = background_.get();
+    entry_context_->healthy_grace = std::chrono::milliseconds(options_.healthy_grace_ms);
+    entry_context_->suspect_grace = std::chrono::milliseconds(options_.suspect_grace_ms);
+  }
   read_ahead_ = std::make_unique<ReadAheadPolicy>(
       ReadAheadPolicy::Options{options_.max_readahead, cache_bytes});
   struct timespec now;
@@ -143,7 +151,10 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   start_time_ns_ = now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
-Filesystem::~Filesystem() = default;
+Filesystem::~Filesystem() {
+  // Background calls hold entries: they end first.
+  background_.reset();
+}
 
 Status Filesystem::ValidateSource(const std::string& source) {
   struct stat st;
@@ -203,16 +214,9 @@ void Filesystem::GenerationReplaced(const ContainerEntry& entry, const Generatio
 }
 
 Result<struct stat> Filesystem::SourceStat(PathNode& node) {
-  auto st = tree_->Stat(node.path);
-  std::lock_guard<std::mutex> lock(node.mutex);
-  if (st.ok()) {
-    node.last_stat = *st;
-  } else if (!SourceGone(st.status()) && node.last_stat) {
-    // Trouble reaching the source: a name the kernel holds keeps the
-    // attributes it had (its container may well serve from the cache).
-    return *node.last_stat;
-  }
-  return st;
+  // A name the kernel holds keeps the attributes it had while the source
+  // cannot be reached (its container may well serve from the cache).
+  return resolver_->SourceStat(&node, node.path);
 }
 
 Result<Attr> Filesystem::Attributes(const Target& target) {

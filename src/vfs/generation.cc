@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "b2ndfs/util/log.h"
@@ -129,86 +131,123 @@ std::shared_ptr<const void> Generation::Hold() {
   return token;
 }
 
+int64_t EntryContext::NowNs() {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+namespace {
+
+int64_t MonotonicNs() { return EntryContext::NowNs(); }
+
+}  // namespace
+
 std::shared_ptr<Generation> ContainerEntry::Peek() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(current_mutex_);
   return current_;
+}
+
+std::shared_ptr<Generation> ContainerEntry::Usable() const {
+  std::lock_guard<std::mutex> lock(current_mutex_);
+  return current_ && !current_->found_stale() ? current_ : nullptr;
 }
 
 Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
   const source::Tree& tree = *context_->tree;
-  // The common case, unchanged, costs a probe and no wait for other users of
-  // the container; only a change is handled under the lock.
+  if (!tree.remote() || context_->background == nullptr) return Settle();
+  std::shared_ptr<Generation> known;
+  {
+    // Within the tree's revalidate period a probe would answer what it
+    // answered last: no need to ask.
+    std::lock_guard<std::mutex> lock(current_mutex_);
+    if (current_ && !current_->found_stale()) {
+      known = current_;
+      const double age_s = static_cast<double>(MonotonicNs() - confirmed_ns_) / 1e9;
+      if (age_s < tree.revalidate_seconds()) return known;
+    }
+  }
+  auto self = shared_from_this();
+  auto answer =
+      context_->probes.Run(path_, *context_->background, [self] { return self->Settle(); });
+  if (known && !context_->WaitOrSuspect(answer)) return known;
+  return answer.get();
+}
+
+Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
+  const source::Tree& tree = *context_->tree;
   auto probe = tree.Probe(path_);
-  // Whether `probe` lets the current generation go on serving.
-  auto keeps_current = [&] {
-    if (!current_ || current_->found_stale()) return false;
-    if (probe.ok()) return *probe == current_->signature();
+  // Whether `probe` lets `current` go on serving.
+  auto keeps = [&](const std::shared_ptr<Generation>& current) {
+    if (!current || current->found_stale()) return false;
+    if (probe.ok()) return *probe == current->signature();
     if (SourceGone(probe.status())) return false;
     // Trouble reaching the source says nothing about the container: the
     // caller gets the version it had (its cache still serves).
     context_->transient_errors.fetch_add(1, std::memory_order_relaxed);
+    context_->MarkSuspect();
     Log(LogLevel::kDebug, path_ + ": " + probe.status().message() + " (serving the version known)");
     return true;
   };
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (keeps_current()) return current_;
-  }
-  std::shared_ptr<Generation> old;
+  auto confirm = [&](const std::shared_ptr<Generation>& current) {
+    std::lock_guard<std::mutex> lock(current_mutex_);
+    if (probe.ok() && current_ == current) confirmed_ns_ = MonotonicNs();
+    return current;
+  };
+  // The common case, unchanged, costs a probe and no wait for other users of
+  // the container; only a change is handled under the settle lock.
+  if (auto current = Peek(); keeps(current)) return confirm(current);
+  std::lock_guard<std::mutex> settle(settle_mutex_);
+  std::shared_ptr<Generation> current = Peek();
+  probe = tree.Probe(path_);  // another thread may have moved on meanwhile
+  if (keeps(current)) return confirm(current);
+  std::shared_ptr<Generation> fresh;
   std::shared_ptr<const store::Container> fresh_container;
-  Result<std::shared_ptr<Generation>> result = Status(EIO, "unset");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    probe = tree.Probe(path_);  // another thread may have moved on meanwhile
-    if (keeps_current()) return current_;
-    if (!probe.ok()) {
-      // Gone (or, with no usable generation, unreachable: not remembered).
-      if (!SourceGone(probe.status())) return probe.status();
-      old = std::move(current_);
-      result = probe.status();
+  Status gone;
+  if (!probe.ok()) {
+    // Gone (or, with no usable generation, unreachable: not remembered).
+    if (!SourceGone(probe.status())) return probe.status();
+    gone = probe.status();
+  } else {
+    // A read that found the source changed may have come after the probe's
+    // cached answer: then the tree asks afresh.
+    const bool probe_trusted = !(current && current->found_stale());
+    auto source = tree.OpenContainer(path_, probe_trusted ? &*probe : nullptr);
+    Result<struct stat> source_stat = Status(EIO, "unset");
+    if (source.ok()) source_stat = tree.Stat(path_);
+    if (!source.ok() || !source_stat.ok()) {
+      const Status& error = !source.ok() ? source.status() : source_stat.status();
+      if (!SourceGone(error)) return error;  // not remembered
+      gone = error;
     } else {
-      // A read that found the source changed may have come after the probe's
-      // cached answer: then the tree asks afresh.
-      const bool probe_trusted = !(current_ && current_->found_stale());
-      auto source = tree.OpenContainer(path_, probe_trusted ? &*probe : nullptr);
-      if (!source.ok()) {
-        if (!SourceGone(source.status())) return source.status();  // not remembered
-        old = std::move(current_);
-        result = source.status();
-      } else {
-        auto source_stat = tree.Stat(path_);
-        if (!source_stat.ok()) {
-          if (!SourceGone(source_stat.status())) return source_stat.status();
-          old = std::move(current_);
-          result = source_stat.status();
-        } else {
-          const GenerationServices& services = context_->services;
-          const uint64_t cache_id = g_next_cache_id.fetch_add(1);
-          auto container =
-              store::Container::Open(*source, services.store, cache_id, services.views);
-          if (!container->ok() && container->transient()) {
-            return Status(EIO, path_ + ": " + container->error());
-          }
-          const uint64_t count = services.views->OrdinalCount(*container);
-          auto generation =
-              Generation::Make(services, weak_from_this(), path_, std::move(source).value(),
-                               *source_stat, cache_id, context_->inodes->Reserve(count), count);
-          generation->Adopt(container);
-          services.open->Touch(container);
-          if (current_) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");
-          old = std::exchange(current_, generation);
-          fresh_container = container;
-          result = generation;
-        }
+      const GenerationServices& services = context_->services;
+      const uint64_t cache_id = g_next_cache_id.fetch_add(1);
+      auto container = store::Container::Open(*source, services.store, cache_id, services.views);
+      if (!container->ok() && container->transient()) {
+        return Status(EIO, path_ + ": " + container->error());
       }
+      const uint64_t count = services.views->OrdinalCount(*container);
+      fresh = Generation::Make(services, weak_from_this(), path_, std::move(source).value(),
+                               *source_stat, cache_id, context_->inodes->Reserve(count), count);
+      fresh->Adopt(container);
+      services.open->Touch(container);
+      fresh_container = std::move(container);
     }
   }
+  std::shared_ptr<Generation> old;
+  {
+    std::lock_guard<std::mutex> lock(current_mutex_);
+    old = std::exchange(current_, fresh);
+    confirmed_ns_ = MonotonicNs();
+  }
+  if (old && fresh) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");
   if (old) {
     old->Kill();
     if (auto closing = old->IfOpen()) context_->services.open->Remove(closing.get());
     if (context_->replaced) context_->replaced(*this, *old, fresh_container.get());
   }
-  return result;
+  if (!fresh) return gone;
+  return fresh;
 }
 
 }  // namespace b2ndfs::vfs

@@ -26,8 +26,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -38,6 +40,7 @@
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "background.h"
 #include "inode_table.h"
 
 namespace b2ndfs::views {
@@ -157,7 +160,40 @@ struct EntryContext {
   // null: the container is gone), so that the kernel forgets old names.
   std::function<void(const ContainerEntry&, const Generation& old, const store::Container* fresh)>
       replaced;
+  // Remote trees: probes run here, one per container at a time (null: on
+  // the caller's thread).
+  CallPool* background = nullptr;
+  SingleFlight<Result<std::shared_ptr<Generation>>> probes;
+  // Until then (CLOCK_MONOTONIC ns), after a probe that failed or outlived
+  // its grace, callers that know a generation wait only briefly for the
+  // next one: the server is down or slow.
+  std::atomic<int64_t> suspect_until_ns{0};
   std::atomic<uint64_t> transient_errors{0};  // probes that failed and were forgotten
+  std::atomic<uint64_t> served_known{0};      // answers that did not wait for a probe
+
+  // Waits for `answer` the grace period a caller with an answer of its own
+  // gives it (see ContainerEntry::Current); false, the server now suspect,
+  // when it did not come.
+  template <typename T>
+  bool WaitOrSuspect(const std::shared_future<T>& answer) {
+    const bool suspect = NowNs() < suspect_until_ns.load();
+    if (answer.wait_for(suspect ? suspect_grace : healthy_grace) == std::future_status::ready) {
+      return true;
+    }
+    MarkSuspect();
+    served_known.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  void MarkSuspect() { suspect_until_ns.store(NowNs() + kSuspectNs); }
+  static int64_t NowNs();
+  // How long a caller that knows an answer waits for a remote source: long
+  // enough for any server that answers (a change is then seen at once),
+  // and, once the server failed or kept a caller waiting, short enough that
+  // stat and cached reads of known names stay quick while it is down.
+  std::chrono::milliseconds healthy_grace{2000};
+  std::chrono::milliseconds suspect_grace{40};
+  // A server that failed is suspect for this long after its last failure.
+  static constexpr int64_t kSuspectNs = int64_t{30} * 1000000000;
 };
 
 // One container path: its current generation, checked against the source's
@@ -171,16 +207,30 @@ class ContainerEntry : public std::enable_shared_from_this<ContainerEntry> {
   // The current generation; a new one when the source changed (the old one
   // dies and the context is told). A source that cannot be reached keeps
   // the current generation (the error is forgotten); without one, or when
-  // the current one is known stale, the error is returned.
+  // the current one is known stale, the error is returned. A remote tree is
+  // asked at most once per revalidate period, on the background threads: a
+  // caller that knows a generation waits for the answer only a grace period
+  // (long while the server answers, short once it did not) and goes on with
+  // the generation it knows.
   Result<std::shared_ptr<Generation>> Current();
   // The current generation without asking the source (nullptr when none).
   std::shared_ptr<Generation> Peek() const;
 
  private:
+  // Probes the source and settles the current generation (a new one when the
+  // version changed).
+  Result<std::shared_ptr<Generation>> Settle();
+  // The generation a caller may use without asking, or nullptr.
+  std::shared_ptr<Generation> Usable() const;
+
   const std::string path_;
   EntryContext* const context_;
-  mutable std::mutex mutex_;  // held while opening; before Generation::mutex_
+  // Held while settling (probing and opening a version): one at a time.
+  // Before Generation::mutex_ and current_mutex_.
+  std::mutex settle_mutex_;
+  mutable std::mutex current_mutex_;  // leaf lock; guards current_, confirmed_ns_
   std::shared_ptr<Generation> current_;
+  int64_t confirmed_ns_ = 0;  // when a probe last found current_ unchanged
 };
 
 }  // namespace b2ndfs::vfs

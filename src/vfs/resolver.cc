@@ -1,5 +1,7 @@
 #include "resolver.h"
 
+#include <optional>
+
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/views/view.h"
 #include "mirror.h"
@@ -40,6 +42,33 @@ std::shared_ptr<ContainerEntry> Resolver::EntryFor(const std::string& path) {
     entries_swept_at_ = entries_.size();
   }
   return entry;
+}
+
+Result<struct stat> Resolver::SourceStat(PathNode* held, const std::string& path) {
+  std::optional<struct stat> known;
+  if (held != nullptr) {
+    std::lock_guard<std::mutex> lock(held->mutex);
+    known = held->last_stat;
+  }
+  Result<struct stat> st = Status(EIO, "unset");
+  CallPool* background = entries_context_->background;
+  if (known && background != nullptr && tree_->remote()) {
+    const source::Tree* tree = tree_;
+    auto answer = stats_.Run(path, *background, [tree, path] { return tree->Stat(path); });
+    if (!entries_context_->WaitOrSuspect(answer)) return *known;
+    st = answer.get();
+  } else {
+    st = tree_->Stat(path);
+  }
+  if (held == nullptr) return st;
+  std::lock_guard<std::mutex> lock(held->mutex);
+  if (st.ok()) {
+    held->last_stat = *st;
+  } else if (!SourceGone(st.status()) && held->last_stat) {
+    // Trouble reaching the source: the attributes it had.
+    return *held->last_stat;
+  }
+  return st;
 }
 
 Status Resolver::Stale(const Generation& generation) {
@@ -135,21 +164,16 @@ Result<Target> Resolver::Lookup(const Target& parent, const std::string& name) {
 
 Result<Target> Resolver::LookupMirrored(const Target& parent, const std::string& name) {
   const std::string path = parent.path->path + "/" + name;
-  auto st = tree_->Stat(path);
+  // A name the kernel holds is looked up again when its dentry expires:
+  // while the source is down it answers with what was known of it.
+  auto held = inodes_->FindPathByName(path);
+  auto st = SourceStat(held.get(), path);
   if (!st.ok()) {
     // Only a name that is not there is ENOENT: a source that cannot be
     // reached (a remote one) must not make the kernel cache a negative entry.
     const int e = st.status().error_number();
     if (e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
-    // A name the kernel holds is looked up again (its dentry expired) while
-    // the source is down: the node known answers, with its last attributes.
-    auto held = inodes_->FindPathByName(path);
-    if (held == nullptr) return st.status();
-    {
-      std::lock_guard<std::mutex> lock(held->mutex);
-      if (!held->last_stat) return st.status();
-      st = *held->last_stat;
-    }
+    return st.status();
   }
   const auto kind = MirroredKind(name, *st);
   if (!kind) return NotFound(path);  // devices, fifos, sockets are not mirrored

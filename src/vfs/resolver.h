@@ -57,6 +57,11 @@ class Resolver {
   // The entry of a container path (one per path while anything keeps it).
   std::shared_ptr<ContainerEntry> EntryFor(const std::string& path);
   uint64_t stale_replies() const { return stale_replies_.load(std::memory_order_relaxed); }
+  // The source's attributes of `path`, remembered in `held` (a node the
+  // kernel holds, or null). While the source cannot be reached, or (remote)
+  // keeps the caller waiting past a grace period, a held node answers with
+  // its last attributes.
+  Result<struct stat> SourceStat(PathNode* held, const std::string& path);
 
  private:
   Result<Target> LookupMirrored(const Target& parent, const std::string& name);
@@ -74,6 +79,7 @@ class Resolver {
   size_t entries_swept_at_ = 0;
   std::list<std::shared_ptr<ContainerEntry>> recent_;  // most recent first
   std::atomic<uint64_t> stale_replies_{0};
+  SingleFlight<Result<struct stat>> stats_;  // remote: one stat per path at a time
 };
 
 }  // namespace b2ndfs::vfs

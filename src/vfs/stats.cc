@@ -48,7 +48,10 @@ std::string Filesystem::StatsJson() const {
   out += kv("generations_replaced", generations_replaced_.load());
   out += kv("stale_replies", resolver_->stale_replies());
   // Probes of the source that failed (a server down) and were forgotten.
-  out += kv("transient_errors", entry_context_->transient_errors.load(), true);
+  out += kv("transient_errors", entry_context_->transient_errors.load());
+  // Answers that went on with what was known instead of waiting for a
+  // remote source past a grace period (a server down or slow).
+  out += kv("served_known", entry_context_->served_known.load(), true);
   out += "  },\n";
   out += tree_->StatsJson();
   out += "  \"cache\": {\n";

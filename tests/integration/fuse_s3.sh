@@ -27,6 +27,8 @@ cp "$S/ndim/2d_i4.b2nd" "$F/good.b2nd"
 cp "$S/ndim/2d_i4.b2nd" "$F/gone.b2nd"
 cp "$S/ndim/2d_i4.b2nd" "$F/replaced.b2nd"
 cp "$S/medium/image_u2.b2nd" "$F/large.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/cold.b2nd"  # never read before the faults
+cp "$S/ndim/2d_i4.b2nd" "$F/cold2.b2nd"
 printf 'notes\n' >"$F/notes.txt"
 
 # More keys under one prefix than one ListObjectsV2 page holds (1000).
@@ -160,16 +162,26 @@ else
   fail "frozen server: the reader still hangs after 12 s"
   kill "$reader" 2>/dev/null
 fi
-# A read that starts while it is frozen fails within the timeout too.
+# A read that starts while it is frozen: what the cache holds is served
+# (good.b2nd was read whole above), what it lacks fails within the timeout.
 t0=$(now)
-out=$(cat "$MF/good.b2nd/data.npy" 2>&1 >/dev/null) && fail "data.npy read from a frozen server"
+if cat "$MF/good.b2nd/data.npy" >"$X/frozen_npy" 2>"$X/frozen_err"; then
+  cmp -s <(tail -c "$(stat -c %s "$X/want_2d")" "$X/frozen_npy") "$X/want_2d" ||
+    fail "frozen: data.npy of a cached container read wrong bytes"
+else
+  fail "frozen: data.npy of a cached container failed: $(head -c 200 "$X/frozen_err")"
+fi
+within 8 "$t0" || fail "frozen: the cached read took $(elapsed "$t0") s"
+t0=$(now)
+out=$(cat "$MF/cold.b2nd/data" 2>&1 >/dev/null) && fail "cold.b2nd read from a frozen server"
 [[ $out == *"Input/output error"* ]] || fail "frozen: '$out', expected EIO"
 within 8 "$t0" || fail "frozen: the read took $(elapsed "$t0") s with timeout=3"
 check "the mount answers with the server frozen" stat "$MF/." >/dev/null
 check ".b2ndfs/stats answers with the server frozen" cat "$MF/.b2ndfs/stats" >/dev/null
 # Stopped: EIO at once (connection refused); restarted: reads work again.
 s3rver_stop
-out=$(cat "$MF/good.b2nd/chunks/0.0" 2>&1 >/dev/null) && fail "a chunk read with the server stopped"
+check "a cached chunk reads with the server stopped" cmp -s "$MF/good.b2nd/chunks/0.0" <(cat "$MF/good.b2nd/chunks/0.0")
+out=$(cat "$MF/cold2.b2nd/chunks/0.0" 2>&1 >/dev/null) && fail "an uncached chunk read with the server stopped"
 [[ $out == *"Input/output error"* ]] || fail "stopped: '$out', expected EIO"
 s3rver_restart || exit 1
 # A server that timed out is not asked again for min(timeout, 5 s).

@@ -61,11 +61,13 @@ Array MakeArray(std::vector<int64_t> shape, std::vector<int32_t> chunks,
 struct Mount {
   explicit Mount(bool remote = false, size_t cache_bytes = 64 << 20)
       : tree(std::make_shared<FakeTree>(remote)), store(cache_bytes, 4, 2) {}
-  void Start() {
+  void Start(int healthy_grace_ms = 2000, int suspect_grace_ms = 40) {
     SetLogLevel(LogLevel::kWarning);  // replacements are logged at info
     vfs::Options options;
     options.source = FakeTree::kRoot;
     options.tree = tree;
+    options.healthy_grace_ms = healthy_grace_ms;
+    options.suspect_grace_ms = suspect_grace_ms;
     fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
   }
   vfs::Ino Lookup(vfs::Ino parent, const std::string& name) {
@@ -221,6 +223,45 @@ TEST_CASE("an outage keeps the generation, its cached blocks and its names", "[v
   CHECK(after.decompressed == before.decompressed);
   CHECK(after.source_reads == before.source_reads);
   CHECK(m.fs->StatsJson().find("\"generations_replaced\": 0") != std::string::npos);
+}
+
+// The number after "NAME": in .b2ndfs/stats.
+uint64_t StatsValue(const std::string& json, const std::string& name) {
+  const size_t at = json.find("\"" + name + "\": ");
+  REQUIRE(at != std::string::npos);
+  return std::stoull(json.substr(at + name.size() + 4));
+}
+
+TEST_CASE("a server that does not answer keeps no request waiting on known names", "[vfs]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  Mount m(/*remote=*/true);
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.Start(/*healthy_grace_ms=*/50, /*suspect_grace_ms=*/5);
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const vfs::Ino data = m.Lookup(dir, "data");
+  {
+    vfs::FileHandle h = m.Open(data);
+    REQUIRE(m.ReadAll(h, v1.data.size()) == v1.data);
+  }
+  // Every question now takes 400 ms and then fails, as a server that drops
+  // packets does until the client's timeout.
+  m.tree->SetDelay(std::chrono::milliseconds(400));
+  m.tree->SetOutage(ETIMEDOUT);
+  const int64_t probes_before = m.tree->probes();
+  for (int i = 0; i < 10; ++i) {
+    auto attr = m.fs->GetAttr(data);
+    REQUIRE(attr.ok());
+    vfs::FileHandle h = m.Open(data);
+    CHECK(m.ReadAll(h, v1.data.size()) == v1.data);
+  }
+  // One probe at a time, on the background threads, shared by the requests
+  // meanwhile (20 of them); the requests went on with the generation they
+  // knew.
+  CHECK(m.tree->probes() - probes_before < 10);
+  CHECK(StatsValue(m.fs->StatsJson(), "served_known") >= 10);
+  // A name never seen waits for the source, and gets its error.
+  CHECK(m.LookupError(vfs::kRootIno, "b.b2nd") == ETIMEDOUT);
+  m.tree->SetDelay(std::chrono::milliseconds(0));
 }
 
 TEST_CASE("a container that is gone ends its generation; its open files read on", "[vfs]") {

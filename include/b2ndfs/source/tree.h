@@ -82,6 +82,10 @@ class Tree {
   // True when reads may wait on the network (a web server, an object store):
   // the FUSE layer then answers them off its request threads.
   virtual bool remote() const { return false; }
+  // How long the tree reuses what it was told of an entry (a remote tree's
+  // revalidate=): a probe within that long of the last one answers the same
+  // without asking. 0: every probe asks.
+  virtual double revalidate_seconds() const { return 0; }
 };
 
 // True when `status` says that the path is gone (ENOENT, ENOTDIR; see

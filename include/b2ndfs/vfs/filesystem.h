@@ -132,7 +132,18 @@ struct Options {
   int64_t max_readahead = 8 << 20;  // bytes of blocks decompressed ahead of a reader
   int max_open = 0;                 // containers kept open at once (LRU); 0: default
   size_t max_descriptors = 0;       // source descriptors kept open; 0: from RLIMIT_NOFILE
+  // Remote sources: threads that ask the source about names and versions
+  // already known, so that request threads do not wait on a server that
+  // does not answer; 0: kDefaultBackgroundThreads.
+  int background_threads = 0;
+  // How long a request that knows an answer (a generation, a name's
+  // attributes) waits for a remote source before it goes on with it: while
+  // the server answers, and once it failed or kept a request waiting.
+  int healthy_grace_ms = 2000;
+  int suspect_grace_ms = 40;
 };
+
+constexpr int kDefaultBackgroundThreads = 4;
 
 // Containers kept open when Options::max_open is 0.
 constexpr int kDefaultMaxOpen = 1024;
@@ -140,6 +151,7 @@ constexpr int kDefaultMaxOpen = 1024;
 // The hidden directory at the mount root with runtime statistics.
 constexpr const char* kControlDirName = ".b2ndfs";
 
+class CallPool;
 class ContainerEntry;
 struct EntryContext;
 struct PathNode;
@@ -221,6 +233,7 @@ class Filesystem {
   std::function<void(const std::vector<StaleNode>&)> invalidate_;
   int64_t start_time_ns_ = 0;
   std::atomic<uint64_t> generations_replaced_{0};
+  std::unique_ptr<CallPool> background_;  // remote trees; stopped first
 };
 
 }  // namespace b2ndfs::vfs
