@@ -16,6 +16,7 @@
 #include "b2ndfs/codec/builtin.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/fuse/session.h"
+#include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/pin_budget.h"
@@ -172,12 +173,18 @@ int main(int argc, char** argv) {
   fs_options.tree = tree;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;
+  const int connections =
+      cl.connections > 0 ? cl.connections : static_cast<int>(remote::kDefaultConnections);
+  // A background thread per four connections asks the server about known
+  // names (revalidations are few; data reads have threads of their own).
+  fs_options.background_threads = std::clamp(connections / 4, 2, 16);
   vfs::Filesystem filesystem(fs_options, &store);
 
   fuse::SessionOptions session;
   session.mountpoint = cl.mountpoint;
   session.foreground = cl.foreground;
   session.single_threaded = cl.single_threaded;
+  session.remote_connections = connections;
   session.max_threads =
       static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
   // Worker threads and decompression contexts are made when the session

@@ -55,7 +55,7 @@ class AsyncReads {
   using ReadOp = void (*)(fuse_req_t, fuse_ino_t, size_t, off_t, struct fuse_file_info*);
 
   struct Options {
-    int workers = 8;  // the remote client's pool has 8 connections by default
+    int workers = 8;  // Serve() sizes it by the remote client's connections
     int per_file = 2;
     size_t max_queued = 4096;
   };

@@ -545,7 +545,13 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   }
   // Only a remote source has reads that wait on the network (no idle threads
   // for local mounts).
-  if (filesystem.remote()) state.async_reads = std::make_unique<AsyncReads>(AsyncReads::Options{});
+  if (filesystem.remote()) {
+    AsyncReads::Options async;
+    // A worker per connection: more would wait for one; fewer would leave
+    // connections idle while reads queue.
+    async.workers = std::clamp(options.remote_connections, 8, 256);
+    state.async_reads = std::make_unique<AsyncReads>(async);
+  }
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
   } else {

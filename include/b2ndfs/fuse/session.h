@@ -22,6 +22,10 @@ struct SessionOptions {
   unsigned max_idle_threads = 10;     // idle request threads kept, not ended
   size_t max_read = 1 << 20;          // largest read the kernel should send
   size_t kernel_readahead = 1 << 20;  // the mount's read_ahead_kb, in bytes (0: leave)
+  // Remote sources: requests the client has in flight at most
+  // (connections=); reads waiting on the network are answered by as many
+  // threads of their own (at least 8, at most 256).
+  int remote_connections = 32;
   // Called once the session runs (after daemonizing), before any request is
   // answered: starts what must not be started before a fork.
   std::function<void()> on_start;
