@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/remote/aws_credentials.h"
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/remote/sigv4.h"
 #include "b2ndfs/source/tree.h"
@@ -65,6 +66,9 @@ struct S3Options {
   std::string endpoint;  // empty: AWS
   std::string region = "us-east-1";
   std::optional<AwsCredentials> credentials;  // nullopt: anonymous (no_sign)
+  // When set, asked for the current keys on every request (and
+  // `credentials` is ignored): keys that are renewed while the mount lives.
+  std::shared_ptr<CredentialProvider> credential_provider;
 };
 
 // The tree at an s3:// URL; its root has answered.
