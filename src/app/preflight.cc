@@ -148,7 +148,7 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
       origin = s3.credential_provider->Describe();
     }
     // Which source won and until when, never the keys.
-    Log(LogLevel::kInfo, cl.source + ": s3 credentials: " + origin + "; region " + s3.region);
+    Log(LogLevel::kInfo, cl.source + ": s3 credentials from " + origin + "; region " + s3.region);
     tree = remote::OpenS3Tree(cl.source, s3);
   } else {
     if (!cl.credentials.empty()) {

@@ -50,7 +50,9 @@ Result<AwsHttpAnswer> CurlSend(const AwsHttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_NOPROXY, "169.254.169.254,169.254.170.2,169.254.170.23");
+  // The metadata and container endpoints are never behind a proxy (STS may be).
+  curl_easy_setopt(curl, CURLOPT_NOPROXY,
+                   "169.254.169.254,169.254.170.2,169.254.170.23,127.0.0.1,localhost,::1");
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
