@@ -117,8 +117,14 @@ class ProcessSource final : public CredentialSource {
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
     const char* argv[] = {"sh", "-c", command_.c_str(), nullptr};
     pid_t pid = 0;
-    const int spawned =
-        ::posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), environ);
+    // Its own process group, so that a timeout ends what the shell started too.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attributes,
+                                      const_cast<char* const*>(argv), environ);
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     if (spawned != 0) {
@@ -158,7 +164,7 @@ class ProcessSource final : public CredentialSource {
       if (done == pid || (done < 0 && errno != EINTR)) break;
       if (timed_out || too_long || std::chrono::steady_clock::now() >= deadline) {
         timed_out = timed_out || !too_long;
-        ::kill(pid, SIGKILL);
+        ::kill(-pid, SIGKILL);
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
         break;
