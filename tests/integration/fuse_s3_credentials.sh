@@ -79,9 +79,11 @@ reset_env() {
 MOUNTS=()
 # mount_source NAME WHAT-THE-LOG-SAYS: mounts s3://creds/KEY (the S3 endpoint
 # from AWS_ENDPOINT_URL_S3) with the environment set now, reads it.
+# MOUNT=mount_daemon: as users start it (it forks into the background after
+# its first signed requests: the renewal thread must start again in the child).
 mount_source() {
   local name=$1 says=$2 m=$TMP/mnt_$1
-  mount_fs "s3://creds/$KEY" "$m" -o "cache_size=8M,threads=2,timeout=5,retries=1" || {
+  "${MOUNT:-mount_fs}" "s3://creds/$KEY" "$m" -o "cache_size=8M,threads=2,timeout=5,retries=1" || {
     reset_env
     return 1
   }
@@ -110,7 +112,7 @@ mount_source container "container endpoint $U/ecs/creds, expire "
 
 unset AWS_EC2_METADATA_DISABLED
 export AWS_EC2_METADATA_SERVICE_ENDPOINT=$U
-mount_source imds "EC2 instance metadata at $U (role b2ndfs-test-role), expire "
+MOUNT=mount_daemon mount_source imds "EC2 instance metadata at $U (role b2ndfs-test-role), expire "
 
 # A full container URI that is neither https nor loopback/link-local is
 # refused before anything is asked.
