@@ -338,35 +338,37 @@ Result<ExpiringCredentials> StsCall(const AwsHttpSend& send, const StsRole& role
 class AssumeRole final : public CredentialSource {
  public:
   AssumeRole(StsRole role, std::unique_ptr<CredentialSource> base, AwsHttpSend send)
-      : role_(std::move(role)), base_source_(std::move(base)), send_(std::move(send)) {
-    base_description_ = base_source_->Describe();
-  }
+      : role_(std::move(role)), base_(std::move(base)), send_(std::move(send)) {}
   std::string Describe() const override {
-    return "assumed role " + role_.role_arn + " (from " + base_description_ + ")";
+    return "assumed role " + role_.role_arn + " (from " + base_->Describe() + ")";
   }
   Result<ExpiringCredentials> Fetch() override {
-    if (!base_) {
-      auto created = CredentialProvider::Create(std::move(base_source_), SystemClock(), false);
-      if (!created.ok()) {
-        // Keep the source for the next try.
-        return Status(created.status().error_number(),
-                      Describe() + ": " + created.status().message());
+    // The source's keys, fetched again when they are due as a provider's
+    // would be (this fetch runs on the renewal thread of the mount's provider).
+    const int64_t now = static_cast<int64_t>(::time(nullptr));
+    if (!base_keys_ ||
+        (base_keys_->expiration && now >= RefreshTime(base_fetched_at_, *base_keys_->expiration))) {
+      auto fetched = base_->Fetch();
+      if (!fetched.ok()) {
+        if (!base_keys_ || (base_keys_->expiration && now >= *base_keys_->expiration)) {
+          return Status(fetched.status().error_number(),
+                        Describe() + ": " + fetched.status().message());
+        }
+      } else {
+        base_keys_ = std::move(*fetched);
+        base_fetched_at_ = now;
       }
-      base_ = std::move(*created);
-    } else {
-      (void)base_->RefreshIfDue();
     }
-    const AwsCredentials keys = base_->Current();
-    auto params = RoleParams(role_, "AssumeRole", static_cast<int64_t>(::time(nullptr)));
+    auto params = RoleParams(role_, "AssumeRole", now);
     if (!role_.external_id.empty()) params["ExternalId"] = role_.external_id;
-    return StsCall(send_, role_, StsForm(params), &keys, Describe());
+    return StsCall(send_, role_, StsForm(params), &base_keys_->keys, Describe());
   }
 
  private:
   const StsRole role_;
-  std::unique_ptr<CredentialSource> base_source_;  // until base_ is made of it
-  std::string base_description_;
-  std::shared_ptr<CredentialProvider> base_;
+  const std::unique_ptr<CredentialSource> base_;
+  std::optional<ExpiringCredentials> base_keys_;  // nullopt until fetched
+  int64_t base_fetched_at_ = 0;
   const AwsHttpSend send_;
 };
 

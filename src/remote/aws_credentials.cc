@@ -154,8 +154,8 @@ struct Chain {
   // Container endpoint, or nullptr when none is configured.
   Result<std::unique_ptr<CredentialSource>> Container() const {
     std::string url;
-    if (auto full = NonEmpty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")) {
-      url = "http://169.254.170.2" + *full;
+    if (auto relative = NonEmpty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")) {
+      url = "http://169.254.170.2" + *relative;
     } else if (auto full_uri = NonEmpty(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI")) {
       url = *full_uri;
       if (!AllowedContainerUrl(url)) {

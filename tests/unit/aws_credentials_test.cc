@@ -327,8 +327,27 @@ TEST_CASE("credentials: STS AssumeRole is signed with the source's keys; web ide
   CHECK(denied.status().error_number() == EACCES);
   CHECK(denied.status().message().find("AccessDenied") != std::string::npos);
 
-  const std::string token_file = WriteFile("web_token", "jwt-one\n");
+  // A source profile that cannot give keys yet: an error, then a retry works.
+  struct Flaky : CredentialSource {
+    int calls = 0;
+    Result<ExpiringCredentials> Fetch() override {
+      if (++calls == 1) return Status(EIO, "not yet");
+      return ExpiringCredentials{AwsCredentials{"AKIALATER", kSecret, ""}, std::nullopt};
+    }
+    std::string Describe() const override { return "flaky"; }
+  };
   status = 200;
+  http.requests.clear();
+  auto later = AssumeRoleSource(role, std::make_unique<Flaky>(), http.Send());
+  CHECK(later->Fetch().status().message().find("not yet") != std::string::npos);
+  CHECK(http.requests.empty());
+  REQUIRE(later->Fetch().ok());
+  REQUIRE(later->Fetch().ok());  // the source's long-lived keys are fetched once
+  REQUIRE(http.requests.size() == 2);
+  CHECK(HeaderValue(http.requests[1], "Authorization").find("Credential=AKIALATER/") !=
+        std::string::npos);
+
+  const std::string token_file = WriteFile("web_token", "jwt-one\n");
   http.requests.clear();
   StsRole web{"http://127.0.0.1:9", "us-east-1", "arn:aws:iam::1:role/w", "", "", 0};
   auto identity = WebIdentitySource(web, token_file, http.Send());
