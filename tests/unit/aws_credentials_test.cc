@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace b2ndfs;
@@ -453,4 +455,40 @@ TEST_CASE("credentials: static keys are never renewed") {
   CHECK_FALSE((*created)->RefreshIfDue());
   CHECK((*created)->Current().access_key_id == "AK");
   CHECK((*created)->Describe() == "the environment, do not expire");
+}
+
+TEST_CASE("credentials: the provider's thread renews while other threads sign") {
+  std::atomic<int64_t> now{1000};
+  struct Source : CredentialSource {
+    explicit Source(std::atomic<int64_t>* clock) : clock_(clock) {}
+    Result<ExpiringCredentials> Fetch() override {
+      const int n = ++fetches;
+      return ExpiringCredentials{AwsCredentials{"K" + std::to_string(n), kSecret, ""},
+                                 clock_->load() + 600};
+    }
+    std::string Describe() const override { return "threaded"; }
+    std::atomic<int> fetches{0};
+    std::atomic<int64_t>* clock_;
+  };
+  auto created = CredentialProvider::Create(
+      std::make_unique<Source>(&now), [&now] { return now.load(); }, true);
+  REQUIRE(created.ok());
+  auto provider = *created;
+  CHECK(provider->Current().access_key_id == "K1");  // starts the thread; nothing due
+  now = 1000 + 600 - kRefreshMarginSeconds;          // due
+  std::vector<std::thread> signers;
+  std::atomic<bool> bad{false};
+  for (int t = 0; t < 4; ++t) {
+    signers.emplace_back([&] {
+      // Until the thread has renewed: every answer is K1 or K2, never torn.
+      while (provider->refreshes() == 0) {
+        const std::string key = provider->Current().access_key_id;
+        if (key != "K1" && key != "K2") bad = true;
+      }
+    });
+  }
+  for (auto& t : signers) t.join();
+  CHECK_FALSE(bad);
+  CHECK(provider->Current().access_key_id == "K2");
+  provider.reset();  // stops and joins the thread
 }
