@@ -44,6 +44,16 @@ Status HttpFailure(const AwsHttpAnswer& answer, const std::string& what) {
   return Status(e, message);
 }
 
+// A request whose failure (no answer at all) names the service asked.
+Result<AwsHttpAnswer> Ask(const AwsHttpSend& send, const AwsHttpRequest& request,
+                          const std::string& what) {
+  auto answer = send(request);
+  if (!answer.ok()) {
+    return Status(answer.status().error_number(), what + ": " + answer.status().message());
+  }
+  return answer;
+}
+
 Result<std::string> ReadSmallFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(EACCES, what + " " + path + " cannot be read");
@@ -214,7 +224,7 @@ class ContainerSource final : public CredentialSource {
         return Status(EINVAL, what + ": the authorization token has control characters");
       request.headers.push_back("Authorization: " + token);
     }
-    B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer answer, send_(request));
+    B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer answer, Ask(send_, request, what));
     if (answer.status != 200) return HttpFailure(answer, what);
     auto parsed = ParseEndpointCredentials(answer.body);
     if (!parsed.ok()) return Status(EIO, what + ": " + parsed.status().message());
@@ -228,8 +238,11 @@ class ContainerSource final : public CredentialSource {
 
 class ImdsSource final : public CredentialSource {
  public:
-  ImdsSource(std::string endpoint, double timeout, AwsHttpSend send)
-      : endpoint_(std::move(endpoint)), timeout_(timeout), send_(std::move(send)) {
+  ImdsSource(std::string endpoint, double timeout, AwsHttpSend send, std::string hint)
+      : endpoint_(std::move(endpoint)),
+        hint_(std::move(hint)),
+        timeout_(timeout),
+        send_(std::move(send)) {
     while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
   }
   std::string Describe() const override {
@@ -238,30 +251,43 @@ class ImdsSource final : public CredentialSource {
   }
 
   Result<ExpiringCredentials> Fetch() override {
+    auto fetched = FetchKeys();
+    if (!fetched.ok() && !hint_.empty()) {
+      return Status(fetched.status().error_number(), fetched.status().message() + hint_);
+    }
+    return fetched;
+  }
+
+ private:
+  Result<ExpiringCredentials> FetchKeys() {
     const std::string what = "the EC2 instance metadata service at " + RedactUrl(endpoint_);
     B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer token,
-                            send_({"PUT",
-                                   endpoint_ + "/latest/api/token",
-                                   {"X-aws-ec2-metadata-token-ttl-seconds: 21600"},
-                                   "",
-                                   timeout_}));
+                            Ask(send_,
+                                {"PUT",
+                                 endpoint_ + "/latest/api/token",
+                                 {"X-aws-ec2-metadata-token-ttl-seconds: 21600"},
+                                 "",
+                                 timeout_},
+                                what));
     if (token.status != 200) return HttpFailure(token, what + " (token)");
-    if (token.body.empty() || !HeaderSafe(token.body))
+    if (token.body.empty() || !HeaderSafe(token.body)) {
       return Status(EIO, what + ": a malformed token");
+    }
     const std::string header = "X-aws-ec2-metadata-token: " + token.body;
     const std::string base = endpoint_ + "/latest/meta-data/iam/security-credentials/";
     B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer roles,
-                            send_({"GET", base, {header}, "", timeout_}));
+                            Ask(send_, {"GET", base, {header}, "", timeout_}, what));
     if (roles.status != 200) return HttpFailure(roles, what + " (role)");
     std::string role = roles.body.substr(0, roles.body.find_first_of("\r\n"));
     while (!role.empty() && std::isspace(static_cast<unsigned char>(role.back()))) role.pop_back();
     for (unsigned char c : role) {
       if (!std::isalnum(c) && std::strchr("+=,.@_-", c) == nullptr) role.clear();
     }
-    if (role.empty() || role.size() > 128)
+    if (role.empty() || role.size() > 128) {
       return Status(EACCES, what + ": the instance has no IAM role");
+    }
     B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer creds,
-                            send_({"GET", base + role, {header}, "", timeout_}));
+                            Ask(send_, {"GET", base + role, {header}, "", timeout_}, what));
     if (creds.status != 200) return HttpFailure(creds, what + " (role " + role + ")");
     auto members = ParseFlatJson(creds.body);
     if (!members.ok()) return Status(EIO, what + ": " + members.status().message());
@@ -274,8 +300,8 @@ class ImdsSource final : public CredentialSource {
     return parsed;
   }
 
- private:
   std::string endpoint_;
+  const std::string hint_;
   const double timeout_;
   const AwsHttpSend send_;
   std::string role_;  // written by Fetch, read by Describe (one thread at a time)
@@ -327,7 +353,8 @@ Result<ExpiringCredentials> StsCall(const AwsHttpSend& send, const StsRole& role
     request.headers.push_back("X-Amz-Date: " + date);
     request.headers.push_back("Authorization: " + s.authorization);
   }
-  B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer answer, send(request));
+  B2NDFS_ASSIGN_OR_RETURN(const AwsHttpAnswer answer,
+                          Ask(send, request, what + ": STS at " + RedactUrl(role.endpoint)));
   if (answer.status != 200)
     return HttpFailure(answer, what + ": STS at " + RedactUrl(role.endpoint));
   auto parsed = ParseStsCredentials(answer.body);
@@ -430,8 +457,9 @@ std::unique_ptr<CredentialSource> ContainerCredentialSource(std::string url, std
                                            std::move(send));
 }
 std::unique_ptr<CredentialSource> ImdsCredentialSource(std::string endpoint, double timeout,
-                                                       AwsHttpSend send) {
-  return std::make_unique<ImdsSource>(std::move(endpoint), timeout, std::move(send));
+                                                       AwsHttpSend send, std::string hint) {
+  return std::make_unique<ImdsSource>(std::move(endpoint), timeout, std::move(send),
+                                      std::move(hint));
 }
 std::unique_ptr<CredentialSource> AssumeRoleSource(StsRole role,
                                                    std::unique_ptr<CredentialSource> base,

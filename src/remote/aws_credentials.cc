@@ -171,14 +171,14 @@ struct Chain {
         NonEmpty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").value_or(""), send);
   }
 
-  std::unique_ptr<CredentialSource> Imds() const {
+  std::unique_ptr<CredentialSource> Imds(std::string hint = "") const {
     const std::string endpoint =
         NonEmpty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT").value_or("http://169.254.169.254");
     double timeout = 1;
     if (auto t = NonEmpty(env, "AWS_METADATA_SERVICE_TIMEOUT")) {
       timeout = std::clamp(std::atof(t->c_str()), 0.1, 60.0);
     }
-    return ImdsCredentialSource(endpoint, timeout, send);
+    return ImdsCredentialSource(endpoint, timeout, send, std::move(hint));
   }
 
   bool ImdsDisabled() const {
@@ -385,7 +385,8 @@ Result<AwsResolution> ResolveAwsCredentials(const AwsSettings& settings, const E
                            chain.credentials_path +
                            " (use credentials=FILE, or no_sign for a public bucket)";
   if (chain.ImdsDisabled()) return Status(ENOENT, none + "; AWS_EC2_METADATA_DISABLED is set");
-  out.source = chain.Imds();
+  // Last: the instance's role, if this is an EC2 instance.
+  out.source = chain.Imds("; and " + none);
   return out;
 }
 

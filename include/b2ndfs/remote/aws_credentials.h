@@ -142,8 +142,10 @@ std::unique_ptr<CredentialSource> ContainerCredentialSource(std::string url, std
 // The http:// container endpoints the SDKs accept (loopback, the ECS and
 // EKS link-local addresses); every https:// URL is accepted.
 bool AllowedContainerUrl(const std::string& url);
+// `hint` is appended to its errors (what else was looked for, as the last
+// source of the chain).
 std::unique_ptr<CredentialSource> ImdsCredentialSource(std::string endpoint, double timeout,
-                                                       AwsHttpSend send);
+                                                       AwsHttpSend send, std::string hint = "");
 
 struct StsRole {
   std::string endpoint;  // "https://sts.us-east-1.amazonaws.com"
