@@ -137,7 +137,9 @@ void CredentialProvider::Stop() {
   std::thread thread;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!running_) return;
+    // (Not from the thread itself: a fork of its own, were there one, would
+    // wait for itself.)
+    if (!running_ || thread_.get_id() == std::this_thread::get_id()) return;
     stopping_ = true;
     wake_.notify_all();
     thread = std::move(thread_);
@@ -172,8 +174,11 @@ AwsCredentials CredentialProvider::Current() {
     if (background_ && running_ && now >= next_attempt_) wake_.notify_all();
   }
   if (start) {
-    // The registry first (lock order), then start unless another did.
-    std::lock_guard<std::mutex> registry(RegistryMutex());
+    // The registry first (lock order), then start unless another did. Not
+    // waiting for it: a fork holds it while it stops the HTTP loops, which
+    // may be signing this very request; a later request starts the thread.
+    std::unique_lock<std::mutex> registry(RegistryMutex(), std::try_to_lock);
+    if (!registry.owns_lock()) return keys;
     std::lock_guard<std::mutex> lock(mutex_);
     if (!running_) {
       auto& all = Registry();

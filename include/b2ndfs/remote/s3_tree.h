@@ -13,9 +13,11 @@
 // Versions, caching and errors are those of every remote tree (see
 // http_tree.h): size + ETag, If-Match on every Range GET, answers reused for
 // `revalidate` seconds; 403 EACCES, 404 ENOENT. Requests are signed with
-// SigV4 (x-amz-content-sha256 of the empty body) unless anonymous; the keys
-// stay in the signer and never reach a message, the stats or the mount table
-// (root() is "s3://BUCKET/PREFIX").
+// SigV4 (x-amz-content-sha256 of the empty body) unless anonymous, with the
+// keys a CredentialProvider holds at the moment of each attempt (renewed
+// before they expire, see aws_credentials.h); the keys stay in the signer
+// and never reach a message, the stats or the mount table (root() is
+// "s3://BUCKET/PREFIX").
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
