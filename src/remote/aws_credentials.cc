@@ -366,7 +366,9 @@ Result<AwsResolution> ResolveAwsCredentials(const AwsSettings& settings, const E
     B2NDFS_ASSIGN_OR_RETURN(out.source, chain.FromProfile(profile, *p, 0));
     return out;
   }
-  if (auto token_file = NonEmpty(env, "AWS_WEB_IDENTITY_TOKEN_FILE")) {
+  // (profile= turns the environment's web identity off, as it does its keys.)
+  if (auto token_file = NonEmpty(env, "AWS_WEB_IDENTITY_TOKEN_FILE");
+      token_file && !explicit_profile) {
     auto role_arn = NonEmpty(env, "AWS_ROLE_ARN");
     if (!role_arn) return Status(EACCES, "AWS_WEB_IDENTITY_TOKEN_FILE without AWS_ROLE_ARN");
     Section names;

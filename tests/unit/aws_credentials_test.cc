@@ -145,6 +145,10 @@ TEST_CASE("credentials: the chain's order") {
   web["AWS_ROLE_ARN"] = "arn:aws:iam::1:role/pod";
   CHECK(describe(none, web) == "web identity (role arn:aws:iam::1:role/pod)");
   CHECK(describe(role, web).find("assumed role") == 0);
+  // profile= turns the environment's web identity off, as it does its keys.
+  AwsSettings src;
+  src.profile = "src";
+  CHECK(describe(src, web).find("profile src in ") == 0);
 
   // Nothing in the files: the container endpoint, then IMDS.
   std::map<std::string, std::string> bare = {{"AWS_SHARED_CREDENTIALS_FILE", nowhere},

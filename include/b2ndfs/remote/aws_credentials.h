@@ -17,7 +17,8 @@
 //     EcsContainer), with `role_session_name`, `external_id`,
 //     `duration_seconds`;
 //   web identity from the environment (AWS_WEB_IDENTITY_TOKEN_FILE and
-//     AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME): STS AssumeRoleWithWebIdentity;
+//     AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME), unless `profile=` names a
+//     profile: STS AssumeRoleWithWebIdentity;
 //   the profile's static keys, then its `credential_process`;
 //   the container endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI, or
 //     _RELATIVE_URI under http://169.254.170.2; Authorization from
