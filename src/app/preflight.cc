@@ -134,19 +134,27 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
     settings.credentials_file = cl.credentials;
     settings.region = cl.region;
     settings.no_sign = cl.no_sign;
-    auto identity = remote::ResolveAwsIdentity(settings, remote::ProcessEnvironment());
-    if (!identity.ok()) {
-      return Status(identity.status().error_number(),
-                    "source " + cl.source + ": " + identity.status().message());
+    auto resolved = remote::ResolveAwsCredentials(settings, remote::ProcessEnvironment());
+    if (!resolved.ok()) {
+      return Status(resolved.status().error_number(),
+                    "source " + cl.source + ": " + resolved.status().message());
     }
-    // Where the keys came from, never the keys.
-    Log(LogLevel::kDebug,
-        cl.source + ": credentials from " + identity->origin + ", region " + identity->region);
     remote::S3Options s3;
     s3.remote = options;
-    s3.endpoint = cl.endpoint;
-    s3.region = identity->region;
-    s3.credentials = identity->credentials;
+    s3.endpoint = cl.endpoint.empty() ? resolved->s3_endpoint : cl.endpoint;
+    s3.region = resolved->region;
+    std::string origin = "no_sign (anonymous)";
+    if (resolved->source) {
+      auto provider = remote::CredentialProvider::Create(std::move(resolved->source));
+      if (!provider.ok()) {
+        return Status(provider.status().error_number(),
+                      "source " + cl.source + ": " + provider.status().message());
+      }
+      s3.credential_provider = std::move(*provider);
+      origin = s3.credential_provider->Describe();
+    }
+    // Which source won and until when, never the keys.
+    Log(LogLevel::kInfo, cl.source + ": s3 credentials from " + origin + "; region " + s3.region);
     tree = remote::OpenS3Tree(cl.source, s3);
   } else {
     if (!cl.credentials.empty()) {

@@ -207,7 +207,15 @@ Result<std::shared_ptr<source::Tree>> OpenS3Tree(const std::string& url, const S
   B2NDFS_ASSIGN_OR_RETURN(const std::string bucket_url,
                           S3BucketUrl(s3.bucket, options.endpoint, options.region));
   HttpOptions http = options.remote.http;
-  if (options.credentials) {
+  if (options.credential_provider) {
+    // Every attempt asks for the keys of the moment (renewed before they
+    // expire, see aws_credentials.h); Current() never waits for the network.
+    http.extra_headers = [provider = options.credential_provider, region = options.region](
+                             const std::string& method, const std::string& request_url,
+                             const std::string& range) {
+      return S3SignedHeaders(method, request_url, range, provider->Current(), region, AmzDateNow());
+    };
+  } else if (options.credentials) {
     http.extra_headers = [credentials = *options.credentials, region = options.region](
                              const std::string& method, const std::string& request_url,
                              const std::string& range) {

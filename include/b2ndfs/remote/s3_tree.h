@@ -13,9 +13,11 @@
 // Versions, caching and errors are those of every remote tree (see
 // http_tree.h): size + ETag, If-Match on every Range GET, answers reused for
 // `revalidate` seconds; 403 EACCES, 404 ENOENT. Requests are signed with
-// SigV4 (x-amz-content-sha256 of the empty body) unless anonymous; the keys
-// stay in the signer and never reach a message, the stats or the mount table
-// (root() is "s3://BUCKET/PREFIX").
+// SigV4 (x-amz-content-sha256 of the empty body) unless anonymous, with the
+// keys a CredentialProvider holds at the moment of each attempt (renewed
+// before they expire, see aws_credentials.h); the keys stay in the signer
+// and never reach a message, the stats or the mount table (root() is
+// "s3://BUCKET/PREFIX").
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/remote/aws_credentials.h"
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/remote/sigv4.h"
 #include "b2ndfs/source/tree.h"
@@ -65,6 +68,9 @@ struct S3Options {
   std::string endpoint;  // empty: AWS
   std::string region = "us-east-1";
   std::optional<AwsCredentials> credentials;  // nullopt: anonymous (no_sign)
+  // When set, asked for the current keys on every request (and
+  // `credentials` is ignored): keys that are renewed while the mount lives.
+  std::shared_ptr<CredentialProvider> credential_provider;
 };
 
 // The tree at an s3:// URL; its root has answered.
