@@ -168,8 +168,9 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
   }
   if (spans.empty()) return;
   const source::CostProfile cost = source_->cost();
-  const CoalesceOptions options{std::max<int64_t>(0, cost.merge_gap),
-                                cost.network() ? cost.max_read : std::min(cost.max_read, kMaxLocalReadBytes)};
+  const CoalesceOptions options{
+      std::max<int64_t>(0, cost.merge_gap),
+      cost.network() ? cost.max_read : std::min(cost.max_read, kMaxLocalReadBytes)};
   for (CoalescedRead& r : CoalesceSpans(spans, options)) {
     const size_t read_index = loads.reads.size();
     BlockLoads::Read read;
@@ -221,10 +222,10 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   // reader loaded since the plan was made are not fetched again
   // (DecodePlanned loads such a block alone should it be evicted before its
   // turn).
+  // The buffer holds the heads, then the fetched bytes only: no byte of it
+  // that a decoder may see was left unwritten (see finish).
   auto prepare = [&](size_t k, size_t first) {
     BlockLoads::Read& read = loads.reads[k];
-    const int64_t length = read.end - read.begin;
-    read.buffer = std::make_shared<cache::Bytes>(static_cast<size_t>(read.heads_bytes + length));
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i : read.blocks) {
       const BlockLoads::Block& b = loads.blocks[i];
@@ -238,13 +239,13 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     if (lo >= hi) return false;
     read.fetched_begin = lo;
     read.fetched_end = hi;
+    read.buffer = std::make_shared<cache::Bytes>(static_cast<size_t>(read.heads_bytes + hi - lo));
     return true;
   };
   // Where read k's fetched bytes go, shared with other plans (SpanFlights).
   auto target = [&](size_t k) {
     BlockLoads::Read& read = loads.reads[k];
-    uint8_t* bytes = read.buffer->data() + read.heads_bytes;
-    return std::shared_ptr<uint8_t>(read.buffer, bytes + (read.fetched_begin - read.begin));
+    return std::shared_ptr<uint8_t>(read.buffer, read.buffer->data() + read.heads_bytes);
   };
   auto read_source = [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
     return ReadSource(part, offset, n, out);
@@ -260,18 +261,33 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       GlobalReadStats().coalesced_reads++;
       GlobalReadStats().coalesced_blocks += read.nblocks;
     }
+    // The decoder guard: a decoder is handed the view's rebased head, then
+    // bytes up to the end of the view's fetched bytes, and the head's cbytes
+    // says so. A crafted block stream that claims more bytes than its span
+    // then fails in c-blosc2 (it checks every length against cbytes) rather
+    // than reading the buffer's unfetched tail (reused memory: another
+    // container's bytes). Between the head and its bytes lie only the later
+    // views' heads, each written (or zeroed) here.
     for (size_t v : read.views) {
       BlockLoads::View& view = loads.views[v];
       const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
       const int64_t base = chunk.ref.Base(sparse);
-      const int64_t head_size = codec::ChunkHeadSize(chunk.info);
-      // From the head's start to the view's first byte, and to the buffer's end.
-      const int64_t distance =
-          read.heads_bytes + (base + view.span.begin - read.begin) - view.head_pos;
-      const int64_t cbytes = static_cast<int64_t>(read.buffer->size()) - view.head_pos;
-      view.status = codec::RebaseChunkHead(
-          *chunk.head, chunk.info, view.span, distance, cbytes,
-          std::span<uint8_t>(read.buffer->data() + view.head_pos, static_cast<size_t>(head_size)));
+      const std::span<uint8_t> head(read.buffer->data() + view.head_pos,
+                                    static_cast<size_t>(codec::ChunkHeadSize(chunk.info)));
+      // The view's bytes that were fetched (blocks outside them are decoded
+      // alone: RunPlan's range check).
+      const codec::ChunkSpan cut{std::max(view.span.begin, read.fetched_begin - base),
+                                 std::min(view.span.end, read.fetched_end - base)};
+      if (cut.begin >= cut.end) {
+        view.status = Status(EIO, "internal error: no bytes of the view were fetched");
+      } else {
+        const int64_t distance =
+            read.heads_bytes + (base + cut.begin - read.fetched_begin) - view.head_pos;
+        view.cbytes = distance + (cut.end - cut.begin);
+        view.status =
+            codec::RebaseChunkHead(*chunk.head, chunk.info, cut, distance, view.cbytes, head);
+      }
+      if (!view.status.ok()) std::memset(head.data(), 0, head.size());
     }
   };
   // A local source: read k by the first of its blocks' tasks.
@@ -465,8 +481,10 @@ Result<cache::Value> Container::DecodePlanned(const BlockLoads& loads, size_t in
   // Only a short last chunk stores less than the block: the rest is never
   // copied out (as in DecodeBlock).
   if (b.stored < block_bytes) std::memset(block->data() + b.stored, 0, block_bytes - b.stored);
+  // The rebased head, the later views' heads, and the view's fetched bytes
+  // (finish in RunPlan): nothing else.
   const std::span<const uint8_t> bytes(read.buffer->data() + view.head_pos,
-                                       read.buffer->size() - static_cast<size_t>(view.head_pos));
+                                       static_cast<size_t>(view.cbytes));
   B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(chunk.info));
   {
     auto lease = pool->Acquire();

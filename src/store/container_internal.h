@@ -96,10 +96,13 @@ struct Container::BlockLoads {
     size_t read = 0;
     int64_t head_pos = 0;
     codec::ChunkSpan span{INT64_MAX, 0};
+    // The bytes a decoder of its blocks is given, from head_pos on: they end
+    // where the view's fetched bytes end (the rebased head's cbytes).
+    int64_t cbytes = 0;
     Status status;
   };
-  // One source read; its buffer holds the heads of its views, then the
-  // bytes [begin, end) of the part.
+  // One source read of bytes [begin, end) of the part; its buffer holds the
+  // heads of its views, then the bytes [fetched_begin, fetched_end).
   struct Read {
     int64_t part = 0;
     int64_t begin = 0;
