@@ -23,7 +23,8 @@
 
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
-#include "container_internal.h"
+#include "block_loader.h"
+#include "cache_keys.h"
 #include "once_flags.h"
 
 namespace b2ndfs::store {
@@ -40,7 +41,7 @@ void ForEach(WorkerPool* workers, size_t n, const std::function<void(size_t)>& f
   }
 }
 
-// A remote plan's reads, all issued at once (RunPlan): the issuing task
+// A remote plan's reads, all issued at once (Run): the issuing task
 // claims and lands the pieces; each read's tasks wait until its own have
 // landed. What the issuer writes for read k is published to them by
 // MarkLanded(k).
@@ -75,8 +76,8 @@ struct PlanBatch {
 
 }  // namespace
 
-void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
-  const ArrayLayout& layout = *layout_;
+void BlockLoader::Plan(BlockLoads& loads, WorkerPool* workers) const {
+  const ArrayLayout& layout = layout_;
   const int64_t itemsize = layout.itemsize();
   std::map<int64_t, size_t> chunk_slot;
   std::vector<size_t> block_chunk(loads.blocks.size());
@@ -95,52 +96,47 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     for (size_t c = 0; c < loads.chunks.size(); ++c) {
       BlockLoads::Chunk& chunk = loads.chunks[c];
       if (chunk.head != nullptr) continue;
-      auto ref = LocateChunk(chunk.index);
+      auto ref = directory_.Locate(chunk.index);
       if (!ref.ok() || ref->kind != format::ChunkKind::kStored) continue;
       chunk.ref = *ref;
-      chunk.head = context_->cache->TryGet(ChunkHeadKey(cache_id_, chunk.index));
+      chunk.head = context_.cache->TryGet(ChunkHeadKey(cache_id_, chunk.index));
       if (chunk.head == nullptr) cold.push_back(c);
     }
   };
   find_cached_heads();
-  if (!cold.empty() && source_->cost().network()) {
+  if (!cold.empty() && policy_.heads_prefetch_max_chunks > 0) {
     // The background fetch of every head may be on its way (one round trip
     // for them all): wait for it rather than ask again.
-    WaitForHeadsPrefetch();
+    directory_.WaitForAllHeads();
     find_cached_heads();
   }
-  if (!cold.empty() && source_->cost().batch_reads) {
+  if (!cold.empty() && policy_.batch_heads) {
     // In one ReadMany, with other chunks' heads (each a request to S3, a
     // range of a few multi-range requests to a web server).
     std::vector<int64_t> wanted(loads.chunks.size());
     for (size_t c = 0; c < loads.chunks.size(); ++c) wanted[c] = loads.chunks[c].index;
     std::vector<int64_t> fetch;
     for (size_t c : cold) fetch.push_back(loads.chunks[c].index);
-    const std::vector<int64_t> others = OtherHeadsToFetch(
-        wanted, static_cast<size_t>(std::max<int64_t>(context_->remote_heads_max_chunks, 0)));
+    const std::vector<int64_t> others = directory_.OtherHeadsToFetch(wanted);
     fetch.insert(fetch.end(), others.begin(), others.end());
-    FetchChunkHeads(fetch);
+    directory_.FetchHeads(fetch);
     find_cached_heads();
   } else if (!cold.empty()) {
     // Local: in parallel on the workers (a cold disk serves several reads
     // at once better than one after the other).
     ForEach(workers, cold.size(), [&](size_t k) {
       BlockLoads::Chunk& chunk = loads.chunks[cold[k]];
-      auto head = FetchChunkHead(chunk.index);
+      auto head = directory_.FetchHead(chunk.index);
       if (head.ok()) chunk.head = std::move(head).value();
     });
   }
-  const bool padded = format_name_ != "schunk";  // as in DecodeBlock
   for (BlockLoads::Chunk& chunk : loads.chunks) {
     if (chunk.head == nullptr) continue;
     auto info = codec::InspectChunkHeader(*chunk.head);
     if (!info.ok()) continue;
     const codec::ChunkInfo& ci = *info;
-    const int64_t expected =
-        (padded ? layout.ChunkStoredItems(chunk.index) : layout.ChunkBox(chunk.index).NumItems()) *
-        itemsize;
     if (ci.needs_whole_chunk || ci.special || ci.memcpyed || ci.vl_blocks ||
-        ci.nbytes != expected) {
+        ci.nbytes != ExpectedChunkBytes(chunk.index)) {
       continue;
     }
     chunk.info = ci;
@@ -150,7 +146,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
   // Each block's compressed span, as bytes of a source part.
   std::vector<SourceSpan> spans;
   std::vector<size_t> span_block;
-  const bool sparse = source_->sparse();
+  const bool sparse = source_.sparse();
   for (size_t i = 0; i < loads.blocks.size(); ++i) {
     BlockLoads::Block& b = loads.blocks[i];
     const BlockLoads::Chunk& chunk = loads.chunks[block_chunk[i]];
@@ -167,11 +163,7 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
     span_block.push_back(i);
   }
   if (spans.empty()) return;
-  const source::CostProfile cost = source_->cost();
-  const CoalesceOptions options{
-      std::max<int64_t>(0, cost.merge_gap),
-      cost.network() ? cost.max_read : std::min(cost.max_read, kMaxLocalReadBytes)};
-  for (CoalescedRead& r : CoalesceSpans(spans, options)) {
+  for (CoalescedRead& r : CoalesceSpans(spans, policy_.coalesce)) {
     const size_t read_index = loads.reads.size();
     BlockLoads::Read read;
     read.part = r.part;
@@ -208,8 +200,8 @@ void Container::PlanLoads(BlockLoads& loads, WorkerPool* workers) const {
   }
 }
 
-void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
-  const bool sparse = source_->sparse();
+void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
+  const bool sparse = source_.sparse();
   // Where block i's compressed bytes are in its part.
   auto part_span = [&](size_t i) {
     const BlockLoads::Block& b = loads.blocks[i];
@@ -229,7 +221,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i : read.blocks) {
       const BlockLoads::Block& b = loads.blocks[i];
-      if (i != first && context_->cache->Contains(BlockKey(cache_id_, b.chunk, b.block))) {
+      if (i != first && context_.cache->Contains(BlockKey(cache_id_, b.chunk, b.block))) {
         continue;
       }
       const auto [begin, end] = part_span(i);
@@ -248,7 +240,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     return std::shared_ptr<uint8_t>(read.buffer, read.buffer->data() + read.heads_bytes);
   };
   auto read_source = [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
-    return ReadSource(part, offset, n, out);
+    return source_.Read(part, offset, n, out);
   };
   // Read k's bytes are in (or read.status says why not): counts them and
   // rebases its chunk heads.
@@ -275,7 +267,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       const std::span<uint8_t> head(read.buffer->data() + view.head_pos,
                                     static_cast<size_t>(codec::ChunkHeadSize(chunk.info)));
       // The view's bytes that were fetched (blocks outside them are decoded
-      // alone: RunPlan's range check).
+      // alone: Run's range check).
       const codec::ChunkSpan cut{std::max(view.span.begin, read.fetched_begin - base),
                                  std::min(view.span.end, read.fetched_end - base)};
       if (cut.begin >= cut.end) {
@@ -295,8 +287,8 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     if (!prepare(k, first)) return;
     BlockLoads::Read& read = loads.reads[k];
     SpanFlights::Counts counts;
-    read.status = meta_->flights.Fetch(read.part, read.fetched_begin, read.fetched_end, target(k),
-                                       read_source, &read.owned, &counts);
+    read.status = flights_.Fetch(read.part, read.fetched_begin, read.fetched_end, target(k),
+                                 read_source, &read.owned, &counts);
     finish(k, counts);
   };
   // A remote source: every read of the plan at once (ReadMany), issued by
@@ -311,9 +303,8 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
       if (piece_landed[j] != 0) return;
       piece_landed[j] = 1;
       const auto [k, m] = owner[j];
-      CountSourceRead(s, pieces[j].length);
-      meta_->flights.Land(batch.claims[k], batch.claims[k].mine[m], s, &loads.reads[k].owned,
-                          &batch.counts[k]);
+      flights_.Land(batch.claims[k], batch.claims[k].mine[m], s, &loads.reads[k].owned,
+                    &batch.counts[k]);
       if (!s.ok() && batch.landed[k].ok()) batch.landed[k] = s;
       if (--batch.pending[k] == 0) batch.MarkLanded(k);
     };
@@ -329,7 +320,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
             done = f->done;
           }
           if (done) continue;
-          meta_->flights.Land(batch.claims[k], f, status, &loads.reads[k].owned, &batch.counts[k]);
+          flights_.Land(batch.claims[k], f, status, &loads.reads[k].owned, &batch.counts[k]);
           if (batch.landed[k].ok()) batch.landed[k] = status;
         }
       }
@@ -339,7 +330,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
         const BlockLoads::Read& read = loads.reads[k];
         if (read.blocks.empty() || !prepare(k, SIZE_MAX)) continue;
         SpanFlights::Claim& claim = batch.claims[k];
-        claim = meta_->flights.Begin(read.part, read.fetched_begin, read.fetched_end, target(k));
+        claim = flights_.Begin(read.part, read.fetched_begin, read.fetched_end, target(k));
         batch.claimed[k] = 1;
         batch.pending[k] = claim.mine.size();
         for (size_t m = 0; m < claim.mine.size(); ++m) {
@@ -352,7 +343,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
         if (claim.mine.empty()) batch.MarkLanded(k);
       }
       piece_landed.assign(pieces.size(), 0);
-      source_->ReadMany(pieces, land);
+      source_.ReadMany(pieces, land);
     } catch (const std::bad_alloc&) {
       fail_unlanded(Status(ENOMEM, "out of memory"));
     } catch (const std::exception& e) {
@@ -366,11 +357,10 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     batch.WaitLanded(k);
     BlockLoads::Read& read = loads.reads[k];
     if (!batch.claimed[k]) return;
-    read.status =
-        meta_->flights.Join(batch.claims[k], batch.landed[k], read_source, &batch.counts[k]);
+    read.status = flights_.Join(batch.claims[k], batch.landed[k], read_source, &batch.counts[k]);
     finish(k, batch.counts[k]);
   };
-  const bool batched = source_->cost().batch_reads && loads.reads.size() > 1;
+  const bool batched = policy_.batch_plan_reads && loads.reads.size() > 1;
   // One round of tasks, one per block: the first block that needs a read
   // does it, the others of that read wait for it (OnceFlags). Reads overlap
   // with decoding, a read whose blocks another reader loaded meanwhile is
@@ -406,7 +396,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     ~ReleaseReads() {
       for (BlockLoads::Read& read : loads.reads) One(read);
     }
-  } release{loads, meta_->flights};
+  } release{loads, flights_};
   std::unique_ptr<std::atomic<size_t>[]> unfinished(new std::atomic<size_t>[loads.reads.size()]);
   for (size_t k = 0; k < loads.reads.size(); ++k) {
     unfinished[k].store(loads.reads[k].blocks.size(), std::memory_order_relaxed);
@@ -424,7 +414,7 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key = BlockKey(cache_id_, b.chunk, b.block);
     bool skipped = false;
-    auto value = context_->cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
+    auto value = context_.cache->GetOrLoad(key, [&]() -> Result<cache::Value> {
       if (failed.load(std::memory_order_acquire)) {
         skipped = true;
         std::lock_guard<std::mutex> lock(failure_mutex);
@@ -469,20 +459,20 @@ void Container::RunPlan(BlockLoads& loads, WorkerPool* workers) const {
   });
 }
 
-Result<cache::Value> Container::DecodePlanned(const BlockLoads& loads, size_t index) const {
+Result<cache::Value> BlockLoader::DecodePlanned(const BlockLoads& loads, size_t index) const {
   const BlockLoads::Block& b = loads.blocks[index];
   const BlockLoads::View& view = loads.views[static_cast<size_t>(b.view)];
   const BlockLoads::Read& read = loads.reads[view.read];
   const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
   B2NDFS_RETURN_IF_ERROR(read.status);
   B2NDFS_RETURN_IF_ERROR(view.status);
-  const int64_t block_bytes = layout_->BlockItems(b.chunk, b.block) * layout_->itemsize();
+  const int64_t block_bytes = layout_.BlockItems(b.chunk, b.block) * layout_.itemsize();
   auto block = std::make_shared<cache::Bytes>(static_cast<size_t>(block_bytes));
   // Only a short last chunk stores less than the block: the rest is never
   // copied out (as in DecodeBlock).
   if (b.stored < block_bytes) std::memset(block->data() + b.stored, 0, block_bytes - b.stored);
   // The rebased head, the later views' heads, and the view's fetched bytes
-  // (finish in RunPlan): nothing else.
+  // (finish in Run): nothing else.
   const std::span<const uint8_t> bytes(read.buffer->data() + view.head_pos,
                                        static_cast<size_t>(view.cbytes));
   B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(chunk.info));
