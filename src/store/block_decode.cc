@@ -97,8 +97,8 @@ Result<cache::Value> BlockLoader::DecodeWholeChunk(int64_t chunk_index, int64_t 
           auto lease = pool->Acquire();
           B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(*chunk, *whole));
         }
-        GlobalReadStats().whole_chunk_decodes.fetch_add(1, std::memory_order_relaxed);
-        GlobalReadStats().bytes_decompressed.fetch_add(whole->size(), std::memory_order_relaxed);
+        GlobalReadStats().whole_chunk_decodes++;
+        GlobalReadStats().bytes_decompressed += whole->size();
         return cache::Value(std::move(whole));
       });
 }
@@ -152,13 +152,13 @@ Result<cache::Value> BlockLoader::DecodeBlock(int64_t chunk_index, int64_t block
     cache::Bytes part(static_cast<size_t>(span.end - span.begin));
     B2NDFS_RETURN_IF_ERROR(
         directory_.ReadBytes(ref, span.begin, span.end - span.begin, part.data()));
-    GlobalReadStats().bytes_fetched.fetch_add(part.size(), std::memory_order_relaxed);
+    GlobalReadStats().bytes_fetched += part.size();
     B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(ci));
     auto lease = pool->Acquire();
     B2NDFS_RETURN_IF_ERROR(lease->DecompressRangeFromPart(*head, ci, span, part, first_byte, out));
   }
-  GlobalReadStats().blocks_decompressed.fetch_add(1, std::memory_order_relaxed);
-  GlobalReadStats().bytes_decompressed.fetch_add(block->size(), std::memory_order_relaxed);
+  GlobalReadStats().blocks_decompressed++;
+  GlobalReadStats().bytes_decompressed += block->size();
   return cache::Value(std::move(block));
 }
 

@@ -111,18 +111,17 @@ class Pin {
 // first block not cached it gives up and ReadBox plans the whole read
 // (re-copying what was copied here, the same bytes; blocks looked up here
 // count a second cache hit then).
+// Nothing here waits: the block held is kept alive by the read's own cache
+// handle (at most one block per reading thread outside the cache's budget,
+// should it be evicted meanwhile), so the warm path does not pin through the
+// mount's PinBudget, whose FIFO line would put it behind cold reads, and
+// bumps no shared counter but the cache's hits, once.
 bool BoxReader::CopyIfCached(const std::vector<Box>& boxes, std::span<const Piece> pieces,
                              std::span<const int64_t> coords,
                              std::span<uint8_t* const> sub_dst) const {
   const ArrayLayout& layout = layout_;
   const int64_t itemsize = layout.itemsize();
   const int n = layout.ndim();
-  // The block held is pinned as a batch of one would be (Irregular1D reports
-  // its longest block in blockshape).
-  int64_t block_items = 1;
-  for (int64_t extent : layout.blockshape()) block_items *= extent;
-  const size_t pinned = static_cast<size_t>(block_items * itemsize);
-  const Pin pin(context_.pins, pinned);
   cache::BlockCache& cache = *context_.cache;
   constexpr size_t kPrefetchAhead = 8;
   auto key_of = [&](const Piece& p) { return BlockKey(cache_id_, p.chunk_index, p.block_index); };

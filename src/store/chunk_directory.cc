@@ -242,7 +242,7 @@ void ChunkDirectory::FetchAllHeads() const {
   std::vector<int64_t> all(static_cast<size_t>(nchunks_));
   for (int64_t c = 0; c < nchunks_; ++c) all[static_cast<size_t>(c)] = c;
   FetchHeads(all);
-  GlobalReadStats().heads_prefetches.fetch_add(1, std::memory_order_relaxed);
+  GlobalReadStats().heads_prefetches++;
 }
 
 void ChunkDirectory::WaitForAllHeads() const {
@@ -259,8 +259,8 @@ Result<cache::Value> ChunkDirectory::FetchCompressed(int64_t chunk_index) const 
         B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, Locate(chunk_index));
         auto bytes = std::make_shared<cache::Bytes>(static_cast<size_t>(ci.cbytes));
         B2NDFS_RETURN_IF_ERROR(ReadBytes(ref, 0, ci.cbytes, bytes->data()));
-        GlobalReadStats().chunks_fetched.fetch_add(1, std::memory_order_relaxed);
-        GlobalReadStats().bytes_fetched.fetch_add(bytes->size(), std::memory_order_relaxed);
+        GlobalReadStats().chunks_fetched++;
+        GlobalReadStats().bytes_fetched += bytes->size();
         return cache::Value(std::move(bytes));
       });
 }

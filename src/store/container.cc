@@ -21,6 +21,11 @@ namespace b2ndfs::store {
 
 using geometry::ArrayLayout;
 
+size_t NextStatShard() noexcept {
+  static std::atomic<size_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) % kStatShards;
+}
+
 ReadStats& GlobalReadStats() {
   static ReadStats stats;
   return stats;
@@ -79,7 +84,7 @@ Container::~Container() {
 // budget count them.
 void Container::AddCharge(int64_t delta) const {
   if (delta == 0) return;
-  memory_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  memory_bytes_ += delta;
   GlobalReadStats().metadata_bytes += delta;
   if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(delta);
 }

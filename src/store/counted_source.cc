@@ -20,11 +20,11 @@ void CountedSource::ReadMany(std::span<const source::PartRead> reads,
 
 void CountedSource::Count(const Status& status, size_t length) const {
   ReadStats& stats = GlobalReadStats();
-  stats.source_reads.fetch_add(1, std::memory_order_relaxed);
+  stats.source_reads++;
   if (!status.ok()) {
     failed_.store(true, std::memory_order_relaxed);
   } else {
-    stats.source_bytes_read.fetch_add(length, std::memory_order_relaxed);
+    stats.source_bytes_read += length;
   }
 }
 

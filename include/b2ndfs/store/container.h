@@ -33,6 +33,7 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/store/stat_counter.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::store {
@@ -84,36 +85,41 @@ class FileCatalog {
   virtual std::vector<FileDescription> Describe(const Container& container) const = 0;
 };
 
+// Mount-wide read statistics (the .b2ndfs/stats document), bumped by every
+// read: counters sharded per thread (stat_counter.h), read with load().
 struct ReadStats {
-  std::atomic<uint64_t> reads{0};
-  std::atomic<uint64_t> bytes_served{0};
-  std::atomic<uint64_t> read_errors{0};
-  std::atomic<uint64_t> blocks_decompressed{0};
-  std::atomic<uint64_t> bytes_decompressed{0};
+  StatCounter<uint64_t> reads;
+  StatCounter<uint64_t> bytes_served;
+  StatCounter<uint64_t> read_errors;
+  StatCounter<uint64_t> blocks_decompressed;
+  StatCounter<uint64_t> bytes_decompressed;
   // Chunks decompressed whole (delta, dictionaries): once per chunk, shared
   // by every reader that waits for one of its blocks.
-  std::atomic<uint64_t> whole_chunk_decodes{0};
-  std::atomic<uint64_t> chunks_fetched{0};
-  std::atomic<uint64_t> bytes_fetched{0};
+  StatCounter<uint64_t> whole_chunk_decodes;
+  StatCounter<uint64_t> chunks_fetched;
+  StatCounter<uint64_t> bytes_fetched;
   // Block bytes a plan took from another plan's read of them in flight
   // (store/span_flights.h) instead of fetching them again.
-  std::atomic<uint64_t> bytes_shared{0};
+  StatCounter<uint64_t> bytes_shared;
   // Every read a container made of its source (metadata, chunk heads, block
   // bytes): for remote sources, requests and bytes transferred.
-  std::atomic<uint64_t> source_reads{0};
-  std::atomic<uint64_t> source_bytes_read{0};
+  StatCounter<uint64_t> source_reads;
+  StatCounter<uint64_t> source_bytes_read;
   // Blocks whose bytes came in a read shared with other blocks
   // (store/read_plan.h), and such reads.
-  std::atomic<uint64_t> coalesced_reads{0};
-  std::atomic<uint64_t> coalesced_blocks{0};
+  StatCounter<uint64_t> coalesced_reads;
+  StatCounter<uint64_t> coalesced_blocks;
   // Background fetches of a remote container's chunk heads at open.
-  std::atomic<uint64_t> heads_prefetches{0};
-  std::atomic<uint64_t> prefetch_requests{0};
-  std::atomic<uint64_t> prefetched_blocks{0};
-  std::atomic<int64_t> pinned_bytes{0};    // blocks held by readers right now
-  std::atomic<int64_t> metadata_bytes{0};  // held by open containers (charged to the cache)
-  std::atomic<int64_t> containers_open{0};
-  std::atomic<uint64_t> containers_opened{0};
+  StatCounter<uint64_t> heads_prefetches;
+  StatCounter<uint64_t> prefetch_requests;
+  StatCounter<uint64_t> prefetched_blocks;
+  // Blocks held by readers outside the cache's accounting right now: a cold
+  // read's batch (PinBudget); a warm read holds one cached block at a time
+  // by its cache handle and is not counted.
+  StatCounter<int64_t> pinned_bytes;
+  StatCounter<int64_t> metadata_bytes;  // held by open containers (charged to the cache)
+  StatCounter<int64_t> containers_open;
+  StatCounter<uint64_t> containers_opened;
 };
 ReadStats& GlobalReadStats();
 
