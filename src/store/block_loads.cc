@@ -4,11 +4,11 @@
 // entries, in one round of parallel tasks. Each read fetches only the bytes
 // no other plan has in flight (span_flights.h). A local read is made by the
 // first task that needs it; a remote source gets all of the plan's reads at
-// once (ByteSource::ReadMany: a round trip for the lot), issued by the first
-// task that needs one, and each read's tasks decode as soon as its own bytes
-// have landed. A read that serves blocks of several
-// chunks is not copied apart: each chunk's head, rebased, sits in front of
-// the read's bytes in the same buffer (codec::RebaseChunkHead).
+// once (ByteSource::ReadMany: a round trip for the lot), issued by the
+// plan's first task, and each read's tasks decode as soon as its own bytes
+// have landed. A read that serves blocks of several chunks is not copied
+// apart: each chunk's head, rebased, sits in front of the read's bytes in the
+// same buffer (codec::RebaseChunkHead).
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -292,8 +292,8 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
     finish(k, counts);
   };
   // A remote source: every read of the plan at once (ReadMany), issued by
-  // the first task that needs one; the tasks of a read decode as soon as its
-  // bytes land.
+  // the plan's first task (or a block task that needs a read before it
+  // ran); the tasks of a read decode as soon as its bytes land.
   PlanBatch batch(loads.reads.size());
   auto issue = [&] {
     std::vector<source::PartRead> pieces;
@@ -409,8 +409,20 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
   std::atomic<bool> failed{false};
   std::mutex failure_mutex;
   Status first_failure;  // guarded by failure_mutex; set once `failed` is
-  ForEach(workers, order.size(), [&](size_t j) {
-    const size_t i = order[j];
+  // A batch is issued by a task of its own, handed out first: the plan
+  // claims its spans (SpanFlights::Begin) as soon as it runs. Were it issued
+  // by the first block task that needs a read, a plan whose first tasks wait
+  // for other readers' loads of the same blocks would claim only once those
+  // had landed and released their flights, and read again every byte its
+  // reads span that those readers had fetched (1.24x the bytes seen under
+  // ASan with four concurrent readers).
+  const size_t lead = batched ? 1 : 0;
+  ForEach(workers, lead + order.size(), [&](size_t j) {
+    if (j < lead) {
+      if (!batch.issued.exchange(true)) issue();
+      return;
+    }
+    const size_t i = order[j - lead];
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key = BlockKey(cache_id_, b.chunk, b.block);
     bool skipped = false;
