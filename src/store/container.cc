@@ -8,13 +8,23 @@
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/checked_math.h"
 #include "b2ndfs/util/log.h"
-#include "container_internal.h"
+#include "block_loader.h"
+#include "box_reader.h"
+#include "chunk_directory.h"
+#include "counted_source.h"
+#include "read_policy.h"
 
 namespace b2ndfs::store {
 
 using geometry::ArrayLayout;
+
+size_t NextStatShard() noexcept {
+  static std::atomic<size_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) % kStatShards;
+}
 
 ReadStats& GlobalReadStats() {
   static ReadStats stats;
@@ -35,14 +45,9 @@ std::vector<uint8_t> OmittedNote(int64_t size) {
 // objects, the frame description and the small vectors of its layout.
 constexpr int64_t kContainerOverheadBytes = 4096;
 
-// The first and last bytes of a remote frame, read together when a
-// container opens: its header, its trailer and (but for arrays of tens of
-// thousands of chunks) its chunk index lie in them, which parsing would
-// otherwise ask for one after the other (six dependent reads: six round
-// trips). Not for local files: there the six reads cost less than the new
-// memory for the windows.
-constexpr int64_t kFrameHeadWindow = int64_t{16} << 10;
-constexpr int64_t kFrameTailWindow = int64_t{64} << 10;
+// A container's background fetch of its chunk heads is dropped rather than
+// queued behind this many other tasks (its reads then fetch the heads).
+constexpr size_t kHeadsPrefetchMaxQueued = 64;
 
 struct FrameWindow {
   int64_t begin = 0;
@@ -56,9 +61,19 @@ struct FrameWindow {
 
 }  // namespace
 
+struct Container::Metadata {
+  format::FrameInfo frame_info;
+  std::optional<format::NdMeta> ndmeta;
+  std::vector<format::NamedBytes> vlmeta;  // decompressed contents, until rendered
+};
+
 Container::Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
                      uint64_t cache_id)
-    : source_(std::move(source)), context_(context), cache_id_(cache_id) {}
+    : source_(std::move(source)),
+      context_(context),
+      cache_id_(cache_id),
+      reads_(std::make_unique<CountedSource>(source_)),
+      policy_(std::make_unique<ReadPolicy>(MakeReadPolicy(source_->cost(), *context_))) {}
 
 Container::~Container() {
   AddCharge(-memory_bytes_.load(std::memory_order_relaxed));
@@ -69,7 +84,7 @@ Container::~Container() {
 // budget count them.
 void Container::AddCharge(int64_t delta) const {
   if (delta == 0) return;
-  memory_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  memory_bytes_ += delta;
   GlobalReadStats().metadata_bytes += delta;
   if (context_ != nullptr && context_->cache != nullptr) context_->cache->Charge(delta);
 }
@@ -90,7 +105,10 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
   }
   if (!status.ok()) {
     container->error_ = status.message().empty() ? "cannot decode container" : status.message();
-    container->transient_ = container->source_failed_.load() || status.error_number() == ENOMEM;
+    container->transient_ = container->reads_->failed() || status.error_number() == ENOMEM;
+    container->reader_.reset();
+    container->loader_.reset();
+    container->directory_.reset();
     container->layout_.reset();
     container->meta_.reset();
     container->meta_json_ = format::RenderErrorJson(container->error_);
@@ -109,7 +127,7 @@ void Container::Charge() {
   int64_t bytes = kContainerOverheadBytes + static_cast<int64_t>(meta_json_.capacity());
   if (meta_) {
     bytes += VlmetaBytes();
-    bytes += static_cast<int64_t>(meta_->offsets_chunk.capacity());
+    if (directory_) bytes += directory_->index_bytes();
     for (const auto& m : meta_->frame_info.metalayers) {
       bytes += static_cast<int64_t>(m.content.capacity() + m.name.capacity());
     }
@@ -117,21 +135,6 @@ void Container::Charge() {
   // Irregular layouts keep two int64 per chunk.
   if (layout_ && !layout_->regular()) bytes += 16 * layout_->NumChunks();
   AddCharge(bytes);
-}
-
-Status Container::ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const {
-  Status status = source_->Read(part, offset, static_cast<size_t>(length), out);
-  CountSourceRead(status, static_cast<size_t>(length));
-  return status;
-}
-
-void Container::CountSourceRead(const Status& status, size_t length) const {
-  GlobalReadStats().source_reads++;
-  if (!status.ok()) {
-    source_failed_ = true;
-  } else {
-    GlobalReadStats().source_bytes_read += length;
-  }
 }
 
 Status Container::Load(const FileCatalog* catalog) {
@@ -142,11 +145,16 @@ Status Container::Load(const FileCatalog* catalog) {
   // no I/O that could fail transiently, so a failure is about this version.
   if (!frame_size.ok()) return frame_size.status();
   const int64_t file_size = *frame_size;
+  // The frame's first and last bytes, when the policy says so (a network
+  // source): its header, its trailer and (but for arrays of tens of
+  // thousands of chunks) its chunk index lie in them, which parsing would
+  // otherwise ask for one after the other (six dependent reads: six round
+  // trips).
   FrameWindow ends[2];
-  if (source_->cost().network()) {
-    ends[0].bytes.resize(static_cast<size_t>(std::min(kFrameHeadWindow, file_size)));
-    ends[1].begin =
-        std::max(static_cast<int64_t>(ends[0].bytes.size()), file_size - kFrameTailWindow);
+  if (policy_->frame_head_window > 0) {
+    ends[0].bytes.resize(static_cast<size_t>(std::min(policy_->frame_head_window, file_size)));
+    ends[1].begin = std::max(static_cast<int64_t>(ends[0].bytes.size()),
+                             file_size - policy_->frame_tail_window);
     ends[1].bytes.resize(static_cast<size_t>(file_size - ends[1].begin));
   }
   const source::PartRead window_reads[2] = {
@@ -158,8 +166,7 @@ Status Container::Load(const FileCatalog* catalog) {
   const size_t windows = ends[0].bytes.empty() ? 0 : ends[1].bytes.empty() ? 1 : 2;
   if (windows > 0) {
     Status failed;
-    source_->ReadMany(std::span(window_reads, windows), [&](size_t i, const Status& status) {
-      CountSourceRead(status, window_reads[i].length);
+    reads_->ReadMany(std::span(window_reads, windows), [&](size_t i, const Status& status) {
       ends[i].ok = status.ok();
       if (!status.ok() && failed.ok()) failed = status;
     });
@@ -178,7 +185,7 @@ Status Container::Load(const FileCatalog* catalog) {
       return std::vector<uint8_t>(first, first + length);
     }
     std::vector<uint8_t> bytes(static_cast<size_t>(length));
-    B2NDFS_RETURN_IF_ERROR(ReadSource(source::kFramePart, offset, length, bytes.data()));
+    B2NDFS_RETURN_IF_ERROR(reads_->Read(source::kFramePart, offset, length, bytes.data()));
     return bytes;
   };
   B2NDFS_ASSIGN_OR_RETURN(src.frame_info, format::ParseFrame(read_at, file_size));
@@ -188,17 +195,32 @@ Status Container::Load(const FileCatalog* catalog) {
                            ? "chunks.b2frame is not a sparse-frame index"
                            : "the frame is a sparse-frame index without its directory");
   }
-  src.chunks_end = info.offsets_chunk_position;
 
   std::vector<uint8_t> offsets_chunk;
   if (info.offsets_chunk_size > 0) {
     B2NDFS_ASSIGN_OR_RETURN(offsets_chunk,
                             read_at(info.offsets_chunk_position, info.offsets_chunk_size));
   }
-  B2NDFS_RETURN_IF_ERROR(LoadChunkIndex(std::move(offsets_chunk)).WithContext("chunk index"));
+  auto directory = std::make_unique<ChunkDirectory>(*context_, cache_id_, *reads_, *policy_);
+  // Contiguous frames: chunks lie between the header and the chunk index.
+  B2NDFS_RETURN_IF_ERROR(directory
+                             ->LoadIndex(std::move(offsets_chunk), info.nchunks, info.header_size,
+                                         info.offsets_chunk_position)
+                             .WithContext("chunk index"));
+  directory_ = std::move(directory);
   B2NDFS_RETURN_IF_ERROR(LoadLayout());
   const auto& nd = src.ndmeta;
   npy_descr_ = format::NpyDescr(nd ? nd->dtype : std::nullopt, layout_->itemsize());
+  // The parts that read, now that the layout is known.
+  directory_->set_layout(&*layout_);
+  std::optional<codec::ArrayGeometry> geometry;
+  if (nd) geometry = codec::ArrayGeometry{nd->shape, nd->chunkshape, nd->blockshape};
+  // b2nd chunks hold the chunk shape padded to whole blocks; a plain
+  // super-chunk's are unpadded, its last one possibly short.
+  const bool padded = format_name_ != "schunk";
+  loader_ = std::make_unique<BlockLoader>(*context_, cache_id_, *reads_, *policy_, *directory_,
+                                          *layout_, padded, std::move(geometry));
+  reader_ = std::make_unique<BoxReader>(*context_, cache_id_, *policy_, *layout_, *loader_);
   // meta.json (and the vlmetalayers it shows) waits for its first reader.
   catalog_ = catalog;
   return Status::Ok();
@@ -271,7 +293,7 @@ Status Container::LoadLayout() {
     if (m.name == "b2nd") b2nd = &m;
     if (m.name == "caterva") caterva = &m;
   }
-  const int64_t nchunks = src.nchunks;
+  const int64_t nchunks = directory_->nchunks();
   if (b2nd != nullptr || caterva != nullptr) {
     auto decoded = b2nd != nullptr ? format::DecodeB2ndMetalayer(b2nd->content)
                                    : format::DecodeCatervaMetalayer(caterva->content);
@@ -346,12 +368,12 @@ Status Container::LoadLayout() {
       std::vector<int64_t> block_items(static_cast<size_t>(nchunks));
       int64_t total = 0;
       for (int64_t c = 0; c < nchunks; ++c) {
-        B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, LocateChunk(c));
+        B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, directory_->Locate(c));
         if (ref.kind != format::ChunkKind::kStored) {
           return InvalidData("chunk " + std::to_string(c) +
                              " is a run of special values in a frame without a chunk size");
         }
-        B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, ReadChunkHeader(c));
+        B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, directory_->ReadHeader(c));
         if (ci.nbytes % typesize != 0) {
           return InvalidData("chunk " + std::to_string(c) + " holds " + std::to_string(ci.nbytes) +
                              " bytes, not a whole number of " + std::to_string(typesize) +
@@ -376,6 +398,24 @@ Status Container::LoadLayout() {
   }
 
   return Status::Ok();
+}
+
+// In the background, so that opening a container (meta.json, a listing)
+// never waits for it; the requests (one a head for S3, a few multi-range
+// ones for a web server) are what the policy's heads_prefetch_max_chunks
+// bounds.
+void Container::StartHeadsPrefetch() const {
+  if (!ok() || context_->workers == nullptr || !directory_->WantsAllHeads()) return;
+  std::weak_ptr<const Container> weak = weak_from_this();
+  const bool queued = context_->workers->TrySubmit(
+      [weak] {
+        auto self = weak.lock();
+        if (!self) return;  // closed before its turn
+        self->directory_->FetchAllHeads();
+      },
+      kHeadsPrefetchMaxQueued);
+  // Reads then fetch only their own heads: the others are on their way.
+  if (queued) directory_->AllHeadsQueued();
 }
 
 std::string Container::CodecName() const {

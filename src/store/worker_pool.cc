@@ -59,7 +59,7 @@ void WorkerPool::WorkerLoop() {
     } catch (...) {
       // Best-effort work only reaches here (ParallelFor items catch their
       // own): an uncaught exception would end the daemon.
-      failed_tasks_.fetch_add(1, std::memory_order_relaxed);
+      failed_tasks_++;
     }
   }
 }

@@ -33,6 +33,7 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/store/stat_counter.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::store {
@@ -40,6 +41,11 @@ namespace b2ndfs::store {
 class WorkerPool;
 class PinBudget;
 class Container;
+class CountedSource;
+struct ReadPolicy;
+class ChunkDirectory;
+class BlockLoader;
+class BoxReader;
 
 // Services shared by every container of a mount.
 struct StoreContext {
@@ -79,36 +85,41 @@ class FileCatalog {
   virtual std::vector<FileDescription> Describe(const Container& container) const = 0;
 };
 
+// Mount-wide read statistics (the .b2ndfs/stats document), bumped by every
+// read: counters sharded per thread (stat_counter.h), read with load().
 struct ReadStats {
-  std::atomic<uint64_t> reads{0};
-  std::atomic<uint64_t> bytes_served{0};
-  std::atomic<uint64_t> read_errors{0};
-  std::atomic<uint64_t> blocks_decompressed{0};
-  std::atomic<uint64_t> bytes_decompressed{0};
+  StatCounter<uint64_t> reads;
+  StatCounter<uint64_t> bytes_served;
+  StatCounter<uint64_t> read_errors;
+  StatCounter<uint64_t> blocks_decompressed;
+  StatCounter<uint64_t> bytes_decompressed;
   // Chunks decompressed whole (delta, dictionaries): once per chunk, shared
   // by every reader that waits for one of its blocks.
-  std::atomic<uint64_t> whole_chunk_decodes{0};
-  std::atomic<uint64_t> chunks_fetched{0};
-  std::atomic<uint64_t> bytes_fetched{0};
+  StatCounter<uint64_t> whole_chunk_decodes;
+  StatCounter<uint64_t> chunks_fetched;
+  StatCounter<uint64_t> bytes_fetched;
   // Block bytes a plan took from another plan's read of them in flight
   // (store/span_flights.h) instead of fetching them again.
-  std::atomic<uint64_t> bytes_shared{0};
+  StatCounter<uint64_t> bytes_shared;
   // Every read a container made of its source (metadata, chunk heads, block
   // bytes): for remote sources, requests and bytes transferred.
-  std::atomic<uint64_t> source_reads{0};
-  std::atomic<uint64_t> source_bytes_read{0};
+  StatCounter<uint64_t> source_reads;
+  StatCounter<uint64_t> source_bytes_read;
   // Blocks whose bytes came in a read shared with other blocks
   // (store/read_plan.h), and such reads.
-  std::atomic<uint64_t> coalesced_reads{0};
-  std::atomic<uint64_t> coalesced_blocks{0};
+  StatCounter<uint64_t> coalesced_reads;
+  StatCounter<uint64_t> coalesced_blocks;
   // Background fetches of a remote container's chunk heads at open.
-  std::atomic<uint64_t> heads_prefetches{0};
-  std::atomic<uint64_t> prefetch_requests{0};
-  std::atomic<uint64_t> prefetched_blocks{0};
-  std::atomic<int64_t> pinned_bytes{0};    // blocks held by readers right now
-  std::atomic<int64_t> metadata_bytes{0};  // held by open containers (charged to the cache)
-  std::atomic<int64_t> containers_open{0};
-  std::atomic<uint64_t> containers_opened{0};
+  StatCounter<uint64_t> heads_prefetches;
+  StatCounter<uint64_t> prefetch_requests;
+  StatCounter<uint64_t> prefetched_blocks;
+  // Blocks held by readers outside the cache's accounting right now: a cold
+  // read's batch (PinBudget); a warm read holds one cached block at a time
+  // by its cache handle and is not counted.
+  StatCounter<int64_t> pinned_bytes;
+  StatCounter<int64_t> metadata_bytes;  // held by open containers (charged to the cache)
+  StatCounter<int64_t> containers_open;
+  StatCounter<uint64_t> containers_opened;
 };
 ReadStats& GlobalReadStats();
 
@@ -160,72 +171,35 @@ class Container : public std::enable_shared_from_this<Container> {
   Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
             uint64_t cache_id);
   Status Load(const FileCatalog* catalog);
+  Status LoadLayout();
   void AddCharge(int64_t delta) const;
+  void Charge();
   void DecodeVlmeta() const;
   int64_t VlmetaBytes() const;
-  Status LoadLayout();
-  Status LoadChunkIndex(std::vector<uint8_t> offsets_chunk);
-  Status ReadSource(int64_t part, int64_t offset, int64_t length, uint8_t* out) const;
-  // Counts one read of the source (ReadSource's, or one of a ReadMany) as it
-  // ends: stats, and source_failed_ when it failed.
-  void CountSourceRead(const Status& status, size_t length) const;
-  void Charge();
-  struct ChunkRef;
-  Result<ChunkRef> LocateChunk(int64_t chunk_index) const;
-  Result<codec::ChunkInfo> ReadChunkHeader(int64_t chunk_index) const;
-  Status ReadChunkBytes(const ChunkRef& ref, int64_t offset, int64_t length, uint8_t* out) const;
-  Result<cache::Value> FetchChunkHead(int64_t chunk_index) const;
-  // Where a chunk's head is, and how much its first read takes.
-  struct HeadProbe;
-  Result<HeadProbe> PlanHeadProbe(int64_t chunk_index) const;
-  // The head from the first bytes of the chunk (a second read when the
-  // head is longer than the probe).
-  Result<cache::Value> HeadFromProbe(const HeadProbe& probe, std::span<const uint8_t> bytes) const;
-  // The heads of CHUNKS that the cache lacks, into the cache, in one
-  // ReadMany (one round trip for them all from a remote source). Best
-  // effort: a head not had is left to FetchChunkHead, which says why.
-  void FetchChunkHeads(std::span<const int64_t> chunks) const;
-  // Remote containers of few chunks: every head, on a background worker.
-  void StartHeadsPrefetch() const;
-  // Returns once no background fetch of heads is in flight.
-  void WaitForHeadsPrefetch() const;
-  // Up to ROOM chunks besides WANTED whose heads a remote container of few
-  // chunks fetches with a read's own, each once (chunk_access.cc).
-  std::vector<int64_t> OtherHeadsToFetch(const std::vector<int64_t>& wanted, size_t room) const;
-  Result<cache::Value> FetchCompressedChunk(int64_t chunk_index) const;
-  // The pool to decode a chunk with: the mount's, or this array's bound one.
-  Result<codec::DecompressorPool*> DecompressorsFor(const codec::ChunkInfo& info) const;
-  Result<cache::Value> DecodeWholeChunk(int64_t chunk_index, int64_t expected,
-                                        const codec::ChunkInfo& info) const;
-  Result<cache::Value> DecodeBlock(int64_t chunk_index, int64_t block_index) const;
-  Result<cache::Value> GetBlock(int64_t chunk_index, int64_t block_index) const;
-  // Loads missing blocks together (block_loads.cc): PlanLoads finds their
-  // compressed spans and groups them into few source reads; RunPlan reads
-  // and decodes them into the cache (single-flight per block), on `workers`
-  // when given.
-  struct BlockLoads;
-  void PlanLoads(BlockLoads& loads, WorkerPool* workers) const;
-  void RunPlan(BlockLoads& loads, WorkerPool* workers) const;
-  Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
-  Status ReadBox(const geometry::Box& box, int64_t item_begin, int64_t item_end,
-                 uint8_t* out) const;
-  // ReadBox's warm path (container_read.cc): copies the listed pieces (of
-  // sub-box p.tag, which starts at sub_dst[p.tag]); false, having copied
-  // part, when a block is not cached.
-  bool CopyIfCached(const std::vector<geometry::Box>& boxes,
-                    std::span<const geometry::BlockPiece> pieces, std::span<const int64_t> coords,
-                    std::span<uint8_t* const> sub_dst) const;
-  Status ReadBoxBytes(const geometry::Box& box, int64_t offset, size_t length, uint8_t* out) const;
   std::string RenderMeta(const FileCatalog* catalog) const;
+  // Containers of few chunks on a network source: every chunk head, on a
+  // background worker (ChunkDirectory::FetchAllHeads).
+  void StartHeadsPrefetch() const;
 
-  struct Metadata;
+  struct Metadata;  // what the frame says besides its chunks (container.cc)
 
+  // What a Container owns, made in this order and destroyed in reverse, each
+  // part referring only to those before it (src/store, private headers):
+  // its source's reads, counted (CountedSource), and the ReadPolicy made
+  // from the source's cost; the frame's metadata and the array's layout; the
+  // ChunkDirectory (made once the frame is parsed: chunk index, chunk
+  // heads); the BlockLoader (plans, loads, decodes) and the BoxReader (reads
+  // boxes, reads ahead), made once the layout is known. A container that
+  // failed to open keeps none of the last five. Background work: the heads
+  // prefetch holds a weak_ptr to the Container (dropped if it closes
+  // first); read-ahead tasks hold a shared_ptr until they end.
   std::shared_ptr<const source::ByteSource> source_;
   StoreContext* context_;
   uint64_t cache_id_;
+  std::unique_ptr<const CountedSource> reads_;
+  std::unique_ptr<const ReadPolicy> policy_;
   std::string error_;
   bool transient_ = false;
-  mutable std::atomic<bool> source_failed_{false};  // set while loading
   std::string format_name_;
   const FileCatalog* catalog_ = nullptr;  // for meta.json's "files"
   mutable std::mutex meta_json_mutex_;    // leaf lock; guards rendering
@@ -234,8 +208,11 @@ class Container : public std::enable_shared_from_this<Container> {
   std::string npy_descr_;
   // Charged to the cache; grows or shrinks once, when meta.json is rendered.
   mutable std::atomic<int64_t> memory_bytes_{0};
-  std::optional<geometry::ArrayLayout> layout_;
   std::unique_ptr<Metadata> meta_;
+  std::optional<geometry::ArrayLayout> layout_;
+  std::unique_ptr<ChunkDirectory> directory_;  // set_layout() once, at open
+  std::unique_ptr<const BlockLoader> loader_;
+  std::unique_ptr<const BoxReader> reader_;
 };
 
 }  // namespace b2ndfs::store

@@ -1,0 +1,31 @@
+#include "counted_source.h"
+
+#include "b2ndfs/store/container.h"
+
+namespace b2ndfs::store {
+
+Status CountedSource::Read(int64_t part, int64_t offset, int64_t length, uint8_t* out) const {
+  Status status = source_->Read(part, offset, static_cast<size_t>(length), out);
+  Count(status, static_cast<size_t>(length));
+  return status;
+}
+
+void CountedSource::ReadMany(std::span<const source::PartRead> reads,
+                             const source::ReadDone& done) const {
+  source_->ReadMany(reads, [&](size_t i, const Status& status) {
+    Count(status, reads[i].length);
+    done(i, status);
+  });
+}
+
+void CountedSource::Count(const Status& status, size_t length) const {
+  ReadStats& stats = GlobalReadStats();
+  stats.source_reads++;
+  if (!status.ok()) {
+    failed_.store(true, std::memory_order_relaxed);
+  } else {
+    stats.source_bytes_read += length;
+  }
+}
+
+}  // namespace b2ndfs::store
