@@ -87,8 +87,11 @@ std::string Hint(const AzureCredentials& credentials, const Status& status) {
 }
 
 // The blobs and blob prefixes directly under `prefix`: every page.
+// `marked`: set when a folder marker blob (the prefix itself, "DIR/") is
+// there, so that an empty directory is one.
 Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string& container_url,
-                                           const std::string& prefix, int64_t dir_mtime) {
+                                           const std::string& prefix, int64_t dir_mtime,
+                                           bool* marked) {
   std::vector<IndexEntry> files;
   std::set<std::string> dirs;
   std::string marker;
@@ -107,6 +110,7 @@ Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string
     for (const auto& blob : page->blobs) {
       if (blob.name.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string name = blob.name.substr(prefix.size());
+      if (name.empty()) *marked = true;
       // Empty names are "folder" marker blobs; '/' cannot occur with the
       // delimiter, but a server could send it.
       if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
@@ -273,14 +277,15 @@ Result<std::shared_ptr<source::Tree>> OpenAzureTree(const std::string& url,
                     const std::string&) -> Result<std::vector<IndexEntry>> {
     const std::string key_prefix =
         root_prefix + (path.size() > root.size() ? path.substr(root.size() + 1) + "/" : "");
-    auto listed = ListPrefix(*client, container_url, key_prefix, start_time);
+    bool marked = false;
+    auto listed = ListPrefix(*client, container_url, key_prefix, start_time, &marked);
     if (!listed.ok()) {
       return Status(listed.status().error_number(), path + ": " + listed.status().message());
     }
     std::vector<IndexEntry> entries = std::move(*listed);
-    // Blob storage has no directories: a prefix with nothing under it is
-    // not there.
-    if (entries.empty() && !key_prefix.empty()) {
+    // Blob storage has no directories: a prefix with nothing under it (not
+    // even a folder marker) is not there.
+    if (entries.empty() && !marked && !key_prefix.empty()) {
       return Status(ENOENT, path + ": no blobs under " + shown + "/" + key_prefix);
     }
     return entries;
