@@ -11,6 +11,7 @@
 #include "azure_auth.h"
 #include "b2ndfs/remote/azure_tree.h"
 #include "b2ndfs/remote/azure_xml.h"
+#include "options.h"
 #include "temp_dir.h"
 
 using namespace b2ndfs::remote;
@@ -304,4 +305,28 @@ TEST_CASE("List Blobs: malformed and hostile answers are EIO without quoting the
     auto page = ParseListBlobs(doc);
     if (!page.ok()) CHECK(page.status().error_number() == EIO);
   }
+}
+
+namespace {
+
+b2ndfs::Result<b2ndfs::app::CommandLine> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "b2ndfs");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return b2ndfs::app::ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+}
+
+}  // namespace
+
+TEST_CASE("The command line takes az:// with endpoint=, credentials= and no_sign") {
+  CHECK(b2ndfs::app::IsRemoteSource("az://acct/c01"));
+  CHECK(Parse({"-o", "endpoint=http://127.0.0.1:10000,no_sign,timeout=3", "az://acct/c01", "/m"})
+            .ok());
+  CHECK(Parse({"-o", "credentials=/etc/az.keys", "az://acct/c01/p", "/m"}).ok());
+  CHECK(Parse({"-o", "endpoint=http://h", "https://acct.blob.core.windows.net/c01", "/m"}).ok());
+  CHECK_FALSE(Parse({"-o", "region=eu", "az://acct/c01", "/m"}).ok());
+  CHECK_FALSE(Parse({"-o", "profile=p", "az://acct/c01", "/m"}).ok());
+  CHECK_FALSE(Parse({"-o", "no_sign,credentials=/k", "az://acct/c01", "/m"}).ok());
+  // A web server's https:// URL still takes no endpoint=.
+  CHECK_FALSE(Parse({"-o", "endpoint=http://h", "https://example.org/c01", "/m"}).ok());
 }
