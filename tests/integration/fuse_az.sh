@@ -7,7 +7,8 @@
 # token from AZURE_STORAGE_SAS_TOKEN and the file, anonymous reads of a public
 # container (no_sign); a wrong key (EACCES naming Azure's error code, refused
 # before the daemon detaches), a world-readable credentials file, a deleted
-# blob (ENOENT), a replaced one (a new generation); Azurite stopped under a
+# blob (ENOENT), a replaced one (a new generation; under an open file: EIO
+# for what was not fetched, by If-Match and 412); Azurite stopped under a
 # mount (cached reads still served, others EIO within timeout=) and started
 # again. The key and the SAS never show in ps, the mount table, the stats,
 # meta.json or the logs.
@@ -29,6 +30,7 @@ cp "$S/ndim/2d_i4.b2nd" "$F/data/good.b2nd"
 cp "$S/ndim/2d_i4.b2nd" "$F/data/gone.b2nd"
 cp "$S/ndim/2d_i4.b2nd" "$F/data/replaced.b2nd"
 cp "$S/medium/image_u2.b2nd" "$F/data/large.b2nd"
+cp "$S/medium/image_u2.b2nd" "$F/data/held.b2nd"
 printf 'notes\n' >"$F/data/notes.txt"
 # More blobs under one prefix than a List Blobs page holds (5,000).
 for i in $(seq 1 5010); do : >"$F/pages/many/f$(printf %04d "$i")"; done
@@ -50,6 +52,7 @@ EP="endpoint=$AZ_URL"
 want_data "$R" ndim/3d_f4.b2nd "$X/want_3d"
 want_data "$R" ndim/2d_i4.b2nd "$X/want_2d"
 want_data "$R" frames/sparse_f4.b2nd "$X/want_sparse"
+want_data "$R" medium/image_u2.b2nd "$X/want_large"
 
 # --- SharedKey: a prefix, one blob, a sparse frame, two pages -----------------
 M=$TMP/mnt
@@ -127,6 +130,28 @@ check "replaced.b2nd after the blob changed" cmp "$MF/replaced.b2nd/data" "$X/wa
 [[ $(stats_field "$MF" containers.generations_replaced) -ge 1 ]] ||
   fail "the replacement did not make a new generation"
 
+# A blob replaced under an open file (readahead=0: its parts that were not
+# read stay unfetched): those are asked for with If-Match of the old ETag,
+# Azure answers 412, and the reader gets EIO, never the new blob's bytes.
+trap 'ITEST_RC=$?; hold_stop_all; azurite_stop; (exit $ITEST_RC); itest_cleanup' EXIT
+MH=$TMP/mnt_held
+mount_fs az://$AZ_ACCOUNT/data "$MH" -o "$EP,readahead=0,timeout=5,retries=1,cache_size=32M" || exit 1
+hsize=$(stat -c %s "$X/want_large")
+reader_start held "$PY" "$(dirname "${BASH_SOURCE[0]}")/open_reader.py" read "$MH/held.b2nd/data" \
+  "$X/want_large" --first $((hsize / 4)) || finish
+az_put_file data held.b2nd "$S/ndim/3d_f4.b2nd"
+if reader_check held; then
+  log "held.b2nd, a quarter read before its blob was replaced: ${READER_SAID//$'\n'/; }"
+  rest=$(grep '^phase rest' <<<"$READER_SAID")
+  [[ $rest =~ \ eio=([1-9][0-9]*)\ new=0\ other=0 ]] ||
+    fail "held.b2nd's parts never fetched must fail with EIO (412 on If-Match), nothing else: $rest"
+else
+  fail "held.b2nd's open reader: $READER_SAID"
+fi
+hold_stop held
+(($(stats_field "$MH" remote.errors_by_kind.changed) >= 1)) ||
+  fail "no request counted as 'changed' (412): $(cat "$MH/.b2ndfs/stats")"
+
 azurite_stop
 check "stopped: a cached read is still served" cmp "$MF/good.b2nd/data" "$X/want_2d"
 check "stopped: stat of a known name" stat "$MF/good.b2nd/meta.json" >/dev/null
@@ -136,7 +161,6 @@ out=$(cat "$MF/large.b2nd/data" 2>&1 >/dev/null) && fail "large.b2nd read with A
 within 8 "$t0" || fail "stopped: the read took $(elapsed "$t0") s with timeout=3"
 check ".b2ndfs/stats answers with Azurite stopped" cat "$MF/.b2ndfs/stats" >/dev/null
 azurite_launch || exit 1
-want_data "$R" medium/image_u2.b2nd "$X/want_large"
 wait_until 8 cmp -s "$MF/large.b2nd/data" "$X/want_large" || fail "reads do not work again after Azurite restarts"
 
 # --- secrets ------------------------------------------------------------------------
@@ -154,7 +178,7 @@ done
 grep -q "credentials from AZURE_STORAGE_KEY" "$M.log" ||
   fail "the debug log does not say where the key came from: $(head -5 "$M.log")"
 
-for mnt in "$M" "$M1" "$M2" "$MM" "$MS" "$MC" "$MN" "$MF"; do
+for mnt in "$M" "$M1" "$M2" "$MM" "$MS" "$MC" "$MN" "$MF" "$MH"; do
   check "fusermount3 -u $mnt" fusermount3 -u "$mnt"
 done
 finish
