@@ -73,8 +73,13 @@ std::string ServiceAccount(const std::string& host) {
   return "";
 }
 
-// What to check when the service refuses the requests (EACCES).
+// What to check when the service refuses the requests.
 std::string Hint(const AzureCredentials& credentials, const Status& status) {
+  // Azure answers an anonymous request for a private container's blobs
+  // with 404, as if nothing were there.
+  if (status.error_number() == ENOENT && credentials.anonymous()) {
+    return "; or the container is not public (no_sign)";
+  }
   if (status.error_number() != EACCES) return "";
   if (credentials.anonymous()) {
     return "; the container is not public: set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, "

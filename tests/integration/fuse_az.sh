@@ -5,7 +5,8 @@
 # prefix, endpoint= bare or naming the account, a listing of two pages
 # (NextMarker); SharedKey from AZURE_STORAGE_KEY and credentials=FILE, a SAS
 # token from AZURE_STORAGE_SAS_TOKEN and the file, anonymous reads of a public
-# container (no_sign); a wrong key (EACCES naming Azure's error code, refused
+# container (no_sign); a wrong key, a forged SAS, anonymous reads of a private
+# container (EACCES naming Azure's error code and what to check, refused
 # before the daemon detaches), a world-readable credentials file, a deleted
 # blob (ENOENT), a replaced one (a new generation; under an open file: EIO
 # for what was not fetched, by If-Match and 412); Azurite stopped under a
@@ -103,6 +104,17 @@ fi
 grep -q "Permission denied" "$X/denied.log" && grep -qE "\((AuthenticationFailed|AuthorizationFailure)\)" "$X/denied.log" &&
   grep -q "account key from AZURE_STORAGE_KEY" "$X/denied.log" ||
   fail "wrong key: '$(cat "$X/denied.log")', expected EACCES naming the error code and the key's origin"
+# A SAS token whose signature is wrong, and anonymous reads of a private container.
+if AZURE_STORAGE_KEY= AZURE_STORAGE_SAS_TOKEN=${SAS%%sig=*}sig=AAAA "$B2NDFS" az://$AZ_ACCOUNT/data \
+  "$TMP/never" -o "$EP" 2>"$X/badsas.log"; then
+  fail "b2ndfs mounted az://$AZ_ACCOUNT/data with a forged SAS token"
+fi
+grep -q "Permission denied" "$X/badsas.log" && grep -q "check the SAS token" "$X/badsas.log" ||
+  fail "forged SAS: '$(cat "$X/badsas.log")', expected EACCES and what to check"
+if "$B2NDFS" az://$AZ_ACCOUNT/data "$TMP/never" -o "$EP,no_sign" 2>"$X/private.log"; then
+  fail "b2ndfs mounted the private container az://$AZ_ACCOUNT/data anonymously"
+fi
+grep -q "not public" "$X/private.log" || fail "no_sign on a private container: '$(cat "$X/private.log")'"
 for src in az://$AZ_ACCOUNT/data/no/such/prefix az://$AZ_ACCOUNT/nosuchcontainer; do
   if "$B2NDFS" "$src" "$TMP/never" -o "$EP" 2>"$X/refused.log"; then fail "b2ndfs mounted $src"; fi
   grep -q "No such file" "$X/refused.log" || fail "$src: '$(cat "$X/refused.log")', expected ENOENT"
