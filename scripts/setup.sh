@@ -63,10 +63,10 @@ TEST_PACKAGES=(
   man-db groff-base
   # scripts/build_deb.sh and the package test (package.deb).
   debhelper dpkg-dev lintian fakeroot debootstrap
-  # remote sources: nginx serves the HTTP tests; the S3 tests' server (s3rver,
-  # from npm into .deps/npm below). Debian's npm package is added below only
-  # when no npm is installed (a nodejs from elsewhere brings its own and
-  # conflicts with it).
+  # remote sources: nginx serves the HTTP tests; the S3 and Azure tests'
+  # servers (s3rver and Azurite, from npm into .deps/npm below). Debian's npm
+  # package is added below only when no npm is installed (a nodejs from
+  # elsewhere brings its own and conflicts with it).
   nginx nodejs curl
   # fuse.http_trust: a CA and a server certificate for nginx's TLS.
   openssl
@@ -124,6 +124,25 @@ else
   npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
     "s3rver@$S3RVER_VERSION" >/dev/null
   [ "$(s3rver_version)" = "$S3RVER_VERSION" ] || { log "s3rver $S3RVER_VERSION did not install"; exit 1; }
+fi
+
+# --- Azurite (tests/integration/fuse_az.sh, fuse.*.az) ---------------------------
+# Azure's blob storage emulator, which checks SharedKey and SAS signatures; into
+# the same project-local prefix as s3rver. Pinned, so a second run only checks.
+AZURITE_VERSION=3.37.0
+azurite_version() {
+  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$S3RVER_PREFIX/node_modules/azurite/package.json" 2>/dev/null | head -n1
+}
+if [ "$MODE" != all ]; then
+  :  # the demo needs no Azure emulator
+elif [ "$(azurite_version)" = "$AZURITE_VERSION" ] && [ -x "$S3RVER_PREFIX/node_modules/.bin/azurite-blob" ]; then
+  log "Azurite $AZURITE_VERSION present in $S3RVER_PREFIX"
+else
+  log "installing Azurite $AZURITE_VERSION from npm into $S3RVER_PREFIX"
+  mkdir -p "$S3RVER_PREFIX"
+  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
+    "azurite@$AZURITE_VERSION" >/dev/null
+  [ "$(azurite_version)" = "$AZURITE_VERSION" ] || { log "Azurite $AZURITE_VERSION did not install"; exit 1; }
 fi
 
 # --- c-blosc2 -----------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "b2ndfs/remote/azure_tree.h"
 #include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/vfs/filesystem.h"
 
@@ -192,7 +193,7 @@ bool IsRemoteSource(const std::string& source) {
   std::string scheme = source.substr(0, source.find("://"));
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return source.find("://") != std::string::npos &&
-         (scheme == "http" || scheme == "https" || scheme == "s3");
+         (scheme == "http" || scheme == "https" || scheme == "s3" || scheme == "az");
 }
 
 int DefaultMaxThreads(int decompression_threads) {
@@ -284,6 +285,17 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   if (cl.disk_cache_size > 0 && cl.disk_cache.empty()) {
     return InvalidArgument("disk_cache_size= needs disk_cache=DIR");
   }
+  // az:// (and https://ACCOUNT.blob.core...): endpoint=, credentials= or
+  // no_sign (README.md, "Azure Blob Storage").
+  if (remote::IsAzureUrl(cl.source)) {
+    if (!cl.region.empty() || !cl.profile.empty()) {
+      return InvalidArgument("region= and profile= are for s3:// sources, not az://");
+    }
+    if (cl.no_sign && !cl.credentials.empty()) {
+      return InvalidArgument("no_sign (anonymous requests) excludes credentials=");
+    }
+    return cl;
+  }
   std::string scheme = cl.source.substr(0, 5);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme != "s3://" &&
@@ -306,7 +318,8 @@ std::string Usage(const std::string& program) {
          "Mounts the Blosc2 b2nd containers under SOURCE (a directory, or one container)\n"
          "read-only at MOUNTPOINT, each as a directory of plain files. SOURCE may be\n"
          "remote: http(s)://HOST/PATH/ (a directory index), http(s)://HOST/FILE.b2nd, or\n"
-         "s3://BUCKET[/PREFIX] (AWS, or any S3-compatible server with endpoint=); in\n"
+         "s3://BUCKET[/PREFIX] (AWS, or any S3-compatible server with endpoint=), or\n"
+         "az://ACCOUNT/CONTAINER[/PREFIX] (Azure Blob Storage); in\n"
          "fstab, add _netdev so that it is mounted once the network is up.\n"
          "\n"
          "options:\n"
@@ -356,6 +369,10 @@ std::string Usage(const std::string& program) {
          "  -o ca_file=FILE        https: trust the certificate authorities in FILE (PEM)\n"
          "                         instead of the system's, e.g. a private CA\n"
          "  -o no_sign             s3: anonymous requests, for public buckets\n"
+         "  az://ACCOUNT/CONTAINER[/PREFIX]: endpoint=URL the blob service (Azurite,\n"
+         "                         Azure Stack); credentials=FILE with account_key= or\n"
+         "                         sas_token= (default: AZURE_STORAGE_KEY, else\n"
+         "                         AZURE_STORAGE_SAS_TOKEN); no_sign for public containers\n"
          "  -o disk_cache=DIR      remote sources: keep fetched ranges in DIR, checked by\n"
          "                         ETag, so that the next mount is warm (one daemon per DIR)\n"
          "  -o disk_cache_size=SIZE  remote sources: the bound of disk_cache, least recently\n"

@@ -23,7 +23,7 @@ struct CommandLine {
   int max_open = 0;                   // containers kept open at once; 0: the vfs default
   bool no_hugepages = false;          // block memory in 4 KiB pages only
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
-  // Remote sources (http://, https://, s3://).
+  // Remote sources (http://, https://, s3://, az://).
   double timeout = 0;            // seconds a remote request may take, retries included; 0: default
   int retries = -1;              // further attempts after a transient failure; -1: default
   int connections = 0;           // to a remote server (requests in flight); 0: default
@@ -63,7 +63,7 @@ constexpr int kDefaultRetries = 3;
 void HidePasswordsInArguments(int argc, char** argv);
 
 // True for SOURCE URLs with a scheme the remote options apply to (http://,
-// https://, s3://).
+// https://, s3://, az://).
 bool IsRemoteSource(const std::string& source);
 
 // Parses a size with an optional K, M, G or T suffix (powers of 1024).

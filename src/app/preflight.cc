@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "b2ndfs/remote/aws_credentials.h"
+#include "b2ndfs/remote/azure_tree.h"
 #include "b2ndfs/remote/disk_cache.h"
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/remote/s3_tree.h"
@@ -57,6 +58,28 @@ Result<std::string> OptionFile(const std::string& option, const std::string& pat
   }
   if (!std::ifstream(absolute)) return Status(EACCES, option + path + ": cannot be read");
   return absolute;
+}
+
+// az:// and https://ACCOUNT.blob.core... (README.md, "Azure Blob Storage").
+Result<std::shared_ptr<source::Tree>> OpenAzureSource(const CommandLine& cl,
+                                                      const remote::RemoteOptions& options) {
+  remote::AzureOptions azure;
+  azure.remote = options;
+  azure.endpoint = cl.endpoint;
+  azure.no_sign = cl.no_sign;
+  if (!cl.credentials.empty()) {
+    B2NDFS_ASSIGN_OR_RETURN(azure.credentials_file,
+                            OptionFile("credentials=", cl.credentials, true));
+  }
+  std::string origin;
+  auto tree = remote::OpenAzureTree(cl.source, azure, &origin);
+  if (!tree.ok()) {
+    const int e = tree.status().error_number();
+    return Status(e, "source " + tree.status().message() + " (" + std::strerror(e) + ")");
+  }
+  // Where the credentials came from, never them.
+  Log(LogLevel::kDebug, (*tree)->root() + ": credentials from " + origin);
+  return tree;
 }
 
 bool IsFuseType(const std::string& type) {
@@ -127,6 +150,7 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
     B2NDFS_ASSIGN_OR_RETURN(options.http.ca_file, OptionFile("ca_file=", cl.ca_file, false));
   }
   if (cl.disk_cache_size > 0) options.disk_cache_size = cl.disk_cache_size;
+  if (remote::IsAzureUrl(cl.source)) return OpenAzureSource(cl, options);
   Result<std::shared_ptr<source::Tree>> tree = Status(EINVAL, "unset");
   if (scheme == "s3") {
     remote::AwsSettings settings;

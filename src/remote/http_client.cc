@@ -145,6 +145,8 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     r->content_range = value;
   } else if (name == "x-amz-bucket-region") {
     r->bucket_region = value;
+  } else if (name == "x-ms-error-code") {
+    r->ms_error_code = value;
   } else if (name == "retry-after") {
     r->retry_after = ParseRetryAfter(value, static_cast<int64_t>(::time(nullptr))).value_or(0);
   }
@@ -217,8 +219,16 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
 // " (CODE)" of an S3-style error answer, and where the bucket is when the
 // answer says (a request signed for another region: a 301 with
 // x-amz-bucket-region, or a 400 whose document names <Region>).
-std::string ErrorCode(const std::string& body, const std::string& bucket_region) {
-  const std::string code = S3ErrorCode(body);
+std::string ErrorCode(const std::string& body, const std::string& bucket_region,
+                      const std::string& code_header) {
+  std::string code = S3ErrorCode(body);
+  // A HEAD answer has no body: Azure names its code in a header too. It
+  // goes into messages: a plain word only.
+  if (code.empty() && !code_header.empty() && code_header.size() <= 64 &&
+      std::all_of(code_header.begin(), code_header.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
+    code = code_header;
+  }
   std::string region = ValidRegionName(bucket_region);
   if (region.empty()) region = S3ErrorRegion(body);
   std::string out = code;
@@ -314,14 +324,18 @@ void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOption
     range = std::to_string(request.offset) + "-" +
             std::to_string(request.offset + static_cast<int64_t>(request.length) - 1);
   }
+  HttpOptions::Attempt attempt{request.method, request.url, range.empty() ? "" : "bytes=" + range,
+                               "", ""};
   if (request.ranged) {
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
     if (request.version != nullptr && !request.version->etag.empty() &&
         !IsWeakEtag(request.version->etag)) {
-      list = curl_slist_append(list, ("If-Match: " + request.version->etag).c_str());
+      attempt.if_match = request.version->etag;
+      list = curl_slist_append(list, ("If-Match: " + attempt.if_match).c_str());
     } else if (request.version != nullptr && !request.version->last_modified.empty()) {
-      list = curl_slist_append(list,
-                               ("If-Unmodified-Since: " + request.version->last_modified).c_str());
+      attempt.if_unmodified_since = request.version->last_modified;
+      list =
+          curl_slist_append(list, ("If-Unmodified-Since: " + attempt.if_unmodified_since).c_str());
     }
   }
   if (options.extra_headers) {
@@ -329,6 +343,13 @@ void ConfigureAttempt(CURL* curl, HttpClient::Request& request, const HttpOption
                                                     range.empty() ? "" : "bytes=" + range)) {
       list = curl_slist_append(list, header.c_str());
     }
+  }
+  if (options.sign) {
+    for (const auto& header : options.sign(attempt)) list = curl_slist_append(list, header.c_str());
+    // libcurl copies the URL; the signed one stays out of answers.
+    curl_easy_setopt(curl, CURLOPT_URL, attempt.url.c_str());
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    request.url_signed = attempt.url != request.url;
   }
   if (list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
   *headers = list;
@@ -378,7 +399,7 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   r.status = status;
   const std::string answer =
-      "HTTP " + std::to_string(status) + ErrorCode(r.error_body, r.bucket_region);
+      "HTTP " + std::to_string(status) + ErrorCode(r.error_body, r.bucket_region, r.ms_error_code);
   if (status == 404 || status == 410) {
     *kind = ErrorKind::kNotFound;
     return Status(ENOENT, r.What() + ": " + answer);
@@ -402,8 +423,10 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
                            r.info.content_encoding + "), not the object's own bytes");
   }
   char* final_url = nullptr;
-  if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK &&
-      final_url != nullptr) {
+  if (r.url_signed) {
+    r.info.final_url = r.url;  // no redirect was followed
+  } else if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK &&
+             final_url != nullptr) {
     r.info.final_url = final_url;
   }
   if (!r.ranged) return Status::Ok();

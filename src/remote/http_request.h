@@ -55,6 +55,8 @@ struct HttpClient::Request {
   std::string content_range;
   double retry_after = 0;     // seconds a 429 or 503 answer's Retry-After asks for
   std::string bucket_region;  // x-amz-bucket-region (S3)
+  std::string ms_error_code;  // x-ms-error-code (Azure)
+  bool url_signed = false;    // sent to a URL HttpOptions::sign extended (a SAS)
   std::string error_body;     // the start of an error answer's body
 
   void ResetAnswer() {
@@ -65,6 +67,7 @@ struct HttpClient::Request {
     content_range.clear();
     retry_after = 0;
     bucket_region.clear();
+    ms_error_code.clear();
     error_body.clear();
     parser.reset();
     parse_error.clear();

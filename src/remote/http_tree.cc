@@ -19,7 +19,7 @@ std::string LowerPrefix(const std::string& s, size_t n) {
 bool IsRemoteUrl(const std::string& source) {
   const std::string lower = LowerPrefix(source, 8);
   return lower.rfind("http://", 0) == 0 || lower.rfind("https://", 0) == 0 ||
-         lower.rfind("s3://", 0) == 0;
+         lower.rfind("s3://", 0) == 0 || lower.rfind("az://", 0) == 0;
 }
 
 Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,

@@ -2,8 +2,8 @@
 # programs, a private temp dir, mounting and ALWAYS unmounting, waiting, and
 # failure bookkeeping. Source it, then call itest_init NAME BUILD_DIR.
 #
-# B2NDFS_ITEST_THROUGH=http or s3 (set by tests/integration/CMakeLists.txt for
-# the conformance scripts' .http/.s3 runs): every directory mount_fs is given
+# B2NDFS_ITEST_THROUGH=http, s3 or az (set by tests/integration/CMakeLists.txt
+# for the conformance scripts' .http/.s3/.az runs): every directory mount_fs is given
 # is served by a real server of the test's own instead (remote_lib.sh
 # through_source) and mounted from there, so the same script checks the same
 # files read through a remote source.
@@ -41,11 +41,11 @@ itest_init() {
   ITEST_THROUGH=${B2NDFS_ITEST_THROUGH:-}
   case $ITEST_THROUGH in
     "") ;;
-    http | s3)
+    http | s3 | az)
       ITEST_NAME=$ITEST_NAME.$ITEST_THROUGH
       source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
       ;;
-    *) echo "$ITEST_NAME: B2NDFS_ITEST_THROUGH=$ITEST_THROUGH: http or s3" >&2; exit 2 ;;
+    *) echo "$ITEST_NAME: B2NDFS_ITEST_THROUGH=$ITEST_THROUGH: http, s3 or az" >&2; exit 2 ;;
   esac
   TMP=$(mktemp -d "${TMPDIR:-/tmp}/b2ndfs-$ITEST_NAME.XXXXXX")
   chmod 755 "$TMP"  # other users (fuse.permissions) must reach the mounts

@@ -336,6 +336,123 @@ through_source() {
       THROUGH_SOURCE=s3://through/$name
       THROUGH_OPTIONS=(-o "endpoint=$S3_URL")
       ;;
+    az) through_azure "$dir" "$name" || return 1 ;;
   esac
   log "mounting $dir through $THROUGH_SOURCE"
+}
+
+# --- Azurite (the az:// tests) ----------------------------------------------------
+#
+# Azurite's blob service (npm, installed by scripts/setup.sh into .deps/npm),
+# which checks SharedKey and SAS signatures with its well-known account
+# devstoreaccount1:
+#   azurite_start                          serves a private directory of this
+#       test's own on a free loopback port; sets AZ_PORT and AZ_URL (the
+#       account's blob service, http://127.0.0.1:PORT/devstoreaccount1)
+#   az_container NAME [public]             creates a container (public: anonymous
+#       reads and listings)
+#   az_put CONTAINER DIR [PREFIX]          uploads every file below DIR as a blob
+#       (PREFIX + its path relative to DIR; an empty directory as a "PATH/" blob)
+#   az_put_file CONTAINER BLOB FILE / az_delete CONTAINER BLOB
+#   az_sas PERMISSIONS                     prints an account SAS token ("rl")
+#   azurite_stop / azurite_restart         the same data and port again
+# The uploads are signed by tests/integration/azurite_put.py (Python's hmac),
+# not by the code under test. Skips the test (exit 77) when Azurite is not
+# installed.
+
+AZURITE_PID=""
+AZ_PORT=""
+AZ_URL=""
+AZ_DIR=""
+AZ_ACCOUNT=devstoreaccount1
+AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+
+azurite_binary() {
+  local root n
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  for n in "${B2NDFS_AZURITE:-}" "$root/.deps/npm/node_modules/.bin/azurite-blob"; do
+    [[ -n $n && -x $n ]] && { echo "$n"; return 0; }
+  done
+  return 1
+}
+
+azurite_answers() {
+  [[ $(curl -s -o /dev/null -w '%{http_code}' "$AZ_URL/" 2>/dev/null) != 000 ]]
+}
+
+azurite_launch() {
+  "$AZURITE_BIN" --loose --skipApiVersionCheck --disableTelemetry --silent \
+    --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --location "$AZ_DIR/data" \
+    >>"$AZ_DIR/azurite.log" 2>&1 &
+  AZURITE_PID=$!
+  ITEST_PIDS+=("$AZURITE_PID")
+  if ! wait_until 20 azurite_answers; then
+    fail "Azurite did not answer on $AZ_URL: $(cat "$AZ_DIR/azurite.log")"
+    return 1
+  fi
+}
+
+azurite_start() {
+  AZURITE_BIN=$(azurite_binary) || {
+    log "SKIP: Azurite is not installed (scripts/setup.sh installs it into .deps/npm)"
+    exit 77
+  }
+  command -v curl >/dev/null || {
+    fail "curl is missing (scripts/setup.sh installs it)"
+    finish
+  }
+  AZ_DIR=$TMP/azurite
+  mkdir -p "$AZ_DIR/data"
+  AZ_PORT=$(free_port)
+  AZ_URL=http://127.0.0.1:$AZ_PORT/$AZ_ACCOUNT
+  # The EXIT trap stops Azurite before lib.sh unmounts and removes $TMP.
+  trap 'ITEST_RC=$?; azurite_stop; (exit $ITEST_RC); itest_cleanup' EXIT
+  azurite_launch
+}
+
+azurite_stop() {
+  [[ -n $AZURITE_PID ]] || return 0
+  if kill -0 "$AZURITE_PID" 2>/dev/null; then
+    kill -TERM "$AZURITE_PID" 2>/dev/null
+    kill -CONT "$AZURITE_PID" 2>/dev/null
+    wait_until 10 eval "! kill -0 $AZURITE_PID 2>/dev/null" || kill -KILL "$AZURITE_PID" 2>/dev/null
+  fi
+  wait "$AZURITE_PID" 2>/dev/null
+  AZURITE_PID=""
+}
+
+azurite_restart() {
+  azurite_stop
+  azurite_launch
+}
+
+az_tool() {
+  "$PY" "$(dirname "${BASH_SOURCE[0]}")/azurite_put.py" "$AZ_URL" "$AZ_ACCOUNT" "$AZ_KEY" "$@"
+}
+
+az_container() { az_tool container "$@" >/dev/null || { fail "creating container $1"; return 1; }; }
+az_put_file() { az_tool put-file "$@" || { fail "PUT $1/$2"; return 1; }; }
+az_delete() { az_tool delete "$@" || { fail "DELETE $1/$2"; return 1; }; }
+az_sas() { az_tool sas "$1"; }
+
+az_put() {
+  local n
+  n=$(az_tool put "$1" "${3:-}" "$2") || { fail "uploading $2 to $1"; return 1; }
+  log "uploaded $n blobs from $2 to az://$AZ_ACCOUNT/$1/${3:-}"
+}
+
+# through_source's az case: DIR uploaded to container "through" (a snapshot),
+# mounted with SharedKey from AZURE_STORAGE_KEY.
+through_azure() {
+  local dir=$1 name=$2
+  if [[ -z $AZURITE_PID ]]; then
+    azurite_start || return 1
+    az_container through || return 1
+    # Azurite's key, and nothing of the user's own Azure set-up.
+    export AZURE_STORAGE_KEY=$AZ_KEY AZURE_STORAGE_ACCOUNT=$AZ_ACCOUNT
+    unset AZURE_STORAGE_SAS_TOKEN AZURE_STORAGE_CONNECTION_STRING
+  fi
+  az_put through "$dir" "$name/" || return 1
+  THROUGH_SOURCE=az://$AZ_ACCOUNT/through/$name
+  THROUGH_OPTIONS=(-o "endpoint=$AZ_URL")
 }

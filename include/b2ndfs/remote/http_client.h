@@ -24,7 +24,8 @@
 // request, a short body, a wrong Content-Range, an encoded answer: a
 // Content-Encoding other than identity, whose bytes are not the object's).
 // Messages name the URL without credentials or query string (RedactUrl),
-// and the error code of an S3-style XML error body (<Code>) and the
+// and the error code of an S3-style XML error body (<Code>, else Azure's
+// x-ms-error-code header) and the
 // bucket's region, if the answer names them; failures other than ENOENT
 // are also logged (a few per second at most).
 // Thread-safety: every method may be called from any thread.
@@ -127,6 +128,20 @@ struct HttpOptions {
   std::function<std::vector<std::string>(const std::string& method, const std::string& url,
                                          const std::string& range)>
       extra_headers;
+  // For a signer that needs more of an attempt than extra_headers sees
+  // (Azure's SharedKey signs the conditional headers too; a SAS token goes
+  // into the query): called per attempt after extra_headers, it returns
+  // further headers and may append to `url`, which is then what is sent
+  // (never what messages or ObjectInfo::final_url name). A signed request
+  // follows no redirect. Its values are never logged.
+  struct Attempt {
+    std::string method;
+    std::string url;
+    std::string range;  // the Range header's value ("bytes=A-B"), or ""
+    std::string if_match;
+    std::string if_unmodified_since;
+  };
+  std::function<std::vector<std::string>(Attempt& attempt)> sign;
 };
 
 // Why a request failed in the end (HttpStats::errors_by_kind).

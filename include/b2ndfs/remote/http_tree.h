@@ -37,7 +37,7 @@ struct RemoteOptions {
 };
 
 // True for the URLs b2ndfs treats as remote sources (http://, https://,
-// s3://; the scheme is case-insensitive).
+// s3://, az://; the scheme is case-insensitive).
 bool IsRemoteUrl(const std::string& source);
 
 // A tree at an http(s) URL; checks that the root answers (a listing for a
