@@ -4,10 +4,6 @@
 
 namespace b2ndfs::vfs {
 
-CallPool::CallPool(int threads) {
-  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Loop(); });
-}
-
 CallPool::~CallPool() {
   std::deque<std::function<void()>> dropped;  // destroyed after the join
   {
@@ -16,6 +12,7 @@ CallPool::~CallPool() {
     dropped.swap(queue_);
   }
   wake_.notify_all();
+  // threads_ is written only under mutex_ by Submit, which refuses now.
   for (auto& t : threads_) t.join();
 }
 
@@ -23,6 +20,9 @@ bool CallPool::Submit(std::function<void()> call) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return false;
+    if (threads_.empty()) {
+      for (int i = 0; i < size_; ++i) threads_.emplace_back([this] { Loop(); });
+    }
     queue_.push_back(std::move(call));
   }
   wake_.notify_one();

@@ -27,9 +27,12 @@
 
 namespace b2ndfs::vfs {
 
+// Its threads start with the first call, not before: the filesystem is made
+// before the daemon forks into the background, and threads do not survive
+// a fork.
 class CallPool {
  public:
-  explicit CallPool(int threads);
+  explicit CallPool(int threads) : size_(threads > 0 ? threads : 1) {}
   ~CallPool();
   CallPool(const CallPool&) = delete;
   CallPool& operator=(const CallPool&) = delete;
@@ -38,6 +41,7 @@ class CallPool {
 
  private:
   void Loop();
+  const int size_;
   std::mutex mutex_;  // leaf lock
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
