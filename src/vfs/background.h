@@ -53,8 +53,10 @@ template <typename T>
 class SingleFlight {
  public:
   // The call in flight for `key`, or `call` started on `pool` (on this
-  // thread when the pool refuses it).
-  std::shared_future<T> Run(const std::string& key, CallPool& pool, std::function<T()> call) {
+  // thread when the pool refuses it); `*joined` says which.
+  std::shared_future<T> Run(const std::string& key, CallPool& pool, std::function<T()> call,
+                            bool* joined = nullptr) {
+    if (joined != nullptr) *joined = true;
     auto promise = std::make_shared<std::promise<T>>();
     std::shared_future<T> future;
     {
@@ -64,6 +66,7 @@ class SingleFlight {
       future = promise->get_future().share();
       flights_.emplace(key, future);
     }
+    if (joined != nullptr) *joined = false;
     auto task = [this, key, promise, call = std::move(call)] {
       T value = call();
       {

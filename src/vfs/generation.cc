@@ -168,9 +168,10 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
     }
   }
   auto self = shared_from_this();
-  auto answer =
-      context_->probes.Run(path_, *context_->background, [self] { return self->Settle(); });
-  if (known && !context_->WaitOrSuspect(answer)) return known;
+  bool joined = false;
+  auto answer = context_->probes.Run(
+      path_, *context_->background, [self] { return self->Settle(); }, &joined);
+  if (known && !context_->WaitOrSuspect(answer, joined)) return known;
   return answer.get();
 }
 

@@ -173,11 +173,15 @@ struct EntryContext {
 
   // Waits for `answer` the grace period a caller with an answer of its own
   // gives it (see ContainerEntry::Current); false, the server now suspect,
-  // when it did not come.
+  // when it did not come. A call that was already in flight when the server
+  // is suspect gets no wait at all: it has been waiting for the server.
   template <typename T>
-  bool WaitOrSuspect(const std::shared_future<T>& answer) {
+  bool WaitOrSuspect(const std::shared_future<T>& answer, bool joined) {
     const bool suspect = NowNs() < suspect_until_ns.load();
-    if (answer.wait_for(suspect ? suspect_grace : healthy_grace) == std::future_status::ready) {
+    const std::chrono::milliseconds grace = !suspect ? healthy_grace
+                                            : joined ? std::chrono::milliseconds(0)
+                                                     : suspect_grace;
+    if (answer.wait_for(grace) == std::future_status::ready) {
       return true;
     }
     MarkSuspect();

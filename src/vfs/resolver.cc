@@ -54,8 +54,10 @@ Result<struct stat> Resolver::SourceStat(PathNode* held, const std::string& path
   CallPool* background = entries_context_->background;
   if (known && background != nullptr && tree_->remote()) {
     const source::Tree* tree = tree_;
-    auto answer = stats_.Run(path, *background, [tree, path] { return tree->Stat(path); });
-    if (!entries_context_->WaitOrSuspect(answer)) return *known;
+    bool joined = false;
+    auto answer = stats_.Run(
+        path, *background, [tree, path] { return tree->Stat(path); }, &joined);
+    if (!entries_context_->WaitOrSuspect(answer, joined)) return *known;
     st = answer.get();
   } else {
     st = tree_->Stat(path);
@@ -192,9 +194,16 @@ Result<Target> Resolver::LookupMirrored(const Target& parent, const std::string&
 }
 
 Result<Target> Resolver::LookupInside(const Target& parent, const std::string& name) {
-  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation, LiveGeneration(parent));
-  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const store::Container> container,
-                          generation->Container());
+  std::shared_ptr<Generation> generation;
+  std::shared_ptr<const store::Container> container;
+  if (parent.type == NodeType::kInside) {
+    // Find() has just checked that the parent's generation is current.
+    generation = parent.generation;
+    container = parent.container;
+  } else {
+    B2NDFS_ASSIGN_OR_RETURN(generation, LiveGeneration(parent));
+    B2NDFS_ASSIGN_OR_RETURN(container, generation->Container());
+  }
   const views::Node& view_parent =
       parent.type == NodeType::kContainer ? *views_->Root() : *parent.view;
   B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,

@@ -11,7 +11,11 @@
 # pages dropped): .b2ndfs/stats must show no block decompressed again and no
 # block data fetched again (blocks_decompressed, source_reads,
 # compressed_bytes_fetched, source_bytes_read unchanged). A mount with a
-# short timeout=, so that a failed check of the source costs little.
+# short timeout=, so that a failed check of the source costs little. While
+# the server is down (stopped, and frozen), `stat` of known names answers
+# quickly (the median of ten under 100 ms: the daemon does not wait for the
+# server about names it knows) and a name never looked up (Y.b2nd, on the
+# server all along) fails within the timeout.
 # Usage: fuse_outage.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
@@ -34,6 +38,7 @@ mkdir -p "$SRC" "$R" "$W" "$X"
   exit 1
 }
 ref_slice "$R/X.b2nd" ":,:,:" "$W/data"
+cp "$SRC/X.b2nd" "$SRC/Y.b2nd"  # never looked up before the outage
 SHAPE=$(info_field "$R/X.b2nd" shape)
 
 # counters MOUNT: the COUNTERS of its stats, space-separated.
@@ -75,6 +80,40 @@ reads_from_cache() {
   fi
 }
 
+# stat_median_ms PATH...: the median time of a stat of each PATH, in whole
+# milliseconds. Names the kernel has not looked up yet reach the daemon.
+stat_median_ms() {
+  "$PY" - "$@" <<'PYEOF'
+import os, statistics, sys, time
+times = []
+for p in sys.argv[1:]:
+    t0 = time.monotonic()
+    os.stat(p)
+    times.append((time.monotonic() - t0) * 1000)
+print(int(statistics.median(times)))
+PYEOF
+}
+
+# down_checks WHAT MOUNT FIRST: names of the known container that the kernel
+# has not looked up (slices/0/FIRST.. FIRST+9, each a lookup the daemon
+# answers) stat quickly; a new container fails within the timeout
+# (timeout=2 and its retry, plus slack for a busy machine).
+down_checks() {
+  local what=$1 d=$2 first=$3 ms t0 out i paths=()
+  for ((i = first; i < first + 10; i++)); do paths+=("$d/X.b2nd/slices/0/$i"); done
+  sleep 1.1  # past the container directory's attribute timeout: it is asked too
+  if ms=$(stat_median_ms "$d/X.b2nd" "${paths[@]}" 2>"$X/median.err"); then
+    log "$what: stat of 11 names of the known container, median: $ms ms"
+    ((ms < 100)) || fail "$what: stat of known names took $ms ms (median of 11): the daemon waits for the server"
+  else
+    fail "$what: stat of known names failed: $(head -c 200 "$X/median.err")"
+  fi
+  t0=$(now)
+  out=$(cat "$d/Y.b2nd/meta.json" 2>&1 >/dev/null) && fail "$what: Y.b2nd, never looked up, read while the server is down"
+  within 6 "$t0" || fail "$what: a lookup of a new name took $(elapsed "$t0") s with timeout=2"
+  log "$what: a new name failed after $(elapsed "$t0") s: ${out:0:120}"
+}
+
 # outage NAME URL STOP START [b2ndfs options]: the whole scenario for one
 # server.
 outage() {
@@ -96,6 +135,7 @@ outage() {
     reads_from_cache "$name, server stopped for $(elapsed "$t0") s" "$mnt"
     sleep 0.5
   done
+  down_checks "$name, server stopped" "$mnt" 10
   log "$name: $rounds rounds of stats and reads in $(elapsed "$t0") s of outage"
   "$start" || return 1
 
@@ -126,6 +166,7 @@ outage() {
       reads_from_cache "$name, server frozen for $(elapsed "$t0") s" "$mnt"
       sleep 0.5
     done
+    down_checks "$name, server frozen" "$mnt" 20
     log "$name: $rounds rounds of stats and reads in $(elapsed "$t0") s with the server frozen"
     "$THAW"
     wait_until 10 settled "$mnt" || fail "$name: the stats still move 10 s after the reads"
