@@ -62,28 +62,25 @@ struct Held {
   std::unordered_map<int64_t, std::shared_ptr<const File>> chunks;
 };
 
-// When a sparse frame's version is opened, on the clock that stamps file
-// times. A chunk file changed since then may belong to a later version than
-// the index this generation read: it ends the generation (ESTALE). Changed
-// since the open: a ctime at or after this time, and after the index's own
-// ctime (a chunk file newer than its frame index; writers write chunk files
-// before the index that names them, so the chunk files of a container
-// written a moment before the open, in the same clock tick, are not taken
-// for changed ones).
+// When a sparse frame's version is opened. A chunk file changed since then
+// may belong to a later version than the index this generation read: it
+// ends the generation (ESTALE). Changed since the open: a ctime after this
+// time, and after the index's own ctime (a chunk file newer than its frame
+// index).
 // Why the comparison is right: the kernel stamps a change with the coarse
-// realtime clock (current_time(); with multigrain timestamps, Linux 6.13 on,
-// a finer time after a query, never below the coarse clock's value then and
-// above any time a query has seen). The coarse clock does not go back (short
-// of a clock step), so a change after the open is stamped >= this value and
-// (the index having been stamped no later than the open's fstat saw) after
-// the index: none is missed, except one in the very tick in which the index
-// was written and the generation opened (a writer still writing as the
-// generation opened). A rename updates the ctime of the renamed file (ext4,
-// xfs, btrfs, tmpfs): a chunk file renamed into place counts too. One fstat
-// per chunk file at its first use; nothing at the open.
+// realtime clock, or (multigrain timestamps, Linux 6.13 on, once the file's
+// times were queried) a finer time; neither is ever ahead of the real time
+// of the change. So a file last changed before the open has a ctime at or
+// below this (fine) time: never taken for a changed one, however quickly a
+// reader follows its writer (cp -r of a sparse frame, copying chunks.b2frame
+// first, then a read). A change after the open is stamped after it, except
+// a coarse stamp within the clock tick (a few ms) after the open: only that
+// is missed. A rename updates the ctime of the renamed file (ext4, xfs,
+// btrfs, tmpfs): a chunk file renamed into place counts too. One fstat per
+// chunk file at its first use; nothing at the open.
 int64_t OpenTime() {
   struct timespec now;
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  ::clock_gettime(CLOCK_REALTIME, &now);
   return Nanos(now);
 }
 
@@ -226,7 +223,7 @@ class LocalSource final : public ByteSource {
       B2NDFS_ASSIGN_OR_RETURN(OpenFile open, descriptors_->Open(path, st.st_dev, st.st_ino));
       B2NDFS_ASSIGN_OR_RETURN(const struct stat now, open.file->Stat());
       // Changed since this version was opened (OpenTime()).
-      if (Nanos(now.st_ctim) >= opened_ns_ && Nanos(now.st_ctim) > Nanos(frame_stat_.st_ctim)) {
+      if (Nanos(now.st_ctim) > opened_ns_ && Nanos(now.st_ctim) > Nanos(frame_stat_.st_ctim)) {
         return Stale(part);
       }
       std::lock_guard<std::mutex> lock(mutex_);
