@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "object_tree.h"
 
@@ -26,6 +28,13 @@ source::Signature ObjectSignature(const ObjectInfo& info) {
 }
 
 namespace {
+
+// A contiguous frame up to this size is fetched whole by its first read and
+// kept as this generation's bytes (dropped with it): the open's header and
+// trailer windows, every chunk head and every block then cost one GET, where
+// reading it by parts cost up to nine requests and 1.3 times its bytes (a
+// 78 KB container, docs/remote.md). Above it, a container is read by ranges.
+constexpr int64_t kWholeObjectMaxBytes = int64_t{1} << 20;
 
 // A Range read of one version of an object: through the disk cache when
 // there is one. A changed object's ranges are dropped from it.
@@ -84,6 +93,7 @@ class ObjectSource final : public source::ByteSource {
                          " bytes at " + std::to_string(offset) + " passes its end (" +
                          std::to_string(info.size) + " bytes)");
     }
+    if (Whole(part)) return ReadWhole(offset, length, out);
     Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(part), offset, length, out, info);
     if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
     return s;
@@ -117,7 +127,8 @@ class ObjectSource final : public source::ByteSource {
                         " bytes at " + std::to_string(r.offset) + " passes its end (" +
                         std::to_string(info->size) + " bytes)");
       }
-      if (!s.ok()) {
+      if (s.ok() && Whole(r.part)) s = ReadWhole(r.offset, r.length, r.out);
+      if (!s.ok() || Whole(r.part)) {
         done(i, s);
         continue;
       }
@@ -166,6 +177,39 @@ class ObjectSource final : public source::ByteSource {
   }
 
  private:
+  // Whether reads of `part` are served from the whole object (see
+  // kWholeObjectMaxBytes).
+  bool Whole(int64_t part) const {
+    return part == source::kFramePart && !sparse_ && frame_ && frame_->size > 0 &&
+           frame_->size <= kWholeObjectMaxBytes;
+  }
+
+  // Bytes [offset, offset + length) of the whole object, fetched by the
+  // first read (one GET, at the version of the open); readers meanwhile wait
+  // for it. A failed fetch is not kept: the next read asks again.
+  Status ReadWhole(int64_t offset, size_t length, uint8_t* out) const {
+    std::shared_ptr<const std::vector<uint8_t>> bytes;
+    {
+      std::lock_guard<std::mutex> lock(whole_mutex_);
+      if (whole_ == nullptr) {
+        auto fetched = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(frame_->size));
+        Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(source::kFramePart), 0,
+                              fetched->size(), fetched->data(), *frame_);
+        if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
+        B2NDFS_RETURN_IF_ERROR(s);
+        whole_ = std::move(fetched);
+      }
+      bytes = whole_;
+    }
+    if (offset < 0 || offset > static_cast<int64_t>(bytes->size()) ||
+        length > bytes->size() - static_cast<size_t>(offset)) {
+      return InvalidData(name_ + ": read of " + std::to_string(length) + " bytes at " +
+                         std::to_string(offset) + " passes its end");
+    }
+    std::copy_n(bytes->data() + offset, length, out);
+    return Status::Ok();
+  }
+
   std::string PartUrl(int64_t part) const {
     if (part == source::kFramePart) return sparse_ ? url_ + "/" + kFrameName : url_;
     return url_ + "/" + ChunkFileName(part);
@@ -234,6 +278,10 @@ class ObjectSource final : public source::ByteSource {
   mutable std::atomic<bool> stale_{false};
   mutable std::mutex mutex_;  // leaf lock; guards chunks_
   mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
+  // Held across the one fetch of a small object (a network round trip):
+  // only readers of this object wait on it; no other lock is taken inside.
+  mutable std::mutex whole_mutex_;
+  mutable std::shared_ptr<const std::vector<uint8_t>> whole_;  // guarded by whole_mutex_
 };
 
 class ObjectFile final : public source::PlainFile {
