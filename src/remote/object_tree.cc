@@ -339,7 +339,7 @@ class ObjectTree final : public source::Tree {
         cached && cached->value.ok() && Now() - cached->at > revalidate_) {
       const IndexEntry* stale = Lookup(**cached->value, name);
       if (stale == nullptr || !stale->directory) {
-        auto head = Head(path, true);
+        auto head = Head(path, false);  // fresh within `revalidate`, else a HEAD now
         if (head.ok() && (head->final_url.empty() || head->final_url.back() != '/')) {
           IndexEntry e;
           e.name = name;

@@ -23,6 +23,9 @@ STRICT=${COSTS_STRICT:-1}
 N_HTTP=${COSTS_HTTP_N:-5000}
 N_S3=${COSTS_S3_N:-10000}
 REVAL=2
+REVAL_OPT=revalidate=$REVAL,
+# A daemon from before revalidate= existed reused answers for 1 s.
+[[ -n ${B2NDFS_COSTS_BIN:-} ]] && { REVAL=1; REVAL_OPT=; }
 X=$TMP/x
 mkdir -p "$X"
 
@@ -42,7 +45,10 @@ ref_slice "$X/big_ref.b2nd" "0:64,0:64,37" "$X/want_slice"
 # --- nginx, with an access log of its own ------------------------------------
 W=$TMP/web
 mkdir -p "$W/many"
-for ((i = 0; i < N_HTTP; i++)); do ln "$X/small.b2nd" "$W/many/$(printf 'c%05d.b2nd' "$i")"; done
+# Hard links, made by one process (a fork per link took 27 s).
+"$PY" -c 'import os, sys
+src, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n): os.link(src, "%s/c%05d.b2nd" % (d, i))' "$X/small.b2nd" "$W/many" "$N_HTTP"
 cp "$X/big.b2nd" "$W/big.b2nd"
 NGINX_BIN=$(nginx_binary) || { log "SKIP: nginx is not installed"; exit 77; }
 NGINX_DIR=$TMP/nginx
@@ -85,16 +91,17 @@ cost_http() {
   COST=$(tail -n +$((MARK + 1)) "$ALOG" | awk -F'|' '
     { n++; b += $3
       if ($1 ~ /^HEAD /) h++
-      else if ($1 ~ /\/ HTTP/) l++
+      else if ($1 ~ /\/many\/ HTTP/) l++
+      else if ($1 ~ /\/ HTTP/) o++
       else if ($4 != "" && $4 != "-") r++
       else g++ }
-    END { printf "%d %d %d %d %d %d", n, b, h, g + r, r, l }')
-  read -r C_REQ C_BYTES C_HEAD C_GET C_RANGED C_LIST <<<"$COST"
-  log "http $1: $C_REQ requests ($C_HEAD HEAD, $C_GET GET of which $C_RANGED ranged, $C_LIST listings), $C_BYTES bytes"
+    END { printf "%d %d %d %d %d %d %d", n, b, h, g + r, r, l, o }')
+  read -r C_REQ C_BYTES C_HEAD C_GET C_RANGED C_LIST C_ROOT <<<"$COST"
+  log "http $1: $C_REQ requests ($C_HEAD HEAD, $C_GET GET of which $C_RANGED ranged, $C_LIST listings of many/, $C_ROOT of the root), $C_BYTES bytes"
 }
 
 M=$TMP/mnt_http
-mount_fs "$NGINX_URL/d/" "$M" -o "revalidate=$REVAL,cache_size=64M" || exit 1
+mount_fs "$NGINX_URL/d/" "$M" -o "${REVAL_OPT}cache_size=64M" || exit 1
 mark_http
 ls -l "$M/many" >/dev/null || fail "ls -l of $N_HTTP containers over http"
 cost_http "ls -l of $N_HTTP containers"
@@ -119,8 +126,8 @@ cost_http "data of the same small container"
 mark_http
 cat "$M/big.b2nd/meta.json" >/dev/null || fail "meta.json of the large container"
 cost_http "meta.json of a large container"
-((C_GET <= 1 && C_BYTES <= 100000)) ||
-  costs_fail "meta.json of the large container: $C_GET GETs, $C_BYTES bytes (want its frame's ends in one multi-range GET, no chunk heads)"
+((C_GET <= 2 && C_BYTES <= 16384 + 65536)) ||
+  costs_fail "meta.json of the large container: $C_GET GETs, $C_BYTES bytes (want its frame's ends in one round trip, no chunk heads)"
 
 mark_http
 cat "$M/big.b2nd/slices/2/37" >"$X/got_slice" || fail "slice of the large container"
@@ -137,8 +144,8 @@ sleep $((REVAL + 1))
 mark_http
 cat "$M/many/c00011.b2nd/meta.json" "$M/big.b2nd/slices/2/37" >/dev/null || fail "re-read after revalidate="
 cost_http "re-read after revalidate="
-((C_GET == 0 && C_LIST == 0)) ||
-  costs_fail "a re-read after revalidate= made $C_GET GETs and $C_LIST listings (want HEADs only)"
+((C_GET == 0 && C_LIST == 0 && C_HEAD <= 2)) ||
+  costs_fail "a re-read after revalidate= made $C_HEAD HEADs, $C_GET GETs and $C_LIST listings (want a HEAD of each)"
 
 # The pipeline of the issue: `ls`, then meta.json of 100 containers one by one.
 sleep $((REVAL + 1))
@@ -152,8 +159,8 @@ cost_http "ls, then meta.json of 100 small containers"
 per=$(awk -v r="$C_REQ" 'BEGIN { printf "%.2f", (r - 1) / 100 }')
 ratio=$(awk -v b="$C_BYTES" -v l="$LISTING" -v s="$SMALL" 'BEGIN { printf "%.2f", (b - l) / (100 * s) }')
 log "http: $per requests per container, $ratio x the containers' bytes (the listing aside)"
-((C_REQ <= 201 && C_LIST <= 2)) ||
-  costs_fail "meta.json of 100 containers: $C_REQ requests, $C_LIST listings (want <= 2 a container, the directory listed at most twice)"
+((C_REQ - C_ROOT <= 201 && C_LIST <= 1)) ||
+  costs_fail "meta.json of 100 containers: $C_REQ requests, $C_LIST listings (want <= 2 a container, the directory listed once)"
 unmount_fs "$M"
 
 # --- S3 (s3rver), N_S3 keys written into its store before it starts -----------
@@ -163,41 +170,48 @@ B=$S3_DIR/data/costs
 mkdir -p "$B/many"
 md5=$(md5sum "$X/small.b2nd" | cut -d' ' -f1)
 printf '%s' "$md5" >"$X/small.md5"
-for ((i = 0; i < N_S3; i++)); do
-  k=$(printf 'c%05d.b2nd' "$i")
-  ln "$X/small.b2nd" "$B/many/$k._S3rver_object"
-  ln "$X/small.md5" "$B/many/$k._S3rver_object.md5"
-done
+"$PY" -c 'import os, sys
+src, md5, d, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+for i in range(n):
+    os.link(src, "%s/c%05d.b2nd._S3rver_object" % (d, i))
+    os.link(md5, "%s/c%05d.b2nd._S3rver_object.md5" % (d, i))' \
+  "$X/small.b2nd" "$X/small.md5" "$B/many" "$N_S3"
 cp "$X/big.b2nd" "$B/big.b2nd._S3rver_object"
 S3_PORT=$(free_port)
 S3_URL=http://127.0.0.1:$S3_PORT
-SLOG=$S3_DIR/s3rver.log
-# Not --silent: s3rver logs each request it answered ("<-- METHOD PATH").
 NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--openssl-legacy-provider" \
-  "$S3RVER_BIN" -d "$S3_DIR/data" -a 127.0.0.1 -p "$S3_PORT" >>"$SLOG" 2>&1 &
+  "$S3RVER_BIN" -d "$S3_DIR/data" -a 127.0.0.1 -p "$S3_PORT" --silent >>"$S3_DIR/s3rver.log" 2>&1 &
 S3RVER_PID=$!
 ITEST_PIDS+=("$S3RVER_PID")
-wait_until 20 s3rver_answers || { fail "s3rver did not answer: $(tail "$SLOG")"; finish; }
+wait_until 20 s3rver_answers || { fail "s3rver did not answer: $(tail "$S3_DIR/s3rver.log")"; finish; }
+# s3rver's own log names no method or range: a logging proxy in front of it
+# keeps one as nginx's (logging_proxy.py).
+SLOG=$S3_DIR/access.log
+: >"$SLOG"
+PROXY_PORT=$(free_port)
+proxy_start "$S3_DIR/proxy.out" "$(dirname "${BASH_SOURCE[0]}")/logging_proxy.py" \
+  "$PROXY_PORT" "$S3_PORT" "$SLOG"
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
 export AWS_SHARED_CREDENTIALS_FILE=$TMP/no-such-credentials AWS_CONFIG_FILE=$TMP/no-such-config
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
-mark_s3() { SMARK=$(grep -c -- '<-- ' "$SLOG"); }
+mark_s3() { SMARK=$(wc -l <"$SLOG"); }
 cost_s3() {
   sleep 0.2
-  COST=$(grep -- '<-- ' "$SLOG" | tail -n +$((SMARK + 1)) | awk '
-    { n++; m = $0; sub(/.*<-- /, "", m)
-      if (m ~ /^HEAD /) h++
-      else if (m ~ /[?&](list-type|prefix|delimiter)=/ || m ~ /^GET \/[^\/ ]*\/? *$/) l++
+  COST=$(tail -n +$((SMARK + 1)) "$SLOG" | awk -F'|' '
+    { n++; b += $3
+      if ($1 ~ /^HEAD /) h++
+      else if ($1 ~ /[?&]list-type=.*prefix=many/) l++
+      else if ($1 ~ /[?&]list-type=/) o++
       else g++ }
-    END { printf "%d %d %d %d", n, h, g, l }')
-  read -r C_REQ C_HEAD C_GET C_LIST <<<"$COST"
-  log "s3 $1: $C_REQ requests ($C_HEAD HEAD, $C_GET GET, $C_LIST LIST)"
+    END { printf "%d %d %d %d %d %d", n, b, h, g, l, o }')
+  read -r C_REQ C_BYTES C_HEAD C_GET C_LIST C_ROOT <<<"$COST"
+  log "s3 $1: $C_REQ requests ($C_HEAD HEAD, $C_GET GET, $C_LIST LIST of many/, $C_ROOT of the root), $C_BYTES bytes"
 }
 
 MS=$TMP/mnt_s3
 mark_s3
-mount_fs s3://costs/ "$MS" -o "endpoint=$S3_URL,revalidate=$REVAL,cache_size=64M" || exit 1
+mount_fs s3://costs/ "$MS" -o "endpoint=http://127.0.0.1:$PROXY_PORT,${REVAL_OPT}cache_size=64M" || exit 1
 cost_s3 "mount"
 mark_s3
 ls -l "$MS/many" >/dev/null || fail "ls -l of $N_S3 keys over s3"
@@ -219,7 +233,8 @@ cost_s3 "meta.json of a small container"
 mark_s3
 cat "$MS/big.b2nd/meta.json" >/dev/null || fail "meta.json of the large container (s3)"
 cost_s3 "meta.json of a large container"
-((C_GET <= 2 && C_HEAD == 0)) || costs_fail "meta.json of the large container: $C_HEAD HEAD, $C_GET GET (want its 2 frame ends)"
+((C_GET <= 2 && C_BYTES <= 16384 + 65536)) ||
+  costs_fail "meta.json of the large container: $C_GET GET, $C_BYTES bytes (want its 2 frame ends, no chunk heads)"
 
 mark_s3
 cat "$MS/big.b2nd/slices/2/37" >"$X/got_slice_s3" || fail "slice (s3)"
@@ -229,14 +244,16 @@ cmp -s "$X/got_slice_s3" "$X/want_slice" || fail "slices/2/37 over s3 differs fr
 mark_s3
 cat "$MS/many/c00011.b2nd/meta.json" "$MS/big.b2nd/slices/2/37" >/dev/null || fail "re-read (s3)"
 cost_s3 "re-read within revalidate="
-((C_REQ == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
+# (The root's listing, where many/ is a directory, may be asked again: it
+# was made at the mount.)
+((C_REQ - C_ROOT == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
 
 sleep $((REVAL + 1))
 mark_s3
 cat "$MS/many/c00011.b2nd/meta.json" "$MS/big.b2nd/slices/2/37" >/dev/null || fail "re-read after revalidate= (s3)"
 cost_s3 "re-read after revalidate="
-((C_GET == 0 && C_LIST == 0)) ||
-  costs_fail "a re-read after revalidate= made $C_GET GETs and $C_LIST LISTs (want HEADs only)"
+((C_GET == 0 && C_LIST == 0 && C_HEAD <= 2)) ||
+  costs_fail "a re-read after revalidate= made $C_HEAD HEADs, $C_GET GETs and $C_LIST LISTs of many/ (want a HEAD of each)"
 
 sleep $((REVAL + 1))
 mark_s3
@@ -245,7 +262,7 @@ for ((i = 100; i < 200; i++)); do
   cat "$MS/many/$(printf 'c%05d.b2nd' "$i")/meta.json" >/dev/null || fail "meta.json of c$i (s3)"
 done
 cost_s3 "ls, then meta.json of 100 small containers"
-((C_HEAD == 0 && C_GET <= 100)) ||
+((C_HEAD == 0 && C_GET <= 100 && C_LIST <= pages)) ||
   costs_fail "meta.json of 100 containers over s3: $C_HEAD HEAD, $C_GET GET (want 1 GET each)"
 unmount_fs "$MS"
 finish
