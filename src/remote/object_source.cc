@@ -35,6 +35,11 @@ namespace {
 // reading it by parts cost up to nine requests and 1.3 times its bytes (a
 // 78 KB container, docs/remote.md). Above it, a container is read by ranges.
 constexpr int64_t kWholeObjectMaxBytes = int64_t{1} << 20;
+// What all whole objects kept by the process's open generations may hold
+// together (a mount keeps up to max_open generations: 1,024 by default). A
+// generation that would pass it is read by ranges, as a large one.
+constexpr int64_t kWholeObjectsBudget = int64_t{64} << 20;
+std::atomic<int64_t> g_whole_bytes{0};
 
 // A Range read of one version of an object: through the disk cache when
 // there is one. A changed object's ranges are dropped from it.
@@ -65,6 +70,9 @@ class ObjectSource final : public source::ByteSource {
         signature_(std::move(signature)),
         frame_(std::move(frame)),
         listing_(std::move(listing)) {}
+  ~ObjectSource() override {
+    if (whole_state_ == WholeState::kYes) g_whole_bytes.fetch_sub(frame_->size);
+  }
 
   const std::string& name() const override { return name_; }
   bool sparse() const override { return sparse_; }
@@ -127,8 +135,9 @@ class ObjectSource final : public source::ByteSource {
                         " bytes at " + std::to_string(r.offset) + " passes its end (" +
                         std::to_string(info->size) + " bytes)");
       }
-      if (s.ok() && Whole(r.part)) s = ReadWhole(r.offset, r.length, r.out);
-      if (!s.ok() || Whole(r.part)) {
+      const bool whole = s.ok() && Whole(r.part);
+      if (whole) s = ReadWhole(r.offset, r.length, r.out);
+      if (!s.ok() || whole) {
         done(i, s);
         continue;
       }
@@ -178,10 +187,25 @@ class ObjectSource final : public source::ByteSource {
 
  private:
   // Whether reads of `part` are served from the whole object (see
-  // kWholeObjectMaxBytes).
+  // kWholeObjectMaxBytes), decided at the first read: its bytes are
+  // reserved in kWholeObjectsBudget then, until the generation is dropped.
   bool Whole(int64_t part) const {
-    return part == source::kFramePart && !sparse_ && frame_ && frame_->size > 0 &&
-           frame_->size <= kWholeObjectMaxBytes;
+    if (part != source::kFramePart || sparse_ || !frame_ || frame_->size <= 0 ||
+        frame_->size > kWholeObjectMaxBytes) {
+      return false;
+    }
+    std::lock_guard<std::mutex> lock(whole_mutex_);
+    if (whole_state_ == WholeState::kUndecided) {
+      int64_t held = g_whole_bytes.load();
+      whole_state_ = WholeState::kNo;
+      while (held + frame_->size <= kWholeObjectsBudget) {
+        if (g_whole_bytes.compare_exchange_weak(held, held + frame_->size)) {
+          whole_state_ = WholeState::kYes;
+          break;
+        }
+      }
+    }
+    return whole_state_ == WholeState::kYes;
   }
 
   // Bytes [offset, offset + length) of the whole object, fetched by the
@@ -281,6 +305,8 @@ class ObjectSource final : public source::ByteSource {
   // Held across the one fetch of a small object (a network round trip):
   // only readers of this object wait on it; no other lock is taken inside.
   mutable std::mutex whole_mutex_;
+  enum class WholeState { kUndecided, kYes, kNo };
+  mutable WholeState whole_state_ = WholeState::kUndecided;    // guarded by whole_mutex_
   mutable std::shared_ptr<const std::vector<uint8_t>> whole_;  // guarded by whole_mutex_
 };
 

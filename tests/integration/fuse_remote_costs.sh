@@ -22,7 +22,9 @@ B2NDFS=${B2NDFS_COSTS_BIN:-$B2NDFS}
 STRICT=${COSTS_STRICT:-1}
 N_HTTP=${COSTS_HTTP_N:-5000}
 N_S3=${COSTS_S3_N:-10000}
-REVAL=2
+# Long enough that the steps "within revalidate=" stay within it on a busy
+# machine (no timing is asserted: only what was asked of the servers).
+REVAL=5
 REVAL_OPT=revalidate=$REVAL,
 # A daemon from before revalidate= existed reused answers for 1 s.
 [[ -n ${B2NDFS_COSTS_BIN:-} ]] && { REVAL=1; REVAL_OPT=; }
@@ -262,7 +264,8 @@ for ((i = 100; i < 200; i++)); do
   cat "$MS/many/$(printf 'c%05d.b2nd' "$i")/meta.json" >/dev/null || fail "meta.json of c$i (s3)"
 done
 cost_s3 "ls, then meta.json of 100 small containers"
-((C_HEAD == 0 && C_GET <= 100 && C_LIST <= pages)) ||
-  costs_fail "meta.json of 100 containers over s3: $C_HEAD HEAD, $C_GET GET (want 1 GET each)"
+# (A name looked up once its listing is older than revalidate= costs a HEAD.)
+((C_GET <= 100 && C_HEAD + C_GET <= 200 && C_LIST <= pages)) ||
+  costs_fail "meta.json of 100 containers over s3: $C_HEAD HEAD, $C_GET GET, $C_LIST LIST pages (want 1 GET each, a HEAD at most besides, the listing once)"
 unmount_fs "$MS"
 finish
