@@ -225,12 +225,14 @@ pages=$(((N_S3 + 999) / 1000))
 mark_s3
 stat "$MS/many/c00007.b2nd" >/dev/null || fail "stat of a container (s3)"
 cost_s3 "stat of one container"
-((C_REQ == 0)) || costs_fail "stat of a container made $C_REQ requests (want 0: the listing has its attributes)"
+# (Here and below, the root's listing, a few hundred bytes where many/ is a
+# directory, is asked again once it is older than revalidate=: not counted.)
+((C_REQ - C_ROOT == 0)) || costs_fail "stat of a container made $C_REQ requests (want 0: the listing has its attributes)"
 
 mark_s3
 cat "$MS/many/c00011.b2nd/meta.json" >/dev/null || fail "meta.json of a small container (s3)"
 cost_s3 "meta.json of a small container"
-((C_REQ <= 1)) || costs_fail "meta.json of a small container: $C_REQ requests (want 1 GET)"
+((C_REQ - C_ROOT <= 1)) || costs_fail "meta.json of a small container: $C_REQ requests (want 1 GET)"
 
 mark_s3
 cat "$MS/big.b2nd/meta.json" >/dev/null || fail "meta.json of the large container (s3)"
@@ -246,8 +248,6 @@ cmp -s "$X/got_slice_s3" "$X/want_slice" || fail "slices/2/37 over s3 differs fr
 mark_s3
 cat "$MS/many/c00011.b2nd/meta.json" "$MS/big.b2nd/slices/2/37" >/dev/null || fail "re-read (s3)"
 cost_s3 "re-read within revalidate="
-# (The root's listing, where many/ is a directory, may be asked again: it
-# was made at the mount.)
 ((C_REQ - C_ROOT == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
 
 sleep $((REVAL + 1))
