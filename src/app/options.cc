@@ -111,6 +111,18 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     B2NDFS_ASSIGN_OR_RETURN(cl.connections, ParseIntOption(option, 12, 1, 1024));
     return Status::Ok();
   }
+  if (StartsWith(option, "revalidate=")) {
+    const std::string value = option.substr(11);
+    char* end = nullptr;
+    errno = 0;
+    const double seconds = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+    if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
+        errno == ERANGE || !(seconds >= 0 && seconds <= 86400)) {
+      return InvalidArgument("bad value in '" + option + "': expected seconds from 0 to 86400");
+    }
+    cl.revalidate = seconds;
+    return Status::Ok();
+  }
   if (StartsWith(option, "prefetch_heads=")) {
     B2NDFS_ASSIGN_OR_RETURN(cl.prefetch_heads, ParseIntOption(option, 15, 0, 1 << 20));
     return Status::Ok();
@@ -273,11 +285,12 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   cl.mountpoint = positional[1];
   if (!IsRemoteSource(cl.source) &&
       (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || cl.prefetch_heads >= 0 ||
-       !cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
+       cl.revalidate >= 0 || !cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
        !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() || cl.disk_cache_size > 0 ||
        !cl.ca_file.empty())) {
     return InvalidArgument(
-        "timeout=, retries=, connections=, prefetch_heads=, endpoint=, region=, profile=, "
+        "timeout=, retries=, connections=, prefetch_heads=, revalidate=, endpoint=, region=, "
+        "profile=, "
         "credentials=, no_sign, ca_file=, disk_cache= and disk_cache_size= are for remote "
         "sources (http://, https://, s3://), not " +
         cl.source);
@@ -351,12 +364,14 @@ std::string Usage(const std::string& program) {
          "                         in flight at once (default " +
          std::to_string(remote::kDefaultConnections) +
          ")\n"
-         "  -o prefetch_heads=N    remote sources: a container of at most N chunks has its\n"
-         "                         chunk heads (block offsets) fetched in the background\n"
-         "                         when it opens, so that a first read waits one round trip\n"
-         "                         less (default " +
+         "  -o prefetch_heads=N    remote sources: in a container of at most N chunks, the\n"
+         "                         first data read fetches every chunk head (block offsets)\n"
+         "                         with its own, in one round trip (default " +
          std::to_string(store::StoreContext{}.remote_heads_max_chunks) +
          "; 0: each with the first read of its chunk)\n"
+         "  -o revalidate=SECONDS  remote sources: how long a listing or an object's\n"
+         "                         attributes are reused before the server is asked again\n"
+         "                         (default 1; 0: every lookup asks)\n"
          "  -o endpoint=URL        s3: an S3-compatible server, path-style addressing\n"
          "                         (default: AWS, https://BUCKET.s3.REGION.amazonaws.com)\n"
          "  -o region=REGION       s3: the signing region (default: AWS_REGION,\n"

@@ -24,10 +24,12 @@ struct CommandLine {
   bool no_hugepages = false;          // block memory in 4 KiB pages only
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
   // Remote sources (http://, https://, s3://, az://).
-  double timeout = 0;            // seconds a remote request may take, retries included; 0: default
-  int retries = -1;              // further attempts after a transient failure; -1: default
-  int connections = 0;           // to a remote server (requests in flight); 0: default
-  int64_t prefetch_heads = -1;   // chunk heads fetched at open, up to this many chunks; -1: default
+  double timeout = 0;   // seconds a remote request may take, retries included; 0: default
+  int retries = -1;     // further attempts after a transient failure; -1: default
+  int connections = 0;  // to a remote server (requests in flight); 0: default
+  int64_t prefetch_heads =
+      -1;  // chunk heads fetched with a first read, up to this many chunks; -1: default
+  double revalidate = -1;        // seconds a listing or HEAD answer is reused; -1: default
   std::string endpoint;          // s3: the service URL (path-style addressing)
   std::string region;            // s3: the SigV4 region
   std::string profile;           // s3: the ~/.aws/credentials profile

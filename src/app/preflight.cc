@@ -140,6 +140,7 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
   options.http.timeout = cl.timeout > 0 ? cl.timeout : kDefaultTimeout;
   options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
   if (cl.connections > 0) options.http.connections = static_cast<size_t>(cl.connections);
+  if (cl.revalidate >= 0) options.revalidate = cl.revalidate;
   options.disk_cache_dir = cl.disk_cache;
   // A directory others could plant ranges in refuses the mount (one that
   // another daemon holds only mounts without it: the tree's open says so).

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "object_tree.h"
 
@@ -26,6 +28,18 @@ source::Signature ObjectSignature(const ObjectInfo& info) {
 }
 
 namespace {
+
+// A contiguous frame up to this size is fetched whole by its first read and
+// kept as this generation's bytes (dropped with it): the open's header and
+// trailer windows, every chunk head and every block then cost one GET, where
+// reading it by parts cost up to nine requests and 1.3 times its bytes (a
+// 78 KB container, docs/remote.md). Above it, a container is read by ranges.
+constexpr int64_t kWholeObjectMaxBytes = int64_t{1} << 20;
+// What all whole objects kept by the process's open generations may hold
+// together (a mount keeps up to max_open generations: 1,024 by default). A
+// generation that would pass it is read by ranges, as a large one.
+constexpr int64_t kWholeObjectsBudget = int64_t{64} << 20;
+std::atomic<int64_t> g_whole_bytes{0};
 
 // A Range read of one version of an object: through the disk cache when
 // there is one. A changed object's ranges are dropped from it.
@@ -56,6 +70,9 @@ class ObjectSource final : public source::ByteSource {
         signature_(std::move(signature)),
         frame_(std::move(frame)),
         listing_(std::move(listing)) {}
+  ~ObjectSource() override {
+    if (whole_state_ == WholeState::kYes) g_whole_bytes.fetch_sub(frame_->size);
+  }
 
   const std::string& name() const override { return name_; }
   bool sparse() const override { return sparse_; }
@@ -84,6 +101,7 @@ class ObjectSource final : public source::ByteSource {
                          " bytes at " + std::to_string(offset) + " passes its end (" +
                          std::to_string(info.size) + " bytes)");
     }
+    if (Whole(part)) return ReadWhole(offset, length, out);
     Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(part), offset, length, out, info);
     if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
     return s;
@@ -117,7 +135,9 @@ class ObjectSource final : public source::ByteSource {
                         " bytes at " + std::to_string(r.offset) + " passes its end (" +
                         std::to_string(info->size) + " bytes)");
       }
-      if (!s.ok()) {
+      const bool whole = s.ok() && Whole(r.part);
+      if (whole) s = ReadWhole(r.offset, r.length, r.out);
+      if (!s.ok() || whole) {
         done(i, s);
         continue;
       }
@@ -166,6 +186,54 @@ class ObjectSource final : public source::ByteSource {
   }
 
  private:
+  // Whether reads of `part` are served from the whole object (see
+  // kWholeObjectMaxBytes), decided at the first read: its bytes are
+  // reserved in kWholeObjectsBudget then, until the generation is dropped.
+  bool Whole(int64_t part) const {
+    if (part != source::kFramePart || sparse_ || !frame_ || frame_->size <= 0 ||
+        frame_->size > kWholeObjectMaxBytes) {
+      return false;
+    }
+    std::lock_guard<std::mutex> lock(whole_mutex_);
+    if (whole_state_ == WholeState::kUndecided) {
+      int64_t held = g_whole_bytes.load();
+      whole_state_ = WholeState::kNo;
+      while (held + frame_->size <= kWholeObjectsBudget) {
+        if (g_whole_bytes.compare_exchange_weak(held, held + frame_->size)) {
+          whole_state_ = WholeState::kYes;
+          break;
+        }
+      }
+    }
+    return whole_state_ == WholeState::kYes;
+  }
+
+  // Bytes [offset, offset + length) of the whole object, fetched by the
+  // first read (one GET, at the version of the open); readers meanwhile wait
+  // for it. A failed fetch is not kept: the next read asks again.
+  Status ReadWhole(int64_t offset, size_t length, uint8_t* out) const {
+    std::shared_ptr<const std::vector<uint8_t>> bytes;
+    {
+      std::lock_guard<std::mutex> lock(whole_mutex_);
+      if (whole_ == nullptr) {
+        auto fetched = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(frame_->size));
+        Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(source::kFramePart), 0,
+                              fetched->size(), fetched->data(), *frame_);
+        if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
+        B2NDFS_RETURN_IF_ERROR(s);
+        whole_ = std::move(fetched);
+      }
+      bytes = whole_;
+    }
+    if (offset < 0 || offset > static_cast<int64_t>(bytes->size()) ||
+        length > bytes->size() - static_cast<size_t>(offset)) {
+      return InvalidData(name_ + ": read of " + std::to_string(length) + " bytes at " +
+                         std::to_string(offset) + " passes its end");
+    }
+    std::copy_n(bytes->data() + offset, length, out);
+    return Status::Ok();
+  }
+
   std::string PartUrl(int64_t part) const {
     if (part == source::kFramePart) return sparse_ ? url_ + "/" + kFrameName : url_;
     return url_ + "/" + ChunkFileName(part);
@@ -234,6 +302,12 @@ class ObjectSource final : public source::ByteSource {
   mutable std::atomic<bool> stale_{false};
   mutable std::mutex mutex_;  // leaf lock; guards chunks_
   mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
+  // Held across the one fetch of a small object (a network round trip):
+  // only readers of this object wait on it; no other lock is taken inside.
+  mutable std::mutex whole_mutex_;
+  enum class WholeState { kUndecided, kYes, kNo };
+  mutable WholeState whole_state_ = WholeState::kUndecided;    // guarded by whole_mutex_
+  mutable std::shared_ptr<const std::vector<uint8_t>> whole_;  // guarded by whole_mutex_
 };
 
 class ObjectFile final : public source::PlainFile {

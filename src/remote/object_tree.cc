@@ -15,15 +15,23 @@
 
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/util/log.h"
+#include "meta_cache.h"
 
 namespace b2ndfs::remote {
 namespace {
 
-// Cached answers beyond this many are dropped when they are stale.
-constexpr size_t kMaxCached = 4096;
+// The metadata kept (meta_cache.h), least recently used dropped first: a
+// listing of a 10,000-key prefix holds about 1 MB, a HEAD answer a few
+// hundred bytes.
+constexpr size_t kMaxListings = 256;
+constexpr size_t kMaxHeads = 65536;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+double Now() { return MetaNow(); }
+
+// Answers worth remembering: successes, and names that are not there.
+template <class T>
+bool Cacheable(const Result<T>& r) {
+  return r.ok() || r.status().error_number() == ENOENT;
 }
 
 struct stat MakeStat(bool directory, int64_t size, int64_t mtime) {
@@ -87,7 +95,7 @@ class ObjectTree final : public source::Tree {
         start_time_(static_cast<int64_t>(::time(nullptr))) {
     // (One without a size is asked for again: Head() refuses it.)
     if (!root_is_dir_ && config.root_head && config.root_head->size >= 0) {
-      heads_[root_] = Cached<ObjectInfo>{Now(), *config.root_head};
+      heads_.Put(root_, *config.root_head);
     }
   }
 
@@ -230,12 +238,6 @@ class ObjectTree final : public source::Tree {
   }
 
  private:
-  template <class T>
-  struct Cached {
-    double at = 0;
-    Result<T> value = Status(EIO, "unset");
-  };
-
   // The request URL of a tree path: the base URL (with any credentials the
   // user gave) and the path's names percent-encoded.
   std::string Url(const std::string& path) const {
@@ -251,77 +253,70 @@ class ObjectTree final : public source::Tree {
     return url;
   }
 
-  // Answers worth remembering: successes, and names that are not there.
-  template <class T>
-  static bool Cacheable(const Result<T>& r) {
-    return r.ok() || r.status().error_number() == ENOENT;
-  }
-  template <class Map>
-  void Prune(Map& map) const {
-    if (map.size() < kMaxCached) return;
-    const double now = Now();
-    for (auto it = map.begin(); it != map.end();) {
-      it = now - it->second.at > revalidate_ ? map.erase(it) : std::next(it);
-    }
-    if (map.size() >= kMaxCached) map.clear();
-  }
-
+  // A directory's listing: cached for `revalidate` seconds; one request
+  // however many ask at once.
   Result<Listing> GetListing(const std::string& path) const {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = listings_.find(path);
-      if (it != listings_.end() && Now() - it->second.at <= revalidate_) {
-        return it->second.value;
-      }
-    }
-    Result<Listing> result = Status(EIO, "unset");
-    {
+    return listings_.Get(path, revalidate_, [&]() -> Result<Listing> {
       auto entries = list_(path, Url(path));
-      if (!entries.ok()) {
-        result = entries.status();
-      } else {
-        std::sort(entries->begin(), entries->end(),
-                  [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
-        entries->erase(
-            std::unique(entries->begin(), entries->end(),
-                        [](const IndexEntry& a, const IndexEntry& b) { return a.name == b.name; }),
-            entries->end());
-        result = Listing(std::make_shared<const std::vector<IndexEntry>>(std::move(*entries)));
-      }
-    }
-    if (Cacheable(result)) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      Prune(listings_);
-      listings_[path] = Cached<Listing>{Now(), result};
-    }
-    return result;
+      if (!entries.ok()) return entries.status();
+      std::sort(entries->begin(), entries->end(),
+                [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
+      entries->erase(
+          std::unique(entries->begin(), entries->end(),
+                      [](const IndexEntry& a, const IndexEntry& b) { return a.name == b.name; }),
+          entries->end());
+      return Listing(std::make_shared<const std::vector<IndexEntry>>(std::move(*entries)));
+    });
   }
 
+  // An object's attributes: from its HEAD answer of the last `revalidate`
+  // seconds, else from its parent's listing of that time when the listing
+  // names its size and ETag (S3, Azure: no request), else a HEAD (one
+  // however many ask at once). `fresh`: a HEAD now.
   Result<ObjectInfo> Head(const std::string& path, bool fresh) const {
     if (!fresh) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = heads_.find(path);
-      if (it != heads_.end() && Now() - it->second.at <= revalidate_) {
-        return it->second.value;
+      auto cached = heads_.Peek(path);
+      if (cached && Now() - cached->at <= revalidate_) return cached->value;
+      if (auto listed = FromListing(path)) return *listed;
+    }
+    return heads_.Get(path, fresh ? -1.0 : revalidate_, [&]() -> Result<ObjectInfo> {
+      Result<ObjectInfo> result = client_->Head(Url(path));
+      if (result.ok() && result->size < 0) {
+        return Status(EIO, path + ": the server sent no Content-Length");
       }
-    }
-    Result<ObjectInfo> result = client_->Head(Url(path));
-    if (result.ok() && result->size < 0) {
-      result = Status(EIO, path + ": the server sent no Content-Length");
-    }
-    if (Cacheable(result)) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      Prune(heads_);
-      heads_[path] = Cached<ObjectInfo>{Now(), result};
-    }
-    return result;
+      return result;
+    });
+  }
+
+  // An object's attributes as its parent's fresh listing names them, when
+  // it names an ETag and a size. (A web server's index names no ETag: a
+  // Last-Modified from it would make a version that its HEAD, with an ETag,
+  // never matches, and every revalidation would look like a change.)
+  std::optional<ObjectInfo> FromListing(const std::string& path) const {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos || slash < root_.size() || !root_is_dir_) return std::nullopt;
+    auto cached = listings_.Peek(path.substr(0, slash));
+    if (!cached || !cached->value.ok() || Now() - cached->at > revalidate_) return std::nullopt;
+    const IndexEntry* e = Lookup(**cached->value, path.substr(slash + 1));
+    if (e == nullptr || e->directory || e->size < 0 || e->etag.empty()) return std::nullopt;
+    ObjectInfo info;
+    info.size = e->size;
+    info.etag = e->etag;
+    info.mtime = e->mtime;
+    return info;
+  }
+
+  static const IndexEntry* Lookup(const std::vector<IndexEntry>& listing, const std::string& name) {
+    auto it =
+        std::lower_bound(listing.begin(), listing.end(), name,
+                         [](const IndexEntry& e, const std::string& n) { return e.name < n; });
+    return it == listing.end() || it->name != name ? nullptr : &*it;
   }
 
   void Forget(const std::string& path) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    listings_.erase(path);
-    heads_.erase(path);
-    heads_.erase(path + "/" + kFrameName);
+    listings_.Erase(path);
+    heads_.Erase(path);
+    heads_.Erase(path + "/" + kFrameName);
   }
 
   // The entry of `path` in its parent's listing.
@@ -332,13 +327,34 @@ class ObjectTree final : public source::Tree {
       return NotFound(path);
     }
     if (!root_is_dir_) return Status(ENOTDIR, root_);
-    B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(path.substr(0, slash)));
+    const std::string parent = path.substr(0, slash);
     const std::string name = path.substr(slash + 1);
-    auto it =
-        std::lower_bound(listing->begin(), listing->end(), name,
-                         [](const IndexEntry& e, const std::string& n) { return e.name < n; });
-    if (it == listing->end() || it->name != name) return NotFound(path);
-    return *it;
+    // A listing gone stale is not fetched again for one name (a web
+    // server's index of 5,000 containers is 480 KB; an S3 prefix of 100,000
+    // keys, a hundred pages): that name's HEAD says whether it is still an
+    // object, and which version. A directory, or an answer that is neither
+    // an object nor a 404, is left to the listing; a name added since, as a
+    // directory, appears once the directory is listed again (readdir).
+    if (auto cached = listings_.Peek(parent);
+        cached && cached->value.ok() && Now() - cached->at > revalidate_) {
+      const IndexEntry* stale = Lookup(**cached->value, name);
+      if (stale == nullptr || !stale->directory) {
+        auto head = Head(path, false);  // fresh within `revalidate`, else a HEAD now
+        if (head.ok() && (head->final_url.empty() || head->final_url.back() != '/')) {
+          IndexEntry e;
+          e.name = name;
+          e.size = head->size;
+          e.mtime = head->mtime;
+          e.etag = head->etag;
+          return e;
+        }
+        if (!head.ok() && head.status().error_number() == ENOENT) return NotFound(path);
+      }
+    }
+    B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(parent));
+    const IndexEntry* e = Lookup(*listing, name);
+    if (e == nullptr) return NotFound(path);
+    return *e;
   }
 
   Result<bool> IsDirectory(const std::string& path) const {
@@ -379,9 +395,8 @@ class ObjectTree final : public source::Tree {
   const bool root_is_dir_;
   const ObjectTreeConfig::Lister list_;
   const int64_t start_time_;
-  mutable std::mutex mutex_;  // leaf lock; guards listings_, heads_
-  mutable std::map<std::string, Cached<Listing>> listings_;
-  mutable std::map<std::string, Cached<ObjectInfo>> heads_;
+  mutable MetaCache<Listing> listings_{kMaxListings, Cacheable<Listing>};
+  mutable MetaCache<ObjectInfo> heads_{kMaxHeads, Cacheable<ObjectInfo>};
 };
 
 }  // namespace

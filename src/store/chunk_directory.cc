@@ -198,11 +198,10 @@ void ChunkDirectory::FetchHeads(std::span<const int64_t> chunks) const {
 }
 
 // A network read waits one round trip for the heads of its chunks before it
-// can ask for their blocks. A container of few chunks fetches them all in the
-// background when it opens (FetchAllHeads), and each read that still waits
-// for heads (that fetch failed, or was turned off) fetches those of other
-// chunks with its own, in the same round trip, until every chunk's head was
-// fetched once.
+// can ask for their blocks. In a container of few chunks, the first read
+// that waits for heads fetches those of every other chunk with its own, in
+// the same round trip (later ones fetch what a failure left), until every
+// chunk's head was fetched once.
 std::vector<int64_t> ChunkDirectory::OtherHeadsToFetch(const std::vector<int64_t>& wanted) const {
   std::vector<int64_t> others;
   const int64_t room = policy_.heads_prefetch_max_chunks;
@@ -218,9 +217,12 @@ std::vector<int64_t> ChunkDirectory::OtherHeadsToFetch(const std::vector<int64_t
   return others;
 }
 
-bool ChunkDirectory::WantsAllHeads() const {
-  return nchunks_ > 0 && nchunks_ <= policy_.heads_prefetch_max_chunks;
-}
+// Never at open: meta.json, stat, `ls -l` and xattrs open containers too,
+// and on a web server of small containers the heads fetched at open were six
+// of a container's nine requests (docs/remote.md). The first data read
+// fetches them instead, with its own, in one round trip
+// (OtherHeadsToFetch).
+bool ChunkDirectory::WantsAllHeads() const { return false; }
 
 void ChunkDirectory::FetchAllHeads() const {
   // Reads wait only while this runs, never for a queued task: a worker

@@ -6,9 +6,9 @@
 // validated once per page. Locate() finds a chunk's bytes; FetchHead() reads
 // a chunk's head (header and block offsets: what a read needs before it can
 // ask for blocks) into the cache; FetchHeads() reads many in one ReadMany.
-// A container of few chunks on a network source has every head fetched in
-// the background when it opens (FetchAllHeads, on a worker: Container), and
-// reads that need heads meanwhile wait for it rather than ask again.
+// A container of few chunks on a network source has every head fetched with
+// its first data read's (OtherHeadsToFetch: one round trip for them all),
+// never at open (meta.json and stat need no head).
 // Lifetime: owned by its Container, made when the frame has been parsed; it
 // refers to the Container's CountedSource and ReadPolicy and to the mount's
 // StoreContext, which outlive it. The layout, once decoded, sizes head
@@ -80,7 +80,8 @@ class ChunkDirectory {
   // read fetches with its own, each chunk once in the directory's life
   // (none beyond that bound of chunks).
   std::vector<int64_t> OtherHeadsToFetch(const std::vector<int64_t>& wanted) const;
-  // Whether every head should be fetched in the background at open.
+  // Whether every head should be fetched in the background at open: no
+  // longer (kept for Container; always false).
   bool WantsAllHeads() const;
   // Every head (a worker's task); reads wait for it while it runs.
   void FetchAllHeads() const;

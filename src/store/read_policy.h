@@ -6,8 +6,7 @@
 //  frame ends read at open        no (six small preads     yes: 16 KiB + 64 KiB in one
 //                                 cost less than windows)  ReadMany (header, trailer, index)
 //  cold chunk heads of a plan     in parallel on workers   in one ReadMany (batch_reads)
-//  every head fetched at open     no                       <= remote_heads_max_chunks chunks
-//  others' heads with a read's    no                       same bound
+//  every head with a first read   no                       <= remote_heads_max_chunks chunks
 //  longest coalesced read         a slab slot (the buffer  the source's max_read
 //                                 is reused memory)
 //  a plan's reads                 one by one, as needed    all in one ReadMany (batch_reads)
@@ -34,11 +33,10 @@ struct ReadPolicy {
   // A plan's chunk heads that the cache lacks come in one ReadMany (with
   // others' heads, see below); else each by its own read, in parallel.
   bool batch_heads = false;
-  // A container of at most this many chunks fetches every chunk head in the
-  // background when it opens, and a read that still waits for heads fetches
-  // other chunks' with its own, so that a first read waits one round trip,
-  // not two (0: neither; a huge array would pay a request per chunk it may
-  // never read).
+  // In a container of at most this many chunks, a read that waits for heads
+  // fetches other chunks' with its own (the first read: all of them), so
+  // that later reads wait one round trip, not two (0: none; a huge array
+  // would pay a request per chunk it may never read). Never at open.
   int64_t heads_prefetch_max_chunks = 0;
   // How a plan joins block spans into source reads (read_plan.h).
   CoalesceOptions coalesce;

@@ -25,6 +25,7 @@
 
 #include "b2ndfs/remote/s3_tree.h"
 #include "b2ndfs/source/tree.h"
+#include "meta_cache.h"
 #include "temp_dir.h"
 
 using namespace b2ndfs;
@@ -32,6 +33,8 @@ using namespace b2ndfs;
 namespace {
 
 constexpr size_t kBytes = 3000;
+// Above the size a remote source fetches whole at its first read (1 MiB).
+constexpr size_t kLarge = (size_t{1} << 20) + kBytes;
 
 std::string Pattern(char seed, size_t n = kBytes) {
   std::string s(n, '\0');
@@ -95,6 +98,10 @@ class FakeS3 {
   // matches: a client holds a version by If-Unmodified-Since then.
   void UseWeakEtags() { weak_ = true; }
   int if_unmodified_seen() const { return if_unmodified_seen_; }
+  // Requests served, by kind.
+  int heads() const { return heads_; }
+  int lists() const { return lists_; }
+  int gets() const { return gets_; }
   int if_match_seen() const { return if_match_seen_; }
 
  private:
@@ -128,6 +135,7 @@ class FakeS3 {
     const size_t target_at = head.find(' ') + 1;
     const std::string target = head.substr(target_at, head.find(' ', target_at) - target_at);
     const bool is_head = method == "HEAD";
+    ++(is_head ? heads_ : target.find('?') != std::string::npos ? lists_ : gets_);
     if (fail_ != 0) return Answer(fail_, "", "", is_head);
     std::lock_guard<std::mutex> lock(mutex_);
     const size_t query = target.find('?');
@@ -205,6 +213,7 @@ class FakeS3 {
   std::atomic<int> fail_{0};
   std::atomic<bool> weak_{false};
   std::atomic<int> if_match_seen_{0}, if_unmodified_seen_{0};
+  std::atomic<int> heads_{0}, lists_{0}, gets_{0};
   std::mutex mutex_;  // guards objects_, writes_, fds_, connections_
   std::map<std::string, Object> objects_;
   int writes_ = 0;
@@ -290,7 +299,7 @@ TEST_CASE("a remote root object is gone on 404, not on a 503", "[remote]") {
 
 TEST_CASE("a remote source reads its version by If-Match, and ESTALE once it changed", "[remote]") {
   FakeS3 server;
-  server.Put("c.b2frame", Pattern('c'));
+  server.Put("c.b2frame", Pattern('c', kLarge));
   auto tree = OpenTree(server, "s3://bkt/");
   auto source = tree->OpenContainer(tree->root() + "/c.b2frame", nullptr);
   REQUIRE(source.ok());
@@ -298,7 +307,7 @@ TEST_CASE("a remote source reads its version by If-Match, and ESTALE once it cha
   CHECK(Read(**source, source::kFramePart, &s) == Pattern('c'));
   REQUIRE(s.ok());
   CHECK(server.if_match_seen() == 1);
-  server.Put("c.b2frame", Pattern('d'));  // same size, new ETag
+  server.Put("c.b2frame", Pattern('d', kLarge));  // same size, new ETag
   CHECK(Read(**source, source::kFramePart, &s) != Pattern('d'));
   CHECK(s.error_number() == ESTALE);
   CHECK((*source)->found_stale());
@@ -313,7 +322,7 @@ TEST_CASE("a version with a weak ETag is read by If-Unmodified-Since, and ESTALE
           "[remote]") {
   FakeS3 server;
   server.UseWeakEtags();
-  server.Put("c.b2frame", Pattern('k'));
+  server.Put("c.b2frame", Pattern('k', kLarge));
   auto tree = OpenTree(server, "s3://bkt/");
   auto source = tree->OpenContainer(tree->root() + "/c.b2frame", nullptr);
   REQUIRE(source.ok());
@@ -322,7 +331,7 @@ TEST_CASE("a version with a weak ETag is read by If-Unmodified-Since, and ESTALE
   REQUIRE(s.ok());
   CHECK(server.if_unmodified_seen() == 1);
   CHECK(server.if_match_seen() == 0);
-  server.Put("c.b2frame", Pattern('l'));
+  server.Put("c.b2frame", Pattern('l', kLarge));
   CHECK(Read(**source, source::kFramePart, &s) != Pattern('l'));
   CHECK(s.error_number() == ESTALE);
   CHECK((*source)->found_stale());
@@ -382,4 +391,110 @@ TEST_CASE("a local container is gone when its path is; other failures are not", 
   CHECK_FALSE(source::IsGone(Status(EMFILE, "")));
   CHECK_FALSE(source::IsGone(Status(ETIMEDOUT, "")));
   CHECK_FALSE(source::IsGone(Status::Ok()));
+}
+
+namespace {
+
+std::shared_ptr<source::Tree> OpenTree(const FakeS3& server, const std::string& url,
+                                       double revalidate) {
+  remote::S3Options o = Options(server);
+  o.remote.revalidate = revalidate;
+  auto tree = remote::OpenS3Tree(url, o);
+  REQUIRE(tree.ok());
+  return *tree;
+}
+
+}  // namespace
+
+TEST_CASE("an S3 listing's attributes open a container without a HEAD; a small one is one GET",
+          "[remote]") {
+  FakeS3 server;
+  for (char c = 'a'; c < 'k'; ++c) server.Put(std::string(1, c) + ".b2frame", Pattern(c));
+  server.Put("big.b2frame", Pattern('z', kLarge));
+  auto tree = OpenTree(server, "s3://bkt/", 3600);
+  const int lists = server.lists();
+  REQUIRE(tree->List(tree->root()).ok());
+  const std::string path = tree->root() + "/c.b2frame";
+  auto st = tree->Stat(path);
+  REQUIRE(st.ok());
+  CHECK(st->st_size == static_cast<off_t>(kBytes));
+  auto probed = tree->Probe(path);
+  REQUIRE(probed.ok());
+  auto source = tree->OpenContainer(path, &*probed);
+  REQUIRE(source.ok());
+  CHECK(server.heads() == 0);
+  CHECK(server.lists() == lists);
+  // Its first read fetches it whole; later reads cost nothing.
+  Status s;
+  CHECK(Read(**source, source::kFramePart, &s) == Pattern('c'));
+  REQUIRE(s.ok());
+  std::string tail(100, '\0');
+  REQUIRE((*source)
+              ->Read(source::kFramePart, kBytes - 100, 100, reinterpret_cast<uint8_t*>(tail.data()))
+              .ok());
+  CHECK(tail == Pattern('c').substr(kBytes - 100));
+  CHECK(server.gets() == 1);
+  // A large one is read by ranges.
+  const std::string big = tree->root() + "/big.b2frame";
+  auto big_probe = tree->Probe(big);
+  REQUIRE(big_probe.ok());
+  auto big_source = tree->OpenContainer(big, &*big_probe);
+  REQUIRE(big_source.ok());
+  CHECK(Read(**big_source, source::kFramePart, &s) == Pattern('z'));
+  CHECK(Read(**big_source, source::kFramePart, &s) == Pattern('z'));
+  CHECK(server.gets() == 3);
+  CHECK(server.heads() == 0);
+}
+
+TEST_CASE("a lookup of one name in a stale listing is that name's HEAD, not a new listing",
+          "[remote]") {
+  FakeS3 server;
+  for (char c = 'a'; c < 'k'; ++c) server.Put(std::string(1, c) + ".b2frame", Pattern(c));
+  auto tree = OpenTree(server, "s3://bkt/", 0);  // every answer is stale at once
+  const int lists = server.lists();
+  CHECK(tree->Stat(tree->root() + "/c.b2frame").ok());
+  CHECK(server.heads() == 1);
+  CHECK(tree->Stat(tree->root() + "/nope.b2frame").status().error_number() == ENOENT);
+  CHECK(server.heads() == 2);
+  CHECK(server.lists() == lists);
+  // readdir lists again.
+  CHECK(tree->List(tree->root()).ok());
+  CHECK(server.lists() == lists + 1);
+}
+
+TEST_CASE("the metadata cache makes one request for concurrent lookups of one key", "[remote]") {
+  remote::MetaCache<int> cache(16, [](const Result<int>& r) { return r.ok(); });
+  std::atomic<int> loads{0};
+  auto load = [&]() -> Result<int> {
+    ++loads;
+    // Held until the other three wait for this answer.
+    while (cache.waiters("k") < 3) std::this_thread::yield();
+    return 7;
+  };
+  std::vector<std::thread> threads;
+  std::atomic<int> sevens{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      auto v = cache.Get("k", 60, load);
+      if (v.ok() && *v == 7) ++sevens;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(loads == 1);
+  CHECK(sevens == 4);
+}
+
+TEST_CASE("the metadata cache drops the least recently used key, not all of them", "[remote]") {
+  remote::MetaCache<int> cache(2, [](const Result<int>&) { return true; });
+  int loads = 0;
+  auto load = [&]() -> Result<int> { return ++loads; };
+  CHECK(*cache.Get("a", 60, load) == 1);
+  CHECK(*cache.Get("b", 60, load) == 2);
+  CHECK(*cache.Get("a", 60, load) == 1);  // a hit: "a" is now the most recent
+  CHECK(*cache.Get("c", 60, load) == 3);  // "b" goes
+  CHECK(cache.size() == 2);
+  CHECK(*cache.Get("a", 60, load) == 1);
+  CHECK(*cache.Get("b", 60, load) == 4);
+  // A stale entry is loaded again.
+  CHECK(*cache.Get("b", -1, load) == 5);
 }

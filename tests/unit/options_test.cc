@@ -265,6 +265,14 @@ TEST_CASE("remote sources take timeout=, retries=, connections= and prefetch_hea
   CHECK_FALSE(Parse({"-o", "timeout=5", "/data", "/mnt"}).ok());
   CHECK_FALSE(Parse({"-o", "connections=8", "/data", "/mnt"}).ok());
   CHECK_FALSE(Parse({"-o", "prefetch_heads=8", "/data", "/mnt"}).ok());
+  // revalidate=SECONDS: how long listings and HEAD answers are reused.
+  CHECK(Parse({"-o", "revalidate=30", "s3://b/p", "/mnt"})->revalidate == 30);
+  CHECK(Parse({"-o", "revalidate=0", "http://h/", "/mnt"})->revalidate == 0);
+  CHECK(Parse({"http://h/", "/mnt"})->revalidate == -1);  // the default (1 s)
+  for (const char* bad : {"revalidate=-1", "revalidate=", "revalidate=x", "revalidate=100000"}) {
+    CHECK_FALSE(Parse({"-o", bad, "http://h/", "/mnt"}).ok());
+  }
+  CHECK_FALSE(Parse({"-o", "revalidate=5", "/data", "/mnt"}).ok());
   // S3 settings belong to s3:// sources.
   CHECK_FALSE(Parse({"-o", "region=eu-west-1", "http://h/", "/mnt"}).ok());
   auto s3 = Parse({"-o", "endpoint=http://127.0.0.1:4568,region=us-east-1,no_sign",

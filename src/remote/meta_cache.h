@@ -1,0 +1,150 @@
+// remote/meta_cache (private to src/remote): the object tree's answers about
+// names (a directory's listing, an object's HEAD), kept per key for
+// `revalidate` seconds, bounded by a least-recently-used count, and fetched
+// by one request however many threads ask for the same key at once (single
+// flight: the others wait for that answer).
+//
+// Ownership: the cache owns its entries; values are handed out by copy
+// (Listing is a shared_ptr, so a copy is cheap and outlives eviction).
+// Thread-safety: any thread. mutex_ is a leaf lock: a loader runs without it.
+// Errors: a loader's Result is returned to every waiter; only answers that
+// `keep` accepts are cached (successes, names that are not there).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "b2ndfs/util/status.h"
+
+namespace b2ndfs::remote {
+
+inline double MetaNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <class T>
+class MetaCache {
+ public:
+  struct Entry {
+    double at = 0;  // MetaNow() when the answer came
+    Result<T> value = Status(EIO, "unset");
+  };
+  using Loader = std::function<Result<T>()>;
+  using Keep = std::function<bool(const Result<T>&)>;
+
+  MetaCache(size_t capacity, Keep keep) : capacity_(capacity), keep_(std::move(keep)) {}
+
+  // The answer for `key` if it is at most `max_age` seconds old; else the
+  // answer of one call of `load` (made by this thread, or by the one already
+  // loading `key`, whose answer this one waits for).
+  Result<T> Get(const std::string& key, double max_age, const Loader& load) {
+    std::shared_ptr<Flight> flight;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (auto* e = FindLocked(key); e != nullptr && MetaNow() - e->at <= max_age) {
+        return e->value;
+      }
+      auto it = flights_.find(key);
+      if (it == flights_.end()) {
+        flight = std::make_shared<Flight>();
+        flights_.emplace(key, flight);
+      } else {
+        flight = it->second;
+        ++flight->waiters;
+        flight->done_cv.wait(lock, [&] { return flight->done; });
+        return flight->value;
+      }
+    }
+    Result<T> value = load();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (keep_(value)) PutLocked(key, value);
+      flight->value = value;
+      flight->done = true;
+      flights_.erase(key);
+    }
+    flight->done_cv.notify_all();
+    return value;
+  }
+
+  // The cached entry, however old (nullopt: none).
+  std::optional<Entry> Peek(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto* e = FindLocked(key);
+    if (e == nullptr) return std::nullopt;
+    return *e;
+  }
+
+  void Put(const std::string& key, Result<T> value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    PutLocked(key, std::move(value));
+  }
+
+  void Erase(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return;
+    order_.erase(it->second);
+    index_.erase(it);
+  }
+
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return index_.size();
+  }
+  // Threads waiting for another's load of `key` (for tests).
+  int waiters(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = flights_.find(key);
+    return it == flights_.end() ? 0 : it->second->waiters;
+  }
+
+ private:
+  struct Flight {
+    std::condition_variable done_cv;
+    bool done = false;
+    int waiters = 0;
+    Result<T> value = Status(EIO, "unset");
+  };
+  using Order = std::list<std::pair<std::string, Entry>>;  // most recent first
+
+  Entry* FindLocked(const std::string& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return &it->second->second;
+  }
+  void PutLocked(const std::string& key, Result<T> value) {
+    Entry entry{MetaNow(), std::move(value)};
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      it->second->second = std::move(entry);
+      order_.splice(order_.begin(), order_, it->second);
+      return;
+    }
+    order_.emplace_front(key, std::move(entry));
+    index_.emplace(key, order_.begin());
+    while (index_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+
+  const size_t capacity_;
+  const Keep keep_;
+  mutable std::mutex mutex_;  // leaf lock; guards everything below
+  Order order_;
+  std::unordered_map<std::string, typename Order::iterator> index_;
+  std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
+};
+
+}  // namespace b2ndfs::remote
