@@ -6,7 +6,10 @@
 // (read_plan.h); Run() reads them (each byte range once however many plans
 // want it at once: SpanFlights) and decodes every block straight from the
 // read buffers into its cache entry, single-flight per block, on the workers
-// when given (block_loads.cc). Blocks a plan cannot serve (special chunks,
+// when given (block_loads.cc). A network source's bytes are waited for by the
+// thread that runs the plan (a reader's, or an I/O worker's), and only the
+// decoding of landed bytes goes to the workers: a decoder never waits a round
+// trip. Blocks a plan cannot serve (special chunks,
 // chunks decoded whole, memcpyed chunks, errors) are decoded alone
 // (DecodeBlock, block_decode.cc); a chunk whose blocks cannot be decoded
 // alone is decoded once, whole, and shared by every reader of its blocks.
@@ -120,6 +123,8 @@ class BlockLoader {
   void Plan(BlockLoads& loads, WorkerPool* workers) const;
   // Loads the planned blocks into the cache (and into loads.blocks).
   void Run(BlockLoads& loads, WorkerPool* workers) const;
+  // Reads of the source wait for the network (CostProfile::network()).
+  bool network() const { return network_; }
 
  private:
   Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
@@ -134,6 +139,7 @@ class BlockLoader {
   StoreContext& context_;
   const uint64_t cache_id_;
   const CountedSource& source_;
+  const bool network_ = source_.source().cost().network();
   const ReadPolicy& policy_;
   const ChunkDirectory& directory_;
   const geometry::ArrayLayout& layout_;
