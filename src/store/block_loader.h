@@ -25,9 +25,11 @@
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/cache/block_cache.h"
@@ -125,6 +127,9 @@ class BlockLoader {
   void Run(BlockLoads& loads, WorkerPool* workers) const;
   // Reads of the source wait for the network (CostProfile::network()).
   bool network() const { return network_; }
+  // A network plan is waiting for the block's bytes (read-ahead skips it,
+  // as it skips a block being decoded: BlockCache::ContainsOrLoading).
+  bool Fetching(int64_t chunk, int64_t block) const;
 
  private:
   Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
@@ -148,6 +153,9 @@ class BlockLoader {
   // Block reads in flight (or landed, not yet decoded): fetched once however
   // many plans want their bytes at once.
   mutable SpanFlights flights_;
+  // The blocks of the network plans running now, with how many plans each.
+  mutable std::mutex fetching_mutex_;  // leaf lock
+  mutable std::map<std::pair<int64_t, int64_t>, int> fetching_;
   // Decompressors bound to this array, made on the first chunk whose
   // pipeline reads the super-chunk (ZFP, NDCELL, NDMEAN, BYTEDELTA meta 0);
   // other containers never pay for them. bound_status_ keeps the reason

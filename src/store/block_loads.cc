@@ -411,6 +411,28 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
     // would stop every read's decoding (cached blocks' misses too) for a
     // round trip. Blocks loaded alone read the source: this thread (and the
     // I/O workers, when the mount has them) loads them, not the decoders.
+    // Until the plan ends, read-ahead leaves its blocks alone.
+    struct Fetching {
+      const BlockLoader& loader;
+      const BlockLoads& loads;
+      size_t added = 0;
+      void Add() {
+        std::lock_guard<std::mutex> lock(loader.fetching_mutex_);
+        for (const BlockLoads::Block& b : loads.blocks) {
+          ++loader.fetching_[{b.chunk, b.block}];
+          ++added;
+        }
+      }
+      ~Fetching() {
+        std::lock_guard<std::mutex> lock(loader.fetching_mutex_);
+        for (size_t i = 0; i < added; ++i) {
+          const BlockLoads::Block& b = loads.blocks[i];
+          auto it = loader.fetching_.find({b.chunk, b.block});
+          if (--it->second == 0) loader.fetching_.erase(it);
+        }
+      }
+    } fetching{*this, loads};
+    fetching.Add();
     const bool batched = policy_.batch_plan_reads && loads.reads.size() > 1;
     if (batched) issue();
     for (size_t k = 0; k < loads.reads.size(); ++k) {
@@ -466,6 +488,11 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
       return DecodePlanned(loads, i);
     });
   });
+}
+
+bool BlockLoader::Fetching(int64_t chunk, int64_t block) const {
+  std::lock_guard<std::mutex> lock(fetching_mutex_);
+  return fetching_.count({chunk, block}) != 0;
 }
 
 Result<cache::Value> BlockLoader::DecodePlanned(const BlockLoads& loads, size_t index) const {

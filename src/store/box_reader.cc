@@ -327,7 +327,8 @@ void BoxReader::Prefetch(const Box& box, int64_t body_offset, int64_t length,
   wanted.erase(std::remove_if(wanted.begin(), wanted.end(),
                               [&](const std::pair<int64_t, int64_t>& b) {
                                 return context_.cache->ContainsOrLoading(
-                                    BlockKey(cache_id_, b.first, b.second));
+                                           BlockKey(cache_id_, b.first, b.second)) ||
+                                       loader_.Fetching(b.first, b.second);
                               }),
                wanted.end());
   const size_t max_queued = 4 * static_cast<size_t>(queue->size()) + 16;
@@ -355,7 +356,8 @@ void BoxReader::Prefetch(const Box& box, int64_t body_offset, int64_t length,
           try {
             BlockLoads loads;
             for (const auto& [chunk, block] : group) {
-              if (!context_.cache->ContainsOrLoading(BlockKey(cache_id_, chunk, block))) {
+              if (!context_.cache->ContainsOrLoading(BlockKey(cache_id_, chunk, block)) &&
+                  !loader_.Fetching(chunk, block)) {
                 loads.blocks.push_back(BlockLoads::Block{chunk, block});
               }
             }

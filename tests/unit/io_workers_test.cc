@@ -1,7 +1,8 @@
 // Remote read-ahead waits on the I/O workers (StoreContext::io_workers), not
 // on the decoders: with a remote source's requests held, no decoder worker is
-// inside a source read, and a local container's read-ahead (which needs the
-// decoders) still completes.
+// inside a source read, a local container's read-ahead (which needs the
+// decoders) still completes, and blocks whose bytes are on their way are not
+// asked for again.
 #include <b2nd.h>
 #include <blosc2.h>
 
@@ -148,7 +149,7 @@ TEST_CASE("remote read-ahead waits on the I/O workers, never on the decoders", "
   const std::string path = (dir.path / "a.b2nd").string();
   WriteArray(path);
   testing::TestStore env(256u << 20, 4, 2);
-  store::WorkerPool io(4);
+  store::WorkerPool io(8);
   env.ctx.io_workers = &io;
 
   auto opened = source::OpenLocal(path, &env.descriptors);
@@ -162,13 +163,16 @@ TEST_CASE("remote read-ahead waits on the I/O workers, never on the decoders", "
   ReadChunkHeads(*remote);
 
   held->Hold();
-  // 16 MiB of blocks: eight read-ahead tasks (one per chunk), more than
-  // either pool has threads.
+  // 16 MiB of blocks: eight read-ahead tasks (one per chunk).
   remote->Prefetch(stream, 0, size);
-  // As many requests held as there are decoders: had the tasks run on them,
-  // every decoder would be waiting now.
-  REQUIRE(held->WaitHeld(env.workers->size()));
+  // One task per chunk, each on an I/O worker of its own, each waiting:
+  // had they run on the decoders, every decoder would be waiting now.
+  REQUIRE(held->WaitHeld(8));
   CHECK(held->on_decoder.load() == 0);
+  // Blocks whose bytes a plan waits for are not asked for again.
+  const uint64_t queued = store::GlobalReadStats().prefetched_blocks.load();
+  remote->Prefetch(stream, 0, size);
+  CHECK(store::GlobalReadStats().prefetched_blocks.load() == queued);
 
   // The local container's read-ahead runs on the decoders: it completes
   // while the remote requests are held.
