@@ -435,12 +435,20 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
     fetching.Add();
     const bool batched = policy_.batch_plan_reads && loads.reads.size() > 1;
     if (batched) issue();
-    for (size_t k = 0; k < loads.reads.size(); ++k) {
-      if (loads.reads[k].blocks.empty()) continue;
+    // The first failed read fails the plan (as a failed block does below):
+    // no more reads are asked for, no block is loaded alone instead.
+    for (size_t k = 0; k < loads.reads.size() && !failed.load(); ++k) {
+      BlockLoads::Read& read = loads.reads[k];
+      if (read.blocks.empty()) continue;
       if (batched) {
         join(k);
       } else {
         fetch(k, SIZE_MAX);
+      }
+      if (!read.status.ok()) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        first_failure = read.status;
+        failed.store(true, std::memory_order_release);
       }
     }
     std::vector<size_t> decode, alone;
