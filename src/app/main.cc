@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "b2ndfs/cache/block_cache.h"
@@ -161,9 +162,16 @@ int main(int argc, char** argv) {
   // A read decompresses its misses on the calling thread plus up to
   // threads - 1 workers; read-ahead runs on the workers.
   store::WorkerPool workers(threads);
+  const int connections =
+      cl.connections > 0 ? cl.connections : static_cast<int>(remote::kDefaultConnections);
+  // A remote source's read-ahead and chunk-head prefetches wait for the
+  // network here, one at a time per connection, not on the decoders above.
+  std::optional<store::WorkerPool> io_workers;
+  if (tree) io_workers.emplace(connections);
   store.cache = &cache;
   store.decompressors = &decompressors;
   store.workers = &workers;
+  if (io_workers) store.io_workers = &*io_workers;
   store.pins = &pins;
   store.max_pinned_bytes = pin_limit / 4;
   if (cl.prefetch_heads >= 0) store.remote_heads_max_chunks = cl.prefetch_heads;
@@ -173,8 +181,6 @@ int main(int argc, char** argv) {
   fs_options.tree = tree;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;
-  const int connections =
-      cl.connections > 0 ? cl.connections : static_cast<int>(remote::kDefaultConnections);
   // A background thread per four connections asks the server about known
   // names (revalidations are few; data reads have threads of their own).
   fs_options.background_threads = std::clamp(connections / 4, 2, 16);
@@ -189,8 +195,9 @@ int main(int argc, char** argv) {
       static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
   // Worker threads and decompression contexts are made when the session
   // starts (after the fork into the background), not in the first read.
-  session.on_start = [&workers, &decompressors, threads] {
+  session.on_start = [&workers, &io_workers, &decompressors, threads] {
     workers.Start();
+    if (io_workers) io_workers->Start();
     // Zeroed memory for the first reads' blocks, made while none is asked.
     workers.TrySubmit(cache::FillEmptySlabs, 1);
     decompressors.Prepare(static_cast<size_t>(threads));
@@ -208,6 +215,7 @@ int main(int argc, char** argv) {
   const int rc = fuse::Serve(filesystem, session);
   // The request threads are gone; stop the read-ahead still queued or
   // running before the filesystem, the containers and the store go.
+  if (io_workers) io_workers->Shutdown();
   workers.Shutdown();
   return rc;
 }

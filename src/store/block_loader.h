@@ -6,7 +6,10 @@
 // (read_plan.h); Run() reads them (each byte range once however many plans
 // want it at once: SpanFlights) and decodes every block straight from the
 // read buffers into its cache entry, single-flight per block, on the workers
-// when given (block_loads.cc). Blocks a plan cannot serve (special chunks,
+// when given (block_loads.cc). A network source's bytes are waited for by the
+// thread that runs the plan (a reader's, or an I/O worker's), and only the
+// decoding of landed bytes goes to the workers: a decoder never waits a round
+// trip. Blocks a plan cannot serve (special chunks,
 // chunks decoded whole, memcpyed chunks, errors) are decoded alone
 // (DecodeBlock, block_decode.cc); a chunk whose blocks cannot be decoded
 // alone is decoded once, whole, and shared by every reader of its blocks.
@@ -22,9 +25,11 @@
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/cache/block_cache.h"
@@ -120,6 +125,11 @@ class BlockLoader {
   void Plan(BlockLoads& loads, WorkerPool* workers) const;
   // Loads the planned blocks into the cache (and into loads.blocks).
   void Run(BlockLoads& loads, WorkerPool* workers) const;
+  // Reads of the source wait for the network (CostProfile::network()).
+  bool network() const { return network_; }
+  // A network plan is waiting for the block's bytes (read-ahead skips it,
+  // as it skips a block being decoded: BlockCache::ContainsOrLoading).
+  bool Fetching(int64_t chunk, int64_t block) const;
 
  private:
   Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
@@ -134,6 +144,7 @@ class BlockLoader {
   StoreContext& context_;
   const uint64_t cache_id_;
   const CountedSource& source_;
+  const bool network_ = source_.source().cost().network();
   const ReadPolicy& policy_;
   const ChunkDirectory& directory_;
   const geometry::ArrayLayout& layout_;
@@ -142,6 +153,9 @@ class BlockLoader {
   // Block reads in flight (or landed, not yet decoded): fetched once however
   // many plans want their bytes at once.
   mutable SpanFlights flights_;
+  // The blocks of the network plans running now, with how many plans each.
+  mutable std::mutex fetching_mutex_;  // leaf lock
+  mutable std::map<std::pair<int64_t, int64_t>, int> fetching_;
   // Decompressors bound to this array, made on the first chunk whose
   // pipeline reads the super-chunk (ZFP, NDCELL, NDMEAN, BYTEDELTA meta 0);
   // other containers never pay for them. bound_status_ keeps the reason

@@ -3,23 +3,24 @@
 // blocks are decoded straight from the read buffers into their cache
 // entries, in one round of parallel tasks. Each read fetches only the bytes
 // no other plan has in flight (span_flights.h). A local read is made by the
-// first task that needs it; a remote source gets all of the plan's reads at
-// once (ByteSource::ReadMany: a round trip for the lot), issued by the
-// plan's first task, and each read's tasks decode as soon as its own bytes
-// have landed. A read that serves blocks of several chunks is not copied
+// first task that needs it; a network source gets all of the plan's reads at
+// once (ByteSource::ReadMany: a round trip for the lot) from the thread that
+// runs the plan, and the workers decode once the bytes have landed: they
+// never wait for the network. A read that serves blocks of several chunks is not copied
 // apart: each chunk's head, rebased, sits in front of the read's bytes in the
 // same buffer (codec::RebaseChunkHead).
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
@@ -41,37 +42,14 @@ void ForEach(WorkerPool* workers, size_t n, const std::function<void(size_t)>& f
   }
 }
 
-// A remote plan's reads, all issued at once (Run): the issuing task
-// claims and lands the pieces; each read's tasks wait until its own have
-// landed. What the issuer writes for read k is published to them by
-// MarkLanded(k).
+// A network plan's reads, all issued at once (Run): what each read claimed,
+// how its own pieces landed, and what it fetched.
 struct PlanBatch {
-  explicit PlanBatch(size_t n)
-      : claims(n), claimed(n, 0), landed(n), counts(n), pending(n, 0), ready(n, 0) {}
-  void MarkLanded(size_t k) {
-    std::lock_guard<std::mutex> lock(mutex);
-    ready[k] = 1;
-    changed.notify_all();
-  }
-  void WaitLanded(size_t k) {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return ready[k] != 0; });
-  }
-  // Whether read k's pieces are all in (what the issuer wrote for it is
-  // then published to the caller).
-  bool Landed(size_t k) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return ready[k] != 0;
-  }
-  std::atomic<bool> issued{false};
+  explicit PlanBatch(size_t n) : claims(n), claimed(n, 0), landed(n), counts(n) {}
   std::vector<SpanFlights::Claim> claims;
   std::vector<char> claimed;
   std::vector<Status> landed;  // the first failure of a read's own pieces
   std::vector<SpanFlights::Counts> counts;
-  std::vector<size_t> pending;  // the issuer's: pieces of a read not landed
-  std::mutex mutex;             // leaf lock; guards ready
-  std::condition_variable changed;
-  std::vector<char> ready;
 };
 
 }  // namespace
@@ -123,8 +101,9 @@ void BlockLoader::Plan(BlockLoads& loads, WorkerPool* workers) const {
     find_cached_heads();
   } else if (!cold.empty()) {
     // Local: in parallel on the workers (a cold disk serves several reads
-    // at once better than one after the other).
-    ForEach(workers, cold.size(), [&](size_t k) {
+    // at once better than one after the other); a network source's that
+    // cannot batch them, on the I/O workers (never a decoder's wait).
+    ForEach(network_ ? context_.io_workers : workers, cold.size(), [&](size_t k) {
       BlockLoads::Chunk& chunk = loads.chunks[cold[k]];
       auto head = directory_.FetchHead(chunk.index);
       if (head.ok()) chunk.head = std::move(head).value();
@@ -291,9 +270,8 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
                                  read_source, &read.owned, &counts);
     finish(k, counts);
   };
-  // A remote source: every read of the plan at once (ReadMany), issued by
-  // the plan's first task (or a block task that needs a read before it
-  // ran); the tasks of a read decode as soon as its bytes land.
+  // A network source: every read of the plan at once (ReadMany), claimed
+  // first (SpanFlights::Begin), so that other plans share what it fetches.
   PlanBatch batch(loads.reads.size());
   auto issue = [&] {
     std::vector<source::PartRead> pieces;
@@ -306,10 +284,9 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
       flights_.Land(batch.claims[k], batch.claims[k].mine[m], s, &loads.reads[k].owned,
                     &batch.counts[k]);
       if (!s.ok() && batch.landed[k].ok()) batch.landed[k] = s;
-      if (--batch.pending[k] == 0) batch.MarkLanded(k);
     };
     // Every claimed piece lands, also when an exception cut the batch short
-    // (others wait for it).
+    // (other plans wait for it).
     auto fail_unlanded = [&](const Status& status) {
       for (size_t k = 0; k < loads.reads.size(); ++k) {
         if (batch.claimed[k] == 0) continue;
@@ -332,7 +309,6 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
         SpanFlights::Claim& claim = batch.claims[k];
         claim = flights_.Begin(read.part, read.fetched_begin, read.fetched_end, target(k));
         batch.claimed[k] = 1;
-        batch.pending[k] = claim.mine.size();
         for (size_t m = 0; m < claim.mine.size(); ++m) {
           const SpanFlights::Flight& f = *claim.mine[m];
           pieces.push_back(source::PartRead{read.part, f.begin,
@@ -340,7 +316,6 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
                                             claim.out.get() + (f.begin - claim.begin)});
           owner.emplace_back(k, m);
         }
-        if (claim.mine.empty()) batch.MarkLanded(k);
       }
       piece_landed.assign(pieces.size(), 0);
       source_.ReadMany(pieces, land);
@@ -349,37 +324,14 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
     } catch (const std::exception& e) {
       fail_unlanded(Status(EIO, e.what()));
     }
-    // Whatever happened, nobody waits for a read that is not coming.
-    for (size_t k = 0; k < loads.reads.size(); ++k) batch.MarkLanded(k);
   };
-  auto fetch_batched = [&](size_t k) {
-    if (!batch.issued.exchange(true)) issue();
-    batch.WaitLanded(k);
+  // After issue(): read k's bytes, with those other plans were fetching.
+  auto join = [&](size_t k) {
     BlockLoads::Read& read = loads.reads[k];
     if (!batch.claimed[k]) return;
     read.status = flights_.Join(batch.claims[k], batch.landed[k], read_source, &batch.counts[k]);
     finish(k, batch.counts[k]);
   };
-  const bool batched = policy_.batch_plan_reads && loads.reads.size() > 1;
-  // One round of tasks, one per block: the first block that needs a read
-  // does it, the others of that read wait for it (OnceFlags). Reads overlap
-  // with decoding, a read whose blocks another reader loaded meanwhile is
-  // skipped, and the workers are woken once per plan rather than twice (on
-  // a busy machine every wake-up can wait for a CPU).
-  // Every read's first block is handed out first: the first tasks start as
-  // many reads as there are threads, rather than several threads waiting for
-  // one read while the next ones are not asked for yet (a round trip each).
-  std::vector<size_t> order;
-  order.reserve(loads.blocks.size());
-  std::vector<bool> first(loads.blocks.size(), false);
-  for (const BlockLoads::Read& read : loads.reads) {
-    if (read.blocks.empty()) continue;
-    order.push_back(read.blocks.front());
-    first[read.blocks.front()] = true;
-  }
-  for (size_t i = 0; i < loads.blocks.size(); ++i) {
-    if (!first[i]) order.push_back(i);
-  }
   // Once a read's blocks are in the cache (or failed), its bytes are no
   // longer worth sharing: it is released by the task that finishes its last
   // block, so that its buffer serves the plan's next reads (memory in use,
@@ -401,7 +353,6 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
   for (size_t k = 0; k < loads.reads.size(); ++k) {
     unfinished[k].store(loads.reads[k].blocks.size(), std::memory_order_relaxed);
   }
-  OnceFlags fetched(loads.reads.size());
   // The plan fails with its first failed block (its reader gets that error
   // whatever the others do): blocks not begun yet are not loaded any more,
   // or a source that fails (each request with its retries) would be asked
@@ -409,20 +360,9 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
   std::atomic<bool> failed{false};
   std::mutex failure_mutex;
   Status first_failure;  // guarded by failure_mutex; set once `failed` is
-  // A batch is issued by a task of its own, handed out first: the plan
-  // claims its spans (SpanFlights::Begin) as soon as it runs. Were it issued
-  // by the first block task that needs a read, a plan whose first tasks wait
-  // for other readers' loads of the same blocks would claim only once those
-  // had landed and released their flights, and read again every byte its
-  // reads span that those readers had fetched (1.24x the bytes seen under
-  // ASan with four concurrent readers).
-  const size_t lead = batched ? 1 : 0;
-  ForEach(workers, lead + order.size(), [&](size_t j) {
-    if (j < lead) {
-      if (!batch.issued.exchange(true)) issue();
-      return;
-    }
-    const size_t i = order[j - lead];
+  // Block i into the cache (single-flight per block) by `make`, and into
+  // loads.blocks.
+  auto load_block = [&](size_t i, const std::function<Result<cache::Value>()>& make) {
     BlockLoads::Block& b = loads.blocks[i];
     const cache::Key key = BlockKey(cache_id_, b.chunk, b.block);
     bool skipped = false;
@@ -432,18 +372,7 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
         std::lock_guard<std::mutex> lock(failure_mutex);
         return first_failure;
       }
-      if (b.view < 0) return DecodeBlock(b.chunk, b.block);
-      const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      if (batched) {
-        fetched.Call(k, fetch_batched, k);
-      } else {
-        fetched.Call(k, fetch, k, i);
-      }
-      const auto [begin, end] = part_span(i);
-      const BlockLoads::Read& read = loads.reads[k];
-      if (begin < read.fetched_begin || end > read.fetched_end)
-        return DecodeBlock(b.chunk, b.block);
-      return DecodePlanned(loads, i);
+      return make();
     });
     if (value.ok()) {
       b.value = std::move(value).value();
@@ -460,15 +389,118 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
     }
     if (b.view >= 0) {
       const size_t k = loads.views[static_cast<size_t>(b.view)].read;
-      // In a batch, a read whose blocks all came from other readers' loads
-      // may still be landing (or not issued yet: the issuer claims every
-      // read): it is released with the rest at the end.
-      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-          (!batched || batch.Landed(k))) {
+      if (unfinished[k].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         release.One(loads.reads[k]);
       }
     }
+  };
+  // Whether block i's bytes are in its read's buffer (else it is loaded
+  // alone: a block another reader had loaded when the read was sized, and
+  // that was evicted since).
+  auto in_buffer = [&](size_t i) {
+    const auto [begin, end] = part_span(i);
+    const BlockLoads::Read& read = loads.reads[loads.views[loads.blocks[i].view].read];
+    return begin >= read.fetched_begin && end <= read.fetched_end;
+  };
+
+  if (network_) {
+    // A network source: this thread (a reader's, or an I/O worker's running
+    // read-ahead) waits for the bytes, every read of the plan at once when
+    // the source takes them together (one round trip for the lot); only then
+    // are the blocks decoded, on the workers. A decoder that waited here
+    // would stop every read's decoding (cached blocks' misses too) for a
+    // round trip. Blocks loaded alone read the source: this thread (and the
+    // I/O workers, when the mount has them) loads them, not the decoders.
+    // Until the plan ends, read-ahead leaves its blocks alone.
+    struct Fetching {
+      const BlockLoader& loader;
+      const BlockLoads& loads;
+      size_t added = 0;
+      void Add() {
+        std::lock_guard<std::mutex> lock(loader.fetching_mutex_);
+        for (const BlockLoads::Block& b : loads.blocks) {
+          ++loader.fetching_[{b.chunk, b.block}];
+          ++added;
+        }
+      }
+      ~Fetching() {
+        std::lock_guard<std::mutex> lock(loader.fetching_mutex_);
+        for (size_t i = 0; i < added; ++i) {
+          const BlockLoads::Block& b = loads.blocks[i];
+          auto it = loader.fetching_.find({b.chunk, b.block});
+          if (--it->second == 0) loader.fetching_.erase(it);
+        }
+      }
+    } fetching{*this, loads};
+    fetching.Add();
+    const bool batched = policy_.batch_plan_reads && loads.reads.size() > 1;
+    if (batched) issue();
+    // The first failed read fails the plan (as a failed block does below):
+    // no more reads are asked for, no block is loaded alone instead.
+    for (size_t k = 0; k < loads.reads.size() && !failed.load(); ++k) {
+      BlockLoads::Read& read = loads.reads[k];
+      if (read.blocks.empty()) continue;
+      if (batched) {
+        join(k);
+      } else {
+        fetch(k, SIZE_MAX);
+      }
+      if (!read.status.ok()) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        first_failure = read.status;
+        failed.store(true, std::memory_order_release);
+      }
+    }
+    std::vector<size_t> decode, alone;
+    for (size_t i = 0; i < loads.blocks.size(); ++i) {
+      (loads.blocks[i].view >= 0 && in_buffer(i) ? decode : alone).push_back(i);
+    }
+    ForEach(workers, decode.size(), [&](size_t j) {
+      load_block(decode[j], [&] { return DecodePlanned(loads, decode[j]); });
+    });
+    ForEach(context_.io_workers, alone.size(), [&](size_t j) {
+      const BlockLoads::Block& b = loads.blocks[alone[j]];
+      load_block(alone[j], [&] { return DecodeBlock(b.chunk, b.block); });
+    });
+    return;
+  }
+
+  // A local source: one round of tasks, one per block: the first block that
+  // needs a read does it, the others of that read wait for it (OnceFlags).
+  // Reads overlap with decoding, a read whose blocks another reader loaded
+  // meanwhile is skipped, and the workers are woken once per plan rather
+  // than twice (on a busy machine every wake-up can wait for a CPU).
+  // Every read's first block is handed out first: the first tasks start as
+  // many reads as there are threads, rather than several threads waiting for
+  // one read while the next ones are not asked for yet.
+  std::vector<size_t> order;
+  order.reserve(loads.blocks.size());
+  std::vector<bool> first(loads.blocks.size(), false);
+  for (const BlockLoads::Read& read : loads.reads) {
+    if (read.blocks.empty()) continue;
+    order.push_back(read.blocks.front());
+    first[read.blocks.front()] = true;
+  }
+  for (size_t i = 0; i < loads.blocks.size(); ++i) {
+    if (!first[i]) order.push_back(i);
+  }
+  OnceFlags fetched(loads.reads.size());
+  ForEach(workers, order.size(), [&](size_t j) {
+    const size_t i = order[j];
+    const BlockLoads::Block& b = loads.blocks[i];
+    load_block(i, [&]() -> Result<cache::Value> {
+      if (b.view < 0) return DecodeBlock(b.chunk, b.block);
+      const size_t k = loads.views[static_cast<size_t>(b.view)].read;
+      fetched.Call(k, fetch, k, i);
+      if (!in_buffer(i)) return DecodeBlock(b.chunk, b.block);
+      return DecodePlanned(loads, i);
+    });
   });
+}
+
+bool BlockLoader::Fetching(int64_t chunk, int64_t block) const {
+  std::lock_guard<std::mutex> lock(fetching_mutex_);
+  return fetching_.count({chunk, block}) != 0;
 }
 
 Result<cache::Value> BlockLoader::DecodePlanned(const BlockLoads& loads, size_t index) const {

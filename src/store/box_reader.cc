@@ -279,7 +279,13 @@ Status BoxReader::ReadBytes(const Box& box, int64_t offset, size_t length, uint8
 
 void BoxReader::Prefetch(const Box& box, int64_t body_offset, int64_t length,
                          std::shared_ptr<const void> owner) const {
-  if (context_.workers == nullptr || length <= 0) return;
+  // A network source's read-ahead waits for its bytes on the I/O workers
+  // and hands the decoding to the decoders once they land (BlockLoader::Run);
+  // a local one's runs whole on the decoders (its reads are syscalls).
+  WorkerPool* const queue =
+      loader_.network() && context_.io_workers != nullptr ? context_.io_workers : context_.workers;
+  WorkerPool* const decoders = queue == context_.workers ? nullptr : context_.workers;
+  if (queue == nullptr || length <= 0) return;
   const int64_t itemsize = layout_.itemsize();
   const int64_t body_size = box.NumItems() * itemsize;
   if (body_offset >= body_size || length <= 0) return;
@@ -321,14 +327,15 @@ void BoxReader::Prefetch(const Box& box, int64_t body_offset, int64_t length,
   wanted.erase(std::remove_if(wanted.begin(), wanted.end(),
                               [&](const std::pair<int64_t, int64_t>& b) {
                                 return context_.cache->ContainsOrLoading(
-                                    BlockKey(cache_id_, b.first, b.second));
+                                           BlockKey(cache_id_, b.first, b.second)) ||
+                                       loader_.Fetching(b.first, b.second);
                               }),
                wanted.end());
-  const size_t max_queued = 4 * static_cast<size_t>(context_.workers->size()) + 16;
+  const size_t max_queued = 4 * static_cast<size_t>(queue->size()) + 16;
   // Neighbouring blocks, policy_.prefetch_task_bytes of them per task,
   // loaded as one plan: their bytes come in few large reads. What a task
   // holds is bounded by its blocks' compressed bytes (plus the plan's
-  // waste), and at most size() tasks run at once.
+  // waste), and at most queue->size() tasks run at once.
   const int64_t task_bytes = policy_.prefetch_task_bytes;
   for (size_t from = 0, to = 0; from < wanted.size(); from = to) {
     int64_t bytes = 0;
@@ -344,18 +351,19 @@ void BoxReader::Prefetch(const Box& box, int64_t body_offset, int64_t length,
     std::vector<std::pair<int64_t, int64_t>> group(wanted.begin() + static_cast<ptrdiff_t>(from),
                                                    wanted.begin() + static_cast<ptrdiff_t>(to));
     // `this` lives as long as `owner`.
-    const bool queued = context_.workers->TrySubmit(
-        [this, owner, group = std::move(group)] {
+    const bool queued = queue->TrySubmit(
+        [this, owner, decoders, group = std::move(group)] {
           try {
             BlockLoads loads;
             for (const auto& [chunk, block] : group) {
-              if (!context_.cache->ContainsOrLoading(BlockKey(cache_id_, chunk, block))) {
+              if (!context_.cache->ContainsOrLoading(BlockKey(cache_id_, chunk, block)) &&
+                  !loader_.Fetching(chunk, block)) {
                 loads.blocks.push_back(BlockLoads::Block{chunk, block});
               }
             }
             if (loads.blocks.empty()) return;
             loader_.Plan(loads, nullptr);
-            loader_.Run(loads, nullptr);
+            loader_.Run(loads, decoders);
           } catch (...) {
             // Read-ahead is best effort; the real read reports errors.
           }

@@ -405,9 +405,12 @@ Status Container::LoadLayout() {
 // ones for a web server) are what the policy's heads_prefetch_max_chunks
 // bounds.
 void Container::StartHeadsPrefetch() const {
-  if (!ok() || context_->workers == nullptr || !directory_->WantsAllHeads()) return;
+  // On the I/O workers when the mount has them (WantsAllHeads: a network
+  // source): no decoder waits for these requests.
+  WorkerPool* const pool = context_->io_workers ? context_->io_workers : context_->workers;
+  if (!ok() || pool == nullptr || !directory_->WantsAllHeads()) return;
   std::weak_ptr<const Container> weak = weak_from_this();
-  const bool queued = context_->workers->TrySubmit(
+  const bool queued = pool->TrySubmit(
       [weak] {
         auto self = weak.lock();
         if (!self) return;  // closed before its turn

@@ -8,6 +8,13 @@
 
 namespace b2ndfs::store {
 
+namespace {
+
+// The pool whose worker this thread is (nullptr: none).
+thread_local const WorkerPool* current_pool = nullptr;
+
+}  // namespace
+
 WorkerPool::WorkerPool(int threads) : size_(threads > 0 ? threads : 0) {}
 
 WorkerPool::~WorkerPool() { Shutdown(); }
@@ -45,6 +52,7 @@ void WorkerPool::WorkerLoop() {
   // Through a volatile pointer: GCC deletes a malloc whose only use is free.
   void* volatile first = std::malloc(1);
   std::free(first);
+  current_pool = this;
   for (;;) {
     std::function<void()> task;
     {
@@ -135,6 +143,8 @@ bool WorkerPool::TrySubmit(std::function<void()> fn, size_t max_queued) {
   wake_.notify_one();
   return true;
 }
+
+bool WorkerPool::OnWorker() const { return current_pool == this; }
 
 size_t WorkerPool::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);

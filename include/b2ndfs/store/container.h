@@ -52,7 +52,12 @@ struct StoreContext {
   cache::BlockCache* cache = nullptr;
   codec::DecompressorPool* decompressors = nullptr;
   WorkerPool* workers = nullptr;  // optional: parallel decompression of misses
-  PinBudget* pins = nullptr;      // optional: mount-wide limit on pinned blocks
+  // Optional, for remote sources: where read-ahead and chunk-head prefetches
+  // wait for the network (sized by the client's connections), so that the
+  // decoders above never wait a round trip; without it they run on
+  // `workers`. Local sources never use it (their reads are syscalls).
+  WorkerPool* io_workers = nullptr;
+  PinBudget* pins = nullptr;  // optional: mount-wide limit on pinned blocks
   // Bytes of blocks one read may pin at once before it copies them out.
   size_t max_pinned_bytes = 64u << 20;
   // A remote container of at most this many chunks has every chunk head

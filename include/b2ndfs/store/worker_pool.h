@@ -1,5 +1,9 @@
-// store/worker_pool: a fixed set of decompression worker threads.
+// store/worker_pool: a fixed set of worker threads.
 //
+// The mount has two: the decoders (StoreContext::workers, as many as CPUs)
+// and, for remote sources, the I/O workers (StoreContext::io_workers, as
+// many as the client's connections), on which read-ahead and chunk-head
+// prefetches wait for the network, so that no decoder waits a round trip.
 // A read that misses many blocks hands the misses to the pool and helps out
 // itself (ParallelFor), so a single reader uses every worker and many readers
 // share them; read-ahead queues best-effort tasks (TrySubmit).
@@ -56,6 +60,8 @@ class WorkerPool {
   // their own threads.
   void Shutdown();
   size_t queued() const;
+  // Whether the calling thread is one of this pool's workers.
+  bool OnWorker() const;
   // TrySubmit tasks that ended with an exception.
   uint64_t failed_tasks() const { return failed_tasks_.load(std::memory_order_relaxed); }
 
