@@ -82,12 +82,6 @@ void BlockLoader::Plan(BlockLoads& loads, WorkerPool* workers) const {
     }
   };
   find_cached_heads();
-  if (!cold.empty() && policy_.heads_prefetch_max_chunks > 0) {
-    // The background fetch of every head may be on its way (one round trip
-    // for them all): wait for it rather than ask again.
-    directory_.WaitForAllHeads();
-    find_cached_heads();
-  }
   if (!cold.empty() && policy_.batch_heads) {
     // In one ReadMany, with other chunks' heads (each a request to S3, a
     // range of a few multi-range requests to a web server).

@@ -217,40 +217,11 @@ std::vector<int64_t> ChunkDirectory::OtherHeadsToFetch(const std::vector<int64_t
   return others;
 }
 
-// Never at open: meta.json, stat, `ls -l` and xattrs open containers too,
-// and on a web server of small containers the heads fetched at open were six
-// of a container's nine requests (docs/remote.md). The first data read
-// fetches them instead, with its own, in one round trip
+// Heads are never fetched at open: meta.json, stat, `ls -l` and xattrs open
+// containers too, and on a web server of small containers the heads fetched
+// at open were six of a container's nine requests (docs/remote.md). The
+// first data read fetches them instead, with its own, in one round trip
 // (OtherHeadsToFetch).
-bool ChunkDirectory::WantsAllHeads() const { return false; }
-
-void ChunkDirectory::FetchAllHeads() const {
-  // Reads wait only while this runs, never for a queued task: a worker
-  // waiting for a task queued behind it would wait forever.
-  {
-    std::lock_guard<std::mutex> lock(heads_mutex_);
-    heads_in_flight_ = true;
-  }
-  struct Ended {
-    const ChunkDirectory& d;
-    ~Ended() {
-      {
-        std::lock_guard<std::mutex> lock(d.heads_mutex_);
-        d.heads_in_flight_ = false;
-      }
-      d.heads_fetched_.notify_all();
-    }
-  } ended{*this};
-  std::vector<int64_t> all(static_cast<size_t>(nchunks_));
-  for (int64_t c = 0; c < nchunks_; ++c) all[static_cast<size_t>(c)] = c;
-  FetchHeads(all);
-  GlobalReadStats().heads_prefetches++;
-}
-
-void ChunkDirectory::WaitForAllHeads() const {
-  std::unique_lock<std::mutex> lock(heads_mutex_);
-  heads_fetched_.wait(lock, [&] { return !heads_in_flight_; });
-}
 
 Result<cache::Value> ChunkDirectory::FetchCompressed(int64_t chunk_index) const {
   return context_.cache->GetOrLoad(

@@ -14,11 +14,10 @@
 // StoreContext, which outlive it. The layout, once decoded, sizes head
 // probes (set_layout, before any read).
 // Errors: Status; EIO for data that is not a valid chunk index or head.
-// Thread-safety: const methods from any thread. heads_mutex_ is a leaf lock.
+// Thread-safety: const methods from any thread.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -80,15 +79,6 @@ class ChunkDirectory {
   // read fetches with its own, each chunk once in the directory's life
   // (none beyond that bound of chunks).
   std::vector<int64_t> OtherHeadsToFetch(const std::vector<int64_t>& wanted) const;
-  // Whether every head should be fetched in the background at open: no
-  // longer (kept for Container; always false).
-  bool WantsAllHeads() const;
-  // Every head (a worker's task); reads wait for it while it runs.
-  void FetchAllHeads() const;
-  // The background fetch is queued: reads fetch only their own heads now.
-  void AllHeadsQueued() const { next_other_head_.store(nchunks_); }
-  // Returns once no background fetch of heads is in flight.
-  void WaitForAllHeads() const;
   // The chunk's whole compressed bytes, through the cache.
   Result<cache::Value> FetchCompressed(int64_t chunk) const;
 
@@ -118,9 +108,6 @@ class ChunkDirectory {
   int64_t index_page_entries_ = 1;
   // The next chunk whose head a read may fetch besides its own.
   mutable std::atomic<int64_t> next_other_head_{0};
-  mutable std::mutex heads_mutex_;
-  mutable std::condition_variable heads_fetched_;
-  mutable bool heads_in_flight_ = false;  // guarded by heads_mutex_
 };
 
 }  // namespace b2ndfs::store

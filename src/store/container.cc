@@ -45,10 +45,6 @@ std::vector<uint8_t> OmittedNote(int64_t size) {
 // objects, the frame description and the small vectors of its layout.
 constexpr int64_t kContainerOverheadBytes = 4096;
 
-// A container's background fetch of its chunk heads is dropped rather than
-// queued behind this many other tasks (its reads then fetch the heads).
-constexpr size_t kHeadsPrefetchMaxQueued = 64;
-
 struct FrameWindow {
   int64_t begin = 0;
   std::vector<uint8_t> bytes;
@@ -119,7 +115,6 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
     }
   }
   container->Charge();
-  container->StartHeadsPrefetch();
   return container;
 }
 
@@ -398,27 +393,6 @@ Status Container::LoadLayout() {
   }
 
   return Status::Ok();
-}
-
-// In the background, so that opening a container (meta.json, a listing)
-// never waits for it; the requests (one a head for S3, a few multi-range
-// ones for a web server) are what the policy's heads_prefetch_max_chunks
-// bounds.
-void Container::StartHeadsPrefetch() const {
-  // On the I/O workers when the mount has them (WantsAllHeads: a network
-  // source): no decoder waits for these requests.
-  WorkerPool* const pool = context_->io_workers ? context_->io_workers : context_->workers;
-  if (!ok() || pool == nullptr || !directory_->WantsAllHeads()) return;
-  std::weak_ptr<const Container> weak = weak_from_this();
-  const bool queued = pool->TrySubmit(
-      [weak] {
-        auto self = weak.lock();
-        if (!self) return;  // closed before its turn
-        self->directory_->FetchAllHeads();
-      },
-      kHeadsPrefetchMaxQueued);
-  // Reads then fetch only their own heads: the others are on their way.
-  if (queued) directory_->AllHeadsQueued();
 }
 
 std::string Container::CodecName() const {

@@ -182,9 +182,6 @@ class Container : public std::enable_shared_from_this<Container> {
   void DecodeVlmeta() const;
   int64_t VlmetaBytes() const;
   std::string RenderMeta(const FileCatalog* catalog) const;
-  // Containers of few chunks on a network source: every chunk head, on a
-  // background worker (ChunkDirectory::FetchAllHeads).
-  void StartHeadsPrefetch() const;
 
   struct Metadata;  // what the frame says besides its chunks (container.cc)
 
