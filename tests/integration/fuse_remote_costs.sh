@@ -24,7 +24,7 @@ N_HTTP=${COSTS_HTTP_N:-5000}
 N_S3=${COSTS_S3_N:-10000}
 # Long enough that the steps "within revalidate=" stay within it on a busy
 # machine (no timing is asserted: only what was asked of the servers).
-REVAL=5
+REVAL=10
 REVAL_OPT=revalidate=$REVAL,
 # A daemon from before revalidate= existed reused answers for 1 s.
 [[ -n ${B2NDFS_COSTS_BIN:-} ]] && { REVAL=1; REVAL_OPT=; }
@@ -32,6 +32,20 @@ X=$TMP/x
 mkdir -p "$X"
 
 costs_fail() { if ((STRICT)); then fail "$@"; else log "(not strict) $*"; fi; }
+
+# log_settled FILE: returns once FILE (a server's request log, written after
+# each answer) has not grown for 0.3 s, or after 3 s.
+log_settled() {
+  local a b i still=0
+  a=$(wc -l <"$1")
+  for ((i = 0; i < 30; i++)); do
+    sleep 0.1
+    b=$(wc -l <"$1")
+    if [[ $a == "$b" ]]; then still=$((still + 1)); else still=0; fi
+    ((still >= 3)) && return 0
+    a=$b
+  done
+}
 
 # A small container (4 chunks, so that chunk heads would be 4 requests) and
 # a large one (over the 1 MiB fetched whole; 3 chunks of 8^3 blocks).
@@ -89,7 +103,7 @@ nginx_launch || exit 1
 # "REQUESTS BYTES HEADS GETS RANGED LISTINGS" in COST (and logged).
 mark_http() { MARK=$(wc -l <"$ALOG"); }
 cost_http() {
-  sleep 0.2 # nginx writes its log line after the answer
+  log_settled "$ALOG" # nginx writes its log line after the answer
   COST=$(tail -n +$((MARK + 1)) "$ALOG" | awk -F'|' '
     { n++; b += $3
       if ($1 ~ /^HEAD /) h++
@@ -199,7 +213,7 @@ unset AWS_PROFILE AWS_SESSION_TOKEN
 
 mark_s3() { SMARK=$(wc -l <"$SLOG"); }
 cost_s3() {
-  sleep 0.2
+  log_settled "$SLOG"
   COST=$(tail -n +$((SMARK + 1)) "$SLOG" | awk -F'|' '
     { n++; b += $3
       if ($1 ~ /^HEAD /) h++
