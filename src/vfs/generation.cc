@@ -170,9 +170,19 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
   auto self = shared_from_this();
   bool joined = false;
   auto answer = context_->probes.Run(
-      path_, *context_->background, [self] { return self->Settle(); }, &joined);
+      path_, *context_->background,
+      [self] {
+        auto settled = self->Settle();
+        return settled.ok() ? Status::Ok() : settled.status();
+      },
+      &joined);
   if (known && !context_->WaitOrSuspect(answer, joined)) return known;
-  return answer.get();
+  const Status outcome = answer.get();
+  if (!outcome.ok()) return outcome;
+  // What the probe settled (or a newer version, if another came since).
+  auto current = Usable();
+  if (current == nullptr) return Status(EIO, path_ + ": no version could be opened");
+  return current;
 }
 
 Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {

@@ -163,7 +163,9 @@ struct EntryContext {
   // Remote trees: probes run here, one per container at a time (null: on
   // the caller's thread).
   CallPool* background = nullptr;
-  SingleFlight<Result<std::shared_ptr<Generation>>> probes;
+  // Their outcome only: a finished call keeps no generation alive (the
+  // caller takes the entry's current one).
+  SingleFlight<Status> probes;
   // Until then (CLOCK_MONOTONIC ns), after a probe that failed or outlived
   // its grace, callers that know a generation wait only briefly for the
   // next one: the server is down or slow.
