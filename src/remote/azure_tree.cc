@@ -2,13 +2,13 @@
 
 #include <cctype>
 #include <ctime>
-#include <set>
 
 #include "azure_auth.h"
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/remote/azure_xml.h"
 #include "b2ndfs/remote/s3_tree.h"
 #include "object_tree.h"
+#include "prefix_listing.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -97,56 +97,23 @@ std::string Hint(const AzureCredentials& credentials, const Status& status) {
 Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string& container_url,
                                            const std::string& prefix, int64_t dir_mtime,
                                            bool* marked) {
-  std::vector<IndexEntry> files;
-  std::set<std::string> dirs;
-  std::string marker;
-  std::set<std::string> markers_seen;
-  for (int page_number = 0;; ++page_number) {
-    if (page_number >= kMaxListPages) {
-      return Status(EIO, "the listing of '" + prefix + "' has more than " +
-                             std::to_string(kMaxListPages) + " pages");
-    }
+  auto fetch = [&](const std::string& marker) -> Result<ListedPage> {
     B2NDFS_ASSIGN_OR_RETURN(const std::string document,
                             client.Get(AzureListUrl(container_url, prefix, marker)));
     auto page = ParseListBlobs(document);
     if (!page.ok()) {
       return Status(EIO, "the listing of '" + prefix + "': " + page.status().message());
     }
-    for (const auto& blob : page->blobs) {
-      if (blob.name.compare(0, prefix.size(), prefix) != 0) continue;
-      const std::string name = blob.name.substr(prefix.size());
-      if (name.empty()) *marked = true;
-      // Empty names are "folder" marker blobs; '/' cannot occur with the
-      // delimiter, but a server could send it.
-      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-        continue;
-      }
-      files.push_back(IndexEntry{name, false, blob.size, blob.mtime, blob.etag});
+    ListedPage out;
+    for (auto& b : page->blobs) {
+      out.keys.push_back({std::move(b.name), b.size, b.mtime, std::move(b.etag)});
     }
-    for (const auto& p : page->prefixes) {
-      if (p.size() <= prefix.size() + 1 || p.compare(0, prefix.size(), prefix) != 0 ||
-          p.back() != '/') {
-        continue;
-      }
-      const std::string name = p.substr(prefix.size(), p.size() - prefix.size() - 1);
-      if (name == "." || name == ".." || name.find('/') != std::string::npos) continue;
-      dirs.insert(name);
-    }
-    if (page->next_marker.empty()) break;
-    if (!markers_seen.insert(page->next_marker).second) {
-      return Status(EIO, "the listing of '" + prefix + "' repeats itself");
-    }
-    marker = page->next_marker;
-  }
-  // A name that is both a blob and a prefix (a Data Lake directory is
-  // both): the prefix (a sparse frame, or a directory) wins.
-  std::vector<IndexEntry> out;
-  out.reserve(files.size() + dirs.size());
-  for (auto& f : files) {
-    if (dirs.count(f.name) == 0) out.push_back(std::move(f));
-  }
-  for (const auto& d : dirs) out.push_back(IndexEntry{d, true, -1, dir_mtime});
-  return out;
+    out.prefixes = std::move(page->prefixes);
+    out.more = !page->next_marker.empty();
+    out.next = std::move(page->next_marker);
+    return out;
+  };
+  return ListAllPages(prefix, dir_mtime, fetch, marked);
 }
 
 }  // namespace

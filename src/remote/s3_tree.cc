@@ -2,11 +2,11 @@
 
 #include <cctype>
 #include <ctime>
-#include <set>
 
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/remote/s3_xml.h"
 #include "object_tree.h"
+#include "prefix_listing.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -34,55 +34,23 @@ std::string AmzDateNow() {
 // The keys of one "directory": every page of its listing.
 Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string& bucket_url,
                                            const std::string& prefix, int64_t dir_mtime) {
-  std::vector<IndexEntry> files;
-  std::set<std::string> dirs;
-  std::string token;
-  std::set<std::string> tokens_seen;
-  for (int page_number = 0;; ++page_number) {
-    if (page_number >= kMaxListPages) {
-      return Status(EIO, "the listing of '" + prefix + "' has more than " +
-                             std::to_string(kMaxListPages) + " pages");
-    }
+  auto fetch = [&](const std::string& token) -> Result<ListedPage> {
     B2NDFS_ASSIGN_OR_RETURN(const std::string document,
                             client.Get(S3ListUrl(bucket_url, prefix, token)));
     auto page = ParseListObjectsV2(document);
     if (!page.ok()) {
       return Status(EIO, "the listing of '" + prefix + "': " + page.status().message());
     }
-    for (const auto& object : page->contents) {
-      if (object.key.compare(0, prefix.size(), prefix) != 0) continue;
-      const std::string name = object.key.substr(prefix.size());
-      // Empty names are "folder" marker objects; '/' cannot occur with the
-      // delimiter, but a server could send it.
-      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-        continue;
-      }
-      files.push_back(IndexEntry{name, false, object.size, object.mtime, object.etag});
+    ListedPage out;
+    for (auto& o : page->contents) {
+      out.keys.push_back({std::move(o.key), o.size, o.mtime, std::move(o.etag)});
     }
-    for (const auto& p : page->common_prefixes) {
-      if (p.size() <= prefix.size() + 1 || p.compare(0, prefix.size(), prefix) != 0 ||
-          p.back() != '/') {
-        continue;
-      }
-      const std::string name = p.substr(prefix.size(), p.size() - prefix.size() - 1);
-      if (name == "." || name == ".." || name.find('/') != std::string::npos) continue;
-      dirs.insert(name);
-    }
-    if (!page->truncated) break;
-    if (!tokens_seen.insert(page->next_token).second) {
-      return Status(EIO, "the listing of '" + prefix + "' repeats itself");
-    }
-    token = page->next_token;
-  }
-  // A name that is both a key and a prefix: the prefix (a sparse frame,
-  // or a directory) wins.
-  std::vector<IndexEntry> out;
-  out.reserve(files.size() + dirs.size());
-  for (auto& f : files) {
-    if (dirs.count(f.name) == 0) out.push_back(std::move(f));
-  }
-  for (const auto& d : dirs) out.push_back(IndexEntry{d, true, -1, dir_mtime});
-  return out;
+    out.prefixes = std::move(page->common_prefixes);
+    out.more = page->truncated;
+    out.next = std::move(page->next_token);
+    return out;
+  };
+  return ListAllPages(prefix, dir_mtime, fetch);
 }
 
 }  // namespace
