@@ -35,14 +35,11 @@ Status Errno(const std::string& what) {
 // others finds its generation and cached blocks again.
 constexpr size_t kRecentEntriesMin = 64;
 
-// The attributes of a node inside a container, from its generation alone:
-// owner, group, permissions and times of the source when the version was
-// opened (a change of any is a new version), the size from the view.
-Attr InsideAttributes(const Generation& generation, const store::Container& container,
-                      const views::Node& view, Ino ino, double timeout) {
-  Attr attr;
-  struct stat& st = attr.st;
-  const struct stat& src = generation.source_stat();
+// What everything under a container shows of its source: owner, group,
+// times, and read permissions (directories get x wherever the source had r),
+// for a directory or a file of `size` bytes.
+struct stat ContainerStat(const struct stat& src, Ino ino, bool directory, int64_t size) {
+  struct stat st {};
   st.st_ino = ino;
   st.st_uid = src.st_uid;
   st.st_gid = src.st_gid;
@@ -51,16 +48,27 @@ Attr InsideAttributes(const Generation& generation, const store::Container& cont
   st.st_ctim = src.st_ctim;
   st.st_blksize = 128 * 1024;
   const mode_t read_bits = src.st_mode & 0444;
-  if (view.IsDirectory()) {
-    // Directories get x wherever the source had r.
+  if (directory) {
     st.st_mode = S_IFDIR | read_bits | (read_bits >> 2);
     st.st_nlink = 2;
   } else {
     st.st_mode = S_IFREG | read_bits;
     st.st_nlink = 1;
-    st.st_size = view.Size(container);
-    st.st_blocks = (st.st_size + 511) / 512;
+    st.st_size = size;
+    st.st_blocks = (size + 511) / 512;
   }
+  return st;
+}
+
+// The attributes of a node inside a container, from its generation alone:
+// the source as it was when the version was opened (a change of any of its
+// attributes is a new version), the size from the view.
+Attr InsideAttributes(const Generation& generation, const store::Container& container,
+                      const views::Node& view, Ino ino, double timeout) {
+  Attr attr;
+  const bool directory = view.IsDirectory();
+  attr.st =
+      ContainerStat(generation.source_stat(), ino, directory, directory ? 0 : view.Size(container));
   attr.timeout = timeout;
   return attr;
 }
@@ -254,16 +262,7 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
     case NodeType::kContainer: {
       // The source's attributes, which may change with it (a short timeout).
       B2NDFS_ASSIGN_OR_RETURN(const struct stat src, SourceStat(*target.path));
-      st.st_ino = target.ino;
-      st.st_uid = src.st_uid;
-      st.st_gid = src.st_gid;
-      st.st_atim = src.st_atim;
-      st.st_mtim = src.st_mtim;
-      st.st_ctim = src.st_ctim;
-      st.st_blksize = 128 * 1024;
-      const mode_t read_bits = src.st_mode & 0444;
-      st.st_mode = S_IFDIR | read_bits | (read_bits >> 2);
-      st.st_nlink = 2;
+      st = ContainerStat(src, target.ino, /*directory=*/true, 0);
       attr.timeout = 1.0;
       return attr;
     }
