@@ -17,8 +17,6 @@ std::atomic<uint64_t> g_next_cache_id{1};
 
 }  // namespace
 
-bool SourceGone(const Status& status) { return source::IsGone(status); }
-
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
   std::vector<std::shared_ptr<const store::Container>> closing;  // released unlocked
   std::lock_guard<std::mutex> lock(mutex_);
@@ -137,12 +135,6 @@ int64_t EntryContext::NowNs() {
   return now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
-namespace {
-
-int64_t MonotonicNs() { return EntryContext::NowNs(); }
-
-}  // namespace
-
 std::shared_ptr<Generation> ContainerEntry::Peek() const {
   std::lock_guard<std::mutex> lock(current_mutex_);
   return current_;
@@ -163,7 +155,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
     std::lock_guard<std::mutex> lock(current_mutex_);
     if (current_ && !current_->found_stale()) {
       known = current_;
-      const double age_s = static_cast<double>(MonotonicNs() - confirmed_ns_) / 1e9;
+      const double age_s = static_cast<double>(EntryContext::NowNs() - confirmed_ns_) / 1e9;
       if (age_s < tree.revalidate_seconds()) return known;
     }
   }
@@ -192,7 +184,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
   auto keeps = [&](const std::shared_ptr<Generation>& current) {
     if (!current || current->found_stale()) return false;
     if (probe.ok()) return *probe == current->signature();
-    if (SourceGone(probe.status())) return false;
+    if (source::IsGone(probe.status())) return false;
     // Trouble reaching the source says nothing about the container: the
     // caller gets the version it had (its cache still serves).
     context_->transient_errors.fetch_add(1, std::memory_order_relaxed);
@@ -202,7 +194,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
   };
   auto confirm = [&](const std::shared_ptr<Generation>& current) {
     std::lock_guard<std::mutex> lock(current_mutex_);
-    if (probe.ok() && current_ == current) confirmed_ns_ = MonotonicNs();
+    if (probe.ok() && current_ == current) confirmed_ns_ = EntryContext::NowNs();
     return current;
   };
   // The common case, unchanged, costs a probe and no wait for other users of
@@ -217,7 +209,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
   Status gone;
   if (!probe.ok()) {
     // Gone (or, with no usable generation, unreachable: not remembered).
-    if (!SourceGone(probe.status())) return probe.status();
+    if (!source::IsGone(probe.status())) return probe.status();
     gone = probe.status();
   } else {
     // A read that found the source changed may have come after the probe's
@@ -228,7 +220,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
     if (source.ok()) source_stat = tree.Stat(path_);
     if (!source.ok() || !source_stat.ok()) {
       const Status& error = !source.ok() ? source.status() : source_stat.status();
-      if (!SourceGone(error)) return error;  // not remembered
+      if (!source::IsGone(error)) return error;  // not remembered
       gone = error;
     } else {
       const GenerationServices& services = context_->services;
@@ -249,7 +241,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
   {
     std::lock_guard<std::mutex> lock(current_mutex_);
     old = std::exchange(current_, fresh);
-    confirmed_ns_ = MonotonicNs();
+    confirmed_ns_ = EntryContext::NowNs();
   }
   if (old && fresh) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");
   if (old) {

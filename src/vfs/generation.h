@@ -49,10 +49,6 @@ class Registry;
 
 namespace b2ndfs::vfs {
 
-// Whether an error reading the source says the container is gone (it is no
-// longer there), as opposed to trouble reaching it.
-bool SourceGone(const Status& status);
-
 // The containers kept open: least recently used beyond `max_count`, or beyond
 // `max_bytes` of charged metadata, are let go (readers holding one keep it
 // until they finish).

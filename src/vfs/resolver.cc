@@ -66,7 +66,7 @@ Result<struct stat> Resolver::SourceStat(PathNode* held, const std::string& path
   std::lock_guard<std::mutex> lock(held->mutex);
   if (st.ok()) {
     held->last_stat = *st;
-  } else if (!SourceGone(st.status()) && held->last_stat) {
+  } else if (!source::IsGone(st.status()) && held->last_stat) {
     // Trouble reaching the source: the attributes it had.
     return *held->last_stat;
   }
