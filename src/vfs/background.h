@@ -79,10 +79,6 @@ class SingleFlight {
     if (!pool.Submit(task)) task();
     return future;
   }
-  size_t in_flight() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return flights_.size();
-  }
 
  private:
   mutable std::mutex mutex_;  // leaf lock

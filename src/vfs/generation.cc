@@ -60,16 +60,14 @@ int64_t OpenContainers::bytes() const {
 
 Generation::Generation(const GenerationServices& services, std::weak_ptr<ContainerEntry> entry,
                        std::string path, std::shared_ptr<const source::ByteSource> source,
-                       const struct stat& source_stat, uint64_t cache_id, Ino ino_base,
-                       uint64_t ino_count)
+                       const struct stat& source_stat, uint64_t cache_id, Ino ino_base)
     : services_(services),
       entry_(std::move(entry)),
       path_(std::move(path)),
       source_(std::move(source)),
       source_stat_(source_stat),
       cache_id_(cache_id),
-      ino_base_(ino_base),
-      ino_count_(ino_count) {}
+      ino_base_(ino_base) {}
 
 std::shared_ptr<Generation> Generation::Make(const GenerationServices& services,
                                              std::weak_ptr<ContainerEntry> entry, std::string path,
@@ -78,7 +76,7 @@ std::shared_ptr<Generation> Generation::Make(const GenerationServices& services,
                                              Ino ino_base, uint64_t ino_count) {
   std::shared_ptr<Generation> generation(new Generation(services, std::move(entry), std::move(path),
                                                         std::move(source), source_stat, cache_id,
-                                                        ino_base, ino_count));
+                                                        ino_base));
   services.index->Add(ino_base, ino_count, generation);
   return generation;
 }

@@ -110,8 +110,6 @@ class Generation {
   const struct stat& source_stat() const { return source_stat_; }
   uint64_t cache_id() const { return cache_id_; }
   Ino ino_base() const { return ino_base_; }
-  uint64_t ino_count() const { return ino_count_; }
-  bool Owns(Ino ino) const { return ino >= ino_base_ && ino - ino_base_ < ino_count_; }
   // No longer the current version (its names answer ESTALE).
   bool dead() const { return dead_.load(); }
   void Kill() { dead_ = true; }
@@ -130,7 +128,7 @@ class Generation {
  private:
   Generation(const GenerationServices& services, std::weak_ptr<ContainerEntry> entry,
              std::string path, std::shared_ptr<const source::ByteSource> source,
-             const struct stat& source_stat, uint64_t cache_id, Ino ino_base, uint64_t ino_count);
+             const struct stat& source_stat, uint64_t cache_id, Ino ino_base);
 
   const GenerationServices services_;
   const std::weak_ptr<ContainerEntry> entry_;
@@ -139,7 +137,6 @@ class Generation {
   const struct stat source_stat_;
   const uint64_t cache_id_;
   const Ino ino_base_;
-  const uint64_t ino_count_;
   std::atomic<bool> dead_{false};
   mutable std::mutex mutex_;  // held while reopening; before OpenContainers::mutex_
   std::weak_ptr<const store::Container> container_;

@@ -8,8 +8,6 @@
 
 namespace b2ndfs::vfs {
 
-bool Target::IsInsideFile() const { return type == NodeType::kInside && !view->IsDirectory(); }
-
 Resolver::Resolver(const source::Tree* tree, const views::Registry* views, InodeTable* inodes,
                    EntryContext* entries, std::shared_ptr<PathNode> root, size_t recent_entries)
     : tree_(tree),

@@ -35,7 +35,6 @@ struct Target {
   std::shared_ptr<Generation> generation;
   std::shared_ptr<const store::Container> container;
   std::shared_ptr<const views::Node> view;
-  bool IsInsideFile() const;
 };
 
 class Resolver {
