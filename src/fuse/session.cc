@@ -220,14 +220,23 @@ void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                   struct fuse_file_info* fi, bool plus) {
   Trampoline(req, [&] {
     auto* handle = reinterpret_cast<DirHandle*>(fi->fh);
-    const vfs::DirListing& listing = *handle->listing;
+    vfs::DirListing& listing = *handle->listing;
     const bool attributes =
         plus && listing.cheap_lookups() && listing.size() <= kReadDirPlusMaxEntries;
     std::vector<char> buffer(size);
     size_t used = 0;
     // Offsets 0 and 1 are "." and ".."; entry i of the listing is at i + 2.
-    const size_t total = listing.size() + 2;
-    for (size_t index = static_cast<size_t>(offset); index < total; ++index) {
+    for (size_t index = static_cast<size_t>(offset);; ++index) {
+      if (index >= 2) {
+        auto has = listing.Has(index - 2);
+        if (!has.ok() && used == 0) {
+          fuse_reply_err(req, ErrnoOf(has.status()));
+          return;
+        }
+        // (An error after some entries: those go now, the error with the
+        // next call.)
+        if (!has.ok() || !*has) break;
+      }
       fuse_entry_param e;
       std::memset(&e, 0, sizeof e);
       std::string name;

@@ -91,29 +91,25 @@ std::string Hint(const AzureCredentials& credentials, const Status& status) {
          " from " + credentials.origin;
 }
 
-// The blobs and blob prefixes directly under `prefix`: every page.
-// `marked`: set when a folder marker blob (the prefix itself, "DIR/") is
-// there, so that an empty directory is one.
-Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string& container_url,
-                                           const std::string& prefix, int64_t dir_mtime,
-                                           bool* marked) {
-  auto fetch = [&](const std::string& marker) -> Result<ListedPage> {
-    B2NDFS_ASSIGN_OR_RETURN(const std::string document,
-                            client.Get(AzureListUrl(container_url, prefix, marker)));
-    auto page = ParseListBlobs(document);
-    if (!page.ok()) {
-      return Status(EIO, "the listing of '" + prefix + "': " + page.status().message());
-    }
-    ListedPage out;
-    for (auto& b : page->blobs) {
-      out.keys.push_back({std::move(b.name), b.size, b.mtime, std::move(b.etag)});
-    }
-    out.prefixes = std::move(page->prefixes);
-    out.more = !page->next_marker.empty();
-    out.next = std::move(page->next_marker);
-    return out;
-  };
-  return ListAllPages(prefix, dir_mtime, fetch, marked);
+// One page of the blobs and blob prefixes directly under `prefix`, from
+// `marker` (List Blobs).
+Result<ListedPage> FetchAzurePage(HttpClient& client, const std::string& container_url,
+                                  const std::string& prefix, const std::string& marker,
+                                  int max_results) {
+  B2NDFS_ASSIGN_OR_RETURN(const std::string document,
+                          client.Get(AzureListUrl(container_url, prefix, marker, max_results)));
+  auto page = ParseListBlobs(document);
+  if (!page.ok()) {
+    return Status(EIO, "the listing of '" + prefix + "': " + page.status().message());
+  }
+  ListedPage out;
+  for (auto& b : page->blobs) {
+    out.keys.push_back({std::move(b.name), b.size, b.mtime, std::move(b.etag)});
+  }
+  out.prefixes = std::move(page->prefixes);
+  out.more = !page->next_marker.empty();
+  out.next = std::move(page->next_marker);
+  return out;
 }
 
 }  // namespace
@@ -188,9 +184,10 @@ Result<std::string> AzureContainerUrl(const AzureUrl& url, const std::string& en
 }
 
 std::string AzureListUrl(const std::string& container_url, const std::string& prefix,
-                         const std::string& marker) {
+                         const std::string& marker, int max_results) {
   std::string url = container_url + "?restype=container&comp=list&delimiter=%2F";
   if (!marker.empty()) url += "&marker=" + PercentEncode(marker, false);
+  if (max_results > 0) url += "&maxresults=" + std::to_string(max_results);
   if (!prefix.empty()) url += "&prefix=" + PercentEncode(prefix, false);
   return url;
 }
@@ -244,23 +241,29 @@ Result<std::shared_ptr<source::Tree>> OpenAzureTree(const std::string& url,
   }
   const std::string root_prefix = prefix.empty() ? "" : prefix + "/";
   const int64_t start_time = static_cast<int64_t>(::time(nullptr));
-  config.list = [client, container_url, root = config.root, root_prefix, start_time, shown](
-                    const std::string& path,
-                    const std::string&) -> Result<std::vector<IndexEntry>> {
-    const std::string key_prefix =
-        root_prefix + (path.size() > root.size() ? path.substr(root.size() + 1) + "/" : "");
-    bool marked = false;
-    auto listed = ListPrefix(*client, container_url, key_prefix, start_time, &marked);
-    if (!listed.ok()) {
-      return Status(listed.status().error_number(), path + ": " + listed.status().message());
-    }
-    std::vector<IndexEntry> entries = std::move(*listed);
+  auto key_prefix_of = [root = config.root, root_prefix](const std::string& path) {
+    return root_prefix + (path.size() > root.size() ? path.substr(root.size() + 1) + "/" : "");
+  };
+  config.list = [client, container_url, key_prefix_of, start_time, shown](
+                    const std::string& path, const std::string&) {
+    const std::string key_prefix = key_prefix_of(path);
+    auto fetch = [client, container_url, key_prefix](const std::string& marker) {
+      return FetchAzurePage(*client, container_url, key_prefix, marker, 0);
+    };
     // Blob storage has no directories: a prefix with nothing under it (not
     // even a folder marker) is not there.
-    if (entries.empty() && !marked && !key_prefix.empty()) {
-      return Status(ENOENT, path + ": no blobs under " + shown + "/" + key_prefix);
-    }
-    return entries;
+    std::string missing =
+        key_prefix.empty() ? "" : path + ": no blobs under " + shown + "/" + key_prefix;
+    return MakePrefixPages(path, key_prefix, start_time, std::move(fetch), std::move(missing),
+                           true);
+  };
+  config.is_directory = [client, container_url, key_prefix_of](const std::string& path,
+                                                               const std::string&) {
+    const std::string key_prefix = key_prefix_of(path);
+    auto fetch = [&](const std::string& marker) {
+      return FetchAzurePage(*client, container_url, key_prefix, marker, 2);
+    };
+    return PrefixHasEntries(key_prefix, fetch, true);
   };
   auto tree = OpenObjectTree(std::move(config), std::move(client), options.remote.revalidate);
   if (!tree.ok()) {

@@ -56,12 +56,20 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
   config.root = RedactUrl(config.base);
   config.disk_cache = OpenConfiguredDiskCache(options);
   // A directory is its index page (the URL with a trailing '/').
-  config.list = [client](const std::string& path,
-                         const std::string& dir_url) -> Result<std::vector<IndexEntry>> {
-    B2NDFS_ASSIGN_OR_RETURN(const std::string document, client->Get(dir_url + "/"));
-    auto entries = ParseAutoindex(document);
-    if (!entries.ok()) return Status(EIO, path + ": " + entries.status().message());
-    return entries;
+  config.list = [client](const std::string& path, const std::string& dir_url) {
+    return OnePage([client, path, dir_url]() -> Result<std::vector<IndexEntry>> {
+      B2NDFS_ASSIGN_OR_RETURN(const std::string document, client->Get(dir_url + "/"));
+      auto entries = ParseAutoindex(document);
+      if (!entries.ok()) return Status(EIO, path + ": " + entries.status().message());
+      return entries;
+    });
+  };
+  config.is_directory = [client](const std::string&,
+                                 const std::string& dir_url) -> Result<bool> {
+    auto head = client->Head(dir_url + "/");
+    if (head.ok()) return true;
+    if (head.status().error_number() == ENOENT) return false;
+    return head.status();
   };
   return OpenObjectTree(std::move(config), std::move(client), options.revalidate);
 }

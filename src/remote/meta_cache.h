@@ -1,6 +1,7 @@
 // remote/meta_cache (private to src/remote): the object tree's answers about
 // names (a directory's listing, an object's HEAD), kept per key for
-// `revalidate` seconds, bounded by a least-recently-used count, and fetched
+// `revalidate` seconds, bounded by a least-recently-used total weight (a
+// listing weighs its entries, a HEAD answer one), and fetched
 // by one request however many threads ask for the same key at once (single
 // flight: the others wait for that answer).
 //
@@ -11,6 +12,7 @@
 // `keep` accepts are cached (successes, names that are not there).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -37,11 +39,16 @@ class MetaCache {
   struct Entry {
     double at = 0;  // MetaNow() when the answer came
     Result<T> value = Status(EIO, "unset");
+    size_t weight = 1;
   };
   using Loader = std::function<Result<T>()>;
   using Keep = std::function<bool(const Result<T>&)>;
+  using Weigh = std::function<size_t(const Result<T>&)>;
 
-  MetaCache(size_t capacity, Keep keep) : capacity_(capacity), keep_(std::move(keep)) {}
+  // `capacity`: the total weight kept; `weigh`: an answer's weight (null:
+  // 1 each, so that `capacity` counts answers).
+  MetaCache(size_t capacity, Keep keep, Weigh weigh = nullptr)
+      : capacity_(capacity), keep_(std::move(keep)), weigh_(std::move(weigh)) {}
 
   // The answer for `key` if it is at most `max_age` seconds old; else the
   // answer of one call of `load` (made by this thread, or by the one already
@@ -93,6 +100,7 @@ class MetaCache {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = index_.find(key);
     if (it == index_.end()) return;
+    weight_ -= it->second->second.weight;
     order_.erase(it->second);
     index_.erase(it);
   }
@@ -124,16 +132,21 @@ class MetaCache {
     return &it->second->second;
   }
   void PutLocked(const std::string& key, Result<T> value) {
-    Entry entry{MetaNow(), std::move(value)};
+    const size_t weight = weigh_ ? std::max<size_t>(weigh_(value), 1) : 1;
+    Entry entry{MetaNow(), std::move(value), weight};
     auto it = index_.find(key);
     if (it != index_.end()) {
+      weight_ -= it->second->second.weight;
       it->second->second = std::move(entry);
       order_.splice(order_.begin(), order_, it->second);
-      return;
+    } else {
+      order_.emplace_front(key, std::move(entry));
+      index_.emplace(key, order_.begin());
     }
-    order_.emplace_front(key, std::move(entry));
-    index_.emplace(key, order_.begin());
-    while (index_.size() > capacity_) {
+    weight_ += weight;
+    // (The newest answer stays, however heavy: its caller has it anyway.)
+    while (weight_ > capacity_ && index_.size() > 1) {
+      weight_ -= order_.back().second.weight;
       index_.erase(order_.back().first);
       order_.pop_back();
     }
@@ -141,6 +154,8 @@ class MetaCache {
 
   const size_t capacity_;
   const Keep keep_;
+  const Weigh weigh_;
+  size_t weight_ = 0;  // of every entry kept
   mutable std::mutex mutex_;  // leaf lock; guards everything below
   Order order_;
   std::unordered_map<std::string, typename Order::iterator> index_;

@@ -20,11 +20,16 @@
 namespace b2ndfs::remote {
 namespace {
 
-// The metadata kept (meta_cache.h), least recently used dropped first: a
-// listing of a 10,000-key prefix holds about 1 MB, a HEAD answer a few
-// hundred bytes.
-constexpr size_t kMaxListings = 256;
+// The metadata kept (meta_cache.h), least recently used dropped first: the
+// names of whole listings (about 150 bytes each), HEAD answers and single
+// names' entries (a few hundred bytes each): at most about 90 MB together.
+constexpr size_t kMaxListedNames = 262144;
 constexpr size_t kMaxHeads = 65536;
+constexpr size_t kMaxNames = 131072;
+// A directory of at most this many names is kept whole once listed; a
+// larger one is read page by page as readdir asks (one page held), and its
+// names are kept one by one (kMaxNames) for the lookups that follow.
+constexpr size_t kMaxWholeListing = 65536;
 
 double Now() { return MetaNow(); }
 
@@ -82,7 +87,22 @@ std::string JsonString(const std::string& text) {
   return out + "\"";
 }
 
-class ObjectTree final : public source::Tree {
+source::TreeEntry TreeEntryOf(const IndexEntry& e) {
+  // Sizes an index page leaves out are asked for when the file is.
+  return source::TreeEntry{e.name, MakeStat(e.directory, std::max<int64_t>(e.size, 0), e.mtime)};
+}
+
+Listing SortedListing(std::vector<IndexEntry> entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
+  entries.erase(
+      std::unique(entries.begin(), entries.end(),
+                  [](const IndexEntry& a, const IndexEntry& b) { return a.name == b.name; }),
+      entries.end());
+  return std::make_shared<const std::vector<IndexEntry>>(std::move(entries));
+}
+
+class ObjectTree final : public source::Tree, public std::enable_shared_from_this<ObjectTree> {
  public:
   ObjectTree(ObjectTreeConfig config, std::shared_ptr<HttpClient> client, double revalidate)
       : revalidate_(revalidate),
@@ -92,6 +112,7 @@ class ObjectTree final : public source::Tree {
         root_(std::move(config.root)),
         root_is_dir_(config.root_is_dir),
         list_(std::move(config.list)),
+        is_directory_(std::move(config.is_directory)),
         start_time_(static_cast<int64_t>(::time(nullptr))) {
     // (One without a size is asked for again: Head() refuses it.)
     if (!root_is_dir_ && config.root_head && config.root_head->size >= 0) {
@@ -122,12 +143,18 @@ class ObjectTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(path));
     std::vector<source::TreeEntry> out;
     out.reserve(listing->size());
-    for (const auto& e : *listing) {
-      // Sizes an index page leaves out are asked for when the file is.
-      out.push_back(
-          source::TreeEntry{e.name, MakeStat(e.directory, std::max<int64_t>(e.size, 0), e.mtime)});
-    }
+    for (const auto& e : *listing) out.push_back(TreeEntryOf(e));
     return out;
+  }
+
+  Result<std::unique_ptr<source::ListCursor>> OpenList(const std::string& path) const override {
+    if (auto cached = listings_.Peek(path);
+        cached && cached->value.ok() && Now() - cached->at <= revalidate_) {
+      return std::unique_ptr<source::ListCursor>(
+          std::make_unique<StreamedList>(shared_from_this(), path, *cached->value));
+    }
+    return std::unique_ptr<source::ListCursor>(std::make_unique<StreamedList>(
+        shared_from_this(), path, list_(path, Url(path))));
   }
 
   Result<source::Signature> Probe(const std::string& path) const override {
@@ -231,13 +258,65 @@ class ObjectTree final : public source::Tree {
     return out;
   }
 
-  // The root must answer before the mount is made.
+  // The root must answer before the mount is made (its first page: kept,
+  // as any page read, for the lookups and listings that follow).
   Status Check() const {
-    if (root_is_dir_) return GetListing(root_).status();
-    return Stat(root_).status();
+    if (!root_is_dir_) return Stat(root_).status();
+    B2NDFS_ASSIGN_OR_RETURN(auto cursor, OpenList(root_));
+    return cursor->Next().status();
   }
 
  private:
+  // A directory's listing for readdir: a whole cached one, or its pages as
+  // the server gives them. Every page's names are kept one by one for the
+  // lookups that follow; a directory of at most kMaxWholeListing names is
+  // also kept whole once its last page came.
+  class StreamedList final : public source::ListCursor {
+   public:
+    StreamedList(std::shared_ptr<const ObjectTree> tree, std::string path, Listing whole)
+        : tree_(std::move(tree)), path_(std::move(path)), whole_(std::move(whole)) {}
+    StreamedList(std::shared_ptr<const ObjectTree> tree, std::string path,
+                 std::unique_ptr<EntryPages> pages)
+        : tree_(std::move(tree)), path_(std::move(path)), pages_(std::move(pages)) {}
+
+    Result<std::vector<source::TreeEntry>> Next() override {
+      std::vector<source::TreeEntry> out;
+      if (whole_) {
+        out.reserve(whole_->size());
+        for (const auto& e : *whole_) out.push_back(TreeEntryOf(e));
+        whole_.reset();
+        done_ = true;
+        return out;
+      }
+      if (done_) return out;
+      auto page = pages_->Next();
+      if (!page.ok()) return page.status();
+      out.reserve(page->size());
+      for (auto& e : *page) {
+        out.push_back(TreeEntryOf(e));
+        tree_->names_.Put(path_ + "/" + e.name, e);
+        if (kept_.size() <= kMaxWholeListing) kept_.push_back(std::move(e));
+      }
+      if (pages_->done()) {
+        done_ = true;
+        if (kept_.size() <= kMaxWholeListing) {
+          tree_->listings_.Put(path_, SortedListing(std::move(kept_)));
+        }
+        kept_.clear();
+      }
+      return out;
+    }
+    bool done() const override { return done_; }
+
+   private:
+    const std::shared_ptr<const ObjectTree> tree_;
+    const std::string path_;
+    Listing whole_;
+    std::unique_ptr<EntryPages> pages_;
+    std::vector<IndexEntry> kept_;
+    bool done_ = false;
+  };
+
   // The request URL of a tree path: the base URL (with any credentials the
   // user gave) and the path's names percent-encoded.
   std::string Url(const std::string& path) const {
@@ -257,15 +336,13 @@ class ObjectTree final : public source::Tree {
   // however many ask at once.
   Result<Listing> GetListing(const std::string& path) const {
     return listings_.Get(path, revalidate_, [&]() -> Result<Listing> {
-      auto entries = list_(path, Url(path));
-      if (!entries.ok()) return entries.status();
-      std::sort(entries->begin(), entries->end(),
-                [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
-      entries->erase(
-          std::unique(entries->begin(), entries->end(),
-                      [](const IndexEntry& a, const IndexEntry& b) { return a.name == b.name; }),
-          entries->end());
-      return Listing(std::make_shared<const std::vector<IndexEntry>>(std::move(*entries)));
+      auto pages = list_(path, Url(path));
+      std::vector<IndexEntry> entries;
+      while (!pages->done()) {
+        B2NDFS_ASSIGN_OR_RETURN(std::vector<IndexEntry> page, pages->Next());
+        std::move(page.begin(), page.end(), std::back_inserter(entries));
+      }
+      return SortedListing(std::move(entries));
     });
   }
 
@@ -281,28 +358,38 @@ class ObjectTree final : public source::Tree {
     }
     return heads_.Get(path, fresh ? -1.0 : revalidate_, [&]() -> Result<ObjectInfo> {
       Result<ObjectInfo> result = client_->Head(Url(path));
-      if (result.ok() && result->size < 0) {
+      // (A directory's index page, where a server redirects its name, may
+      // come without a length.)
+      if (result.ok() && result->size < 0 && !RedirectedToDirectory(*result)) {
         return Status(EIO, path + ": the server sent no Content-Length");
       }
       return result;
     });
   }
 
-  // An object's attributes as its parent's fresh listing names them, when
-  // it names an ETag and a size. (A web server's index names no ETag: a
-  // Last-Modified from it would make a version that its HEAD, with an ETag,
-  // never matches, and every revalidation would look like a change.)
+  // An object's attributes as its parent's fresh listing (or a fresh page
+  // of it) names them, when it names an ETag and a size. (A web server's
+  // index names no ETag: a Last-Modified from it would make a version that
+  // its HEAD, with an ETag, never matches, and every revalidation would look
+  // like a change.)
   std::optional<ObjectInfo> FromListing(const std::string& path) const {
     const size_t slash = path.rfind('/');
     if (slash == std::string::npos || slash < root_.size() || !root_is_dir_) return std::nullopt;
-    auto cached = listings_.Peek(path.substr(0, slash));
-    if (!cached || !cached->value.ok() || Now() - cached->at > revalidate_) return std::nullopt;
-    const IndexEntry* e = Lookup(**cached->value, path.substr(slash + 1));
-    if (e == nullptr || e->directory || e->size < 0 || e->etag.empty()) return std::nullopt;
+    std::optional<IndexEntry> listed;
+    if (auto cached = listings_.Peek(path.substr(0, slash));
+        cached && cached->value.ok() && Now() - cached->at <= revalidate_) {
+      if (const IndexEntry* e = Lookup(**cached->value, path.substr(slash + 1))) listed = *e;
+    } else if (auto named = names_.Peek(path);
+               named && named->value.ok() && Now() - named->at <= revalidate_) {
+      listed = *named->value;
+    }
+    if (!listed || listed->directory || listed->size < 0 || listed->etag.empty()) {
+      return std::nullopt;
+    }
     ObjectInfo info;
-    info.size = e->size;
-    info.etag = e->etag;
-    info.mtime = e->mtime;
+    info.size = listed->size;
+    info.etag = listed->etag;
+    info.mtime = listed->mtime;
     return info;
   }
 
@@ -313,8 +400,13 @@ class ObjectTree final : public source::Tree {
     return it == listing.end() || it->name != name ? nullptr : &*it;
   }
 
+  static bool RedirectedToDirectory(const ObjectInfo& info) {
+    return !info.final_url.empty() && info.final_url.back() == '/';
+  }
+
   void Forget(const std::string& path) const {
     listings_.Erase(path);
+    names_.Erase(path);
     heads_.Erase(path);
     heads_.Erase(path + "/" + kFrameName);
   }
@@ -329,32 +421,56 @@ class ObjectTree final : public source::Tree {
     if (!root_is_dir_) return Status(ENOTDIR, root_);
     const std::string parent = path.substr(0, slash);
     const std::string name = path.substr(slash + 1);
-    // A listing gone stale is not fetched again for one name (a web
-    // server's index of 5,000 containers is 480 KB; an S3 prefix of 100,000
-    // keys, a hundred pages): that name's HEAD says whether it is still an
-    // object, and which version. A directory, or an answer that is neither
-    // an object nor a 404, is left to the listing; a name added since, as a
-    // directory, appears once the directory is listed again (readdir).
+    // A fresh listing answers; else what was last heard of this one name;
+    // else the name is asked about alone, never by listing its directory
+    // (a web server's index of 5,000 containers is 480 KB; an S3 prefix of
+    // 100,000 keys, a hundred pages): a HEAD says whether it is an object,
+    // and which version, and where it is not one, a listing of at most two
+    // keys below it (a web server: its index's HEAD) whether it is a
+    // directory. A name added since appears once the directory is listed
+    // again (readdir).
     if (auto cached = listings_.Peek(parent);
-        cached && cached->value.ok() && Now() - cached->at > revalidate_) {
-      const IndexEntry* stale = Lookup(**cached->value, name);
-      if (stale == nullptr || !stale->directory) {
-        auto head = Head(path, false);  // fresh within `revalidate`, else a HEAD now
-        if (head.ok() && (head->final_url.empty() || head->final_url.back() != '/')) {
-          IndexEntry e;
-          e.name = name;
-          e.size = head->size;
-          e.mtime = head->mtime;
-          e.etag = head->etag;
-          return e;
-        }
-        if (!head.ok() && head.status().error_number() == ENOENT) return NotFound(path);
-      }
+        cached && cached->value.ok() && Now() - cached->at <= revalidate_) {
+      const IndexEntry* e = Lookup(**cached->value, name);
+      if (e == nullptr) return NotFound(path);
+      return *e;
     }
-    B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(parent));
-    const IndexEntry* e = Lookup(*listing, name);
-    if (e == nullptr) return NotFound(path);
-    return *e;
+    if (!is_directory_) {
+      B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(parent));
+      const IndexEntry* e = Lookup(*listing, name);
+      if (e == nullptr) return NotFound(path);
+      return *e;
+    }
+    return names_.Get(path, revalidate_, [&] { return AskName(path, name); });
+  }
+
+  // What `path` is, asked of the server about that name alone.
+  Result<IndexEntry> AskName(const std::string& path, const std::string& name) const {
+    IndexEntry e;
+    e.name = name;
+    auto head = Head(path, false);  // fresh within `revalidate`, else a HEAD now
+    if (head.ok()) {
+      e.mtime = head->mtime;
+      // An empty object may be a folder marker, or a Data Lake directory.
+      bool directory = RedirectedToDirectory(*head);
+      if (!directory && head->size == 0) {
+        auto below = is_directory_(path, Url(path));
+        directory = below.ok() && *below;
+      }
+      if (directory) {
+        e.directory = true;
+        return e;
+      }
+      e.size = head->size;
+      e.etag = head->etag;
+      return e;
+    }
+    if (head.status().error_number() != ENOENT) return head.status();
+    B2NDFS_ASSIGN_OR_RETURN(const bool directory, is_directory_(path, Url(path)));
+    if (!directory) return NotFound(path);
+    e.directory = true;
+    e.mtime = start_time_;
+    return e;
   }
 
   Result<bool> IsDirectory(const std::string& path) const {
@@ -394,9 +510,15 @@ class ObjectTree final : public source::Tree {
   const std::string root_;  // its name, without credentials
   const bool root_is_dir_;
   const ObjectTreeConfig::Lister list_;
+  const ObjectTreeConfig::DirectoryProbe is_directory_;
   const int64_t start_time_;
-  mutable MetaCache<Listing> listings_{kMaxListings, Cacheable<Listing>};
+  mutable MetaCache<Listing> listings_{
+      kMaxListedNames, Cacheable<Listing>,
+      [](const Result<Listing>& r) { return r.ok() ? (*r)->size() : size_t{1}; }};
   mutable MetaCache<ObjectInfo> heads_{kMaxHeads, Cacheable<ObjectInfo>};
+  // Single names' entries: from listings read page by page, and from names
+  // asked about alone (AskName).
+  mutable MetaCache<IndexEntry> names_{kMaxNames, Cacheable<IndexEntry>};
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
+#include "prefix_listing.h"
 
 namespace b2ndfs::remote {
 
@@ -32,11 +33,17 @@ struct ObjectTreeConfig {
   // The root's name (Tree::root()): no credentials, no query.
   std::string root;
   bool root_is_dir = true;
-  // The entries of directory `path` (request URL `url`), in any order;
-  // entries without a size have size -1. Errors as HttpClient's.
-  using Lister = std::function<Result<std::vector<IndexEntry>>(const std::string& path,
-                                                               const std::string& url)>;
+  // The entries of directory `path` (request URL `url`), a page at a time
+  // (prefix_listing.h); entries without a size have size -1.
+  using Lister =
+      std::function<std::unique_ptr<EntryPages>(const std::string& path, const std::string& url)>;
   Lister list;
+  // Whether `path` (request URL `url`), which is not an object, is a
+  // directory: asked with one small request when a name is looked up
+  // without its directory's listing, so that no lookup lists a directory.
+  using DirectoryProbe =
+      std::function<Result<bool>(const std::string& path, const std::string& url)>;
+  DirectoryProbe is_directory;
   // Optional: the root object's HEAD answer, when the opener asked for it
   // to tell an object from a directory; taken as the tree's first answer
   // for the root (reused for `revalidate` seconds, as any other).

@@ -31,26 +31,24 @@ std::string AmzDateNow() {
   return text;
 }
 
-// The keys of one "directory": every page of its listing.
-Result<std::vector<IndexEntry>> ListPrefix(HttpClient& client, const std::string& bucket_url,
-                                           const std::string& prefix, int64_t dir_mtime) {
-  auto fetch = [&](const std::string& token) -> Result<ListedPage> {
-    B2NDFS_ASSIGN_OR_RETURN(const std::string document,
-                            client.Get(S3ListUrl(bucket_url, prefix, token)));
-    auto page = ParseListObjectsV2(document);
-    if (!page.ok()) {
-      return Status(EIO, "the listing of '" + prefix + "': " + page.status().message());
-    }
-    ListedPage out;
-    for (auto& o : page->contents) {
-      out.keys.push_back({std::move(o.key), o.size, o.mtime, std::move(o.etag)});
-    }
-    out.prefixes = std::move(page->common_prefixes);
-    out.more = page->truncated;
-    out.next = std::move(page->next_token);
-    return out;
-  };
-  return ListAllPages(prefix, dir_mtime, fetch);
+// One page of the listing of `prefix` from `token` (ListObjectsV2).
+Result<ListedPage> FetchS3Page(HttpClient& client, const std::string& bucket_url,
+                               const std::string& prefix, const std::string& token,
+                               int max_keys) {
+  B2NDFS_ASSIGN_OR_RETURN(const std::string document,
+                          client.Get(S3ListUrl(bucket_url, prefix, token, max_keys)));
+  auto page = ParseListObjectsV2(document);
+  if (!page.ok()) {
+    return Status(EIO, "the listing of '" + prefix + "': " + page.status().message());
+  }
+  ListedPage out;
+  for (auto& o : page->contents) {
+    out.keys.push_back({std::move(o.key), o.size, o.mtime, std::move(o.etag)});
+  }
+  out.prefixes = std::move(page->common_prefixes);
+  out.more = page->truncated;
+  out.next = std::move(page->next_token);
+  return out;
 }
 
 }  // namespace
@@ -106,7 +104,7 @@ Result<std::string> S3BucketUrl(const std::string& bucket, const std::string& en
 }
 
 std::string S3ListUrl(const std::string& bucket_url, const std::string& prefix,
-                      const std::string& continuation_token) {
+                      const std::string& continuation_token, int max_keys) {
   // Virtual-hosted: the bucket is the host, the path "/". Sorted by name.
   const size_t host = bucket_url.find("://");
   const bool has_path =
@@ -115,7 +113,9 @@ std::string S3ListUrl(const std::string& bucket_url, const std::string& prefix,
   if (!continuation_token.empty()) {
     url += "continuation-token=" + AwsUriEncode(continuation_token, true) + "&";
   }
-  url += "delimiter=%2F&list-type=2&prefix=" + AwsUriEncode(prefix, true);
+  url += "delimiter=%2F&list-type=2";
+  if (max_keys > 0) url += "&max-keys=" + std::to_string(max_keys);
+  url += "&prefix=" + AwsUriEncode(prefix, true);
   return url;
 }
 
@@ -212,22 +212,29 @@ Result<std::shared_ptr<source::Tree>> OpenS3Tree(const std::string& url, const S
   }
   const std::string root_prefix = prefix.empty() ? "" : prefix + "/";
   const int64_t start_time = static_cast<int64_t>(::time(nullptr));
-  config.list = [client, bucket_url, root = config.root, root_prefix, start_time](
-                    const std::string& path,
-                    const std::string&) -> Result<std::vector<IndexEntry>> {
-    const std::string key_prefix =
-        root_prefix + (path.size() > root.size() ? path.substr(root.size() + 1) + "/" : "");
-    auto listed = ListPrefix(*client, bucket_url, key_prefix, start_time);
-    if (!listed.ok()) {
-      return Status(listed.status().error_number(), path + ": " + listed.status().message());
-    }
-    std::vector<IndexEntry> entries = std::move(*listed);
+  auto key_prefix_of = [root = config.root, root_prefix](const std::string& path) {
+    return root_prefix + (path.size() > root.size() ? path.substr(root.size() + 1) + "/" : "");
+  };
+  const std::string bucket_shown = "s3://" + s3.bucket + "/";
+  config.list = [client, bucket_url, key_prefix_of, start_time, bucket_shown](
+                    const std::string& path, const std::string&) {
+    const std::string key_prefix = key_prefix_of(path);
+    auto fetch = [client, bucket_url, key_prefix](const std::string& token) {
+      return FetchS3Page(*client, bucket_url, key_prefix, token, 0);
+    };
     // S3 has no directories: a prefix with nothing under it is not there.
-    if (entries.empty() && !key_prefix.empty()) {
-      return Status(ENOENT, path + ": no objects under s3://" +
-                                root.substr(5, root.find('/', 5) - 5) + "/" + key_prefix);
-    }
-    return entries;
+    std::string missing =
+        key_prefix.empty() ? "" : path + ": no objects under " + bucket_shown + key_prefix;
+    return MakePrefixPages(path, key_prefix, start_time, std::move(fetch), std::move(missing),
+                           false);
+  };
+  config.is_directory = [client, bucket_url, key_prefix_of](const std::string& path,
+                                                            const std::string&) {
+    const std::string key_prefix = key_prefix_of(path);
+    auto fetch = [&](const std::string& token) {
+      return FetchS3Page(*client, bucket_url, key_prefix, token, 2);
+    };
+    return PrefixHasEntries(key_prefix, fetch, false);
   };
   return OpenObjectTree(std::move(config), std::move(client), options.remote.revalidate);
 }

@@ -336,20 +336,31 @@ Result<std::string> Filesystem::ListXattr(Ino ino) {
 }
 
 Result<std::shared_ptr<DirListing>> Filesystem::ListMirrored(const Target& target) {
-  B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree_->List(target.path->path));
-  std::vector<DirEntry> out;
-  out.reserve(entries.size());
-  for (auto& e : entries) {
-    const auto kind = MirroredKind(e.name, e.st);
-    if (!kind) continue;
-    const std::string path = target.path->path + "/" + e.name;
-    const mode_t type = *kind == MirroredType::kFile ? S_IFREG : S_IFDIR;
-    // The number a lookup gives, computed: a listing remembers nothing.
-    Ino ino = inodes_->PathIno(path, type);
-    if (auto held = inodes_->FindPathByName(path)) ino = held->ino;
-    out.push_back(DirEntry{std::move(e.name), type, ino});
+  const std::string dir = target.path->path;
+  auto convert = [inodes = inodes_.get(), dir](std::vector<source::TreeEntry> entries) {
+    std::vector<DirEntry> out;
+    out.reserve(entries.size());
+    for (auto& e : entries) {
+      const auto kind = MirroredKind(e.name, e.st);
+      if (!kind) continue;
+      const std::string path = dir + "/" + e.name;
+      const mode_t type = *kind == MirroredType::kFile ? S_IFREG : S_IFDIR;
+      // The number a lookup gives, computed: a listing remembers nothing.
+      Ino ino = inodes->PathIno(path, type);
+      if (auto held = inodes->FindPathByName(path)) ino = held->ino;
+      out.push_back(DirEntry{std::move(e.name), type, ino});
+    }
+    return out;
+  };
+  auto open = [tree = tree_, dir] { return tree->OpenList(dir); };
+  B2NDFS_ASSIGN_OR_RETURN(std::unique_ptr<source::ListCursor> cursor, open());
+  B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> first, cursor->Next());
+  if (cursor->done()) {
+    return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(convert(std::move(first))));
   }
-  return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(std::move(out)));
+  std::vector<DirEntry> first_page = convert(std::move(first));
+  return std::shared_ptr<DirListing>(std::make_shared<PagedListing>(
+      std::move(open), std::move(convert), std::move(cursor), std::move(first_page)));
 }
 
 Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {

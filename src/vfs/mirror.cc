@@ -29,4 +29,21 @@ std::optional<MirroredType> MirroredKind(const std::string& name, const struct s
   return std::nullopt;
 }
 
+Result<bool> PagedListing::Has(size_t index) {
+  if (index < base_) {
+    B2NDFS_ASSIGN_OR_RETURN(auto cursor, open_());
+    B2NDFS_ASSIGN_OR_RETURN(auto first, cursor->Next());
+    cursor_ = std::move(cursor);
+    page_ = convert_(std::move(first));
+    base_ = 0;
+  }
+  while (index >= base_ + page_.size()) {
+    if (cursor_->done()) return false;
+    B2NDFS_ASSIGN_OR_RETURN(auto next, cursor_->Next());
+    base_ += page_.size();
+    page_ = convert_(std::move(next));
+  }
+  return true;
+}
+
 }  // namespace b2ndfs::vfs

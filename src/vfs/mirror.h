@@ -5,10 +5,13 @@
 
 #include <sys/stat.h>
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
 #include "b2ndfs/vfs/filesystem.h"
 
@@ -29,6 +32,32 @@ class VectorListing : public DirListing {
 
  private:
   std::vector<DirEntry> entries_;
+};
+
+// A directory read page by page as readdir goes (a remote prefix of
+// 100,000 names): holds one page; a reader going back (rewinddir) starts
+// again from the first page.
+class PagedListing : public DirListing {
+ public:
+  using Open = std::function<Result<std::unique_ptr<source::ListCursor>>()>;
+  // A page's entries as readdir shows them (those not shown left out).
+  using Convert = std::function<std::vector<DirEntry>(std::vector<source::TreeEntry>)>;
+  PagedListing(Open open, Convert convert, std::unique_ptr<source::ListCursor> cursor,
+               std::vector<DirEntry> first_page)
+      : open_(std::move(open)),
+        convert_(std::move(convert)),
+        cursor_(std::move(cursor)),
+        page_(std::move(first_page)) {}
+  Result<bool> Has(size_t index) override;
+  size_t size() const override { return base_ + page_.size(); }
+  DirEntry at(size_t index) const override { return page_[index - base_]; }
+
+ private:
+  const Open open_;
+  const Convert convert_;
+  std::unique_ptr<source::ListCursor> cursor_;
+  std::vector<DirEntry> page_;
+  size_t base_ = 0;  // the index of page_[0]
 };
 
 }  // namespace b2ndfs::vfs

@@ -103,6 +103,12 @@ class FakeS3 {
   int lists() const { return lists_; }
   int gets() const { return gets_; }
   int if_match_seen() const { return if_match_seen_; }
+  // Listings answer at most this many keys and prefixes a page.
+  void SetPageSize(size_t n) { page_size_ = n; }
+  std::string last_list() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_list_;
+  }
 
  private:
   struct Object {
@@ -145,23 +151,46 @@ class FakeS3 {
       const size_t p = target.find("prefix=", query);
       const std::string prefix =
           p == std::string::npos ? "" : Decode(target.substr(p + 7, target.find('&', p) - p - 7));
-      std::string xml = "<ListBucketResult><IsTruncated>false</IsTruncated>";
+      // Pages of at most max-keys (else page_size_) keys and prefixes, in
+      // key order, continuing after the token (the page's last item).
+      size_t limit = page_size_;
+      if (const size_t m = target.find("max-keys=", query); m != std::string::npos) {
+        limit = std::stoul(target.substr(m + 9));
+      }
+      std::string after;
+      if (const size_t t = target.find("continuation-token=", query); t != std::string::npos) {
+        after = Decode(target.substr(t + 19, target.find('&', t) - t - 19));
+      }
+      std::string items, last_item;
       std::string last_dir;
+      size_t count = 0;
+      bool truncated = false;
       for (const auto& [key, object] : objects_) {
         if (key.compare(0, prefix.size(), prefix) != 0) continue;
         const size_t slash = key.find('/', prefix.size());
+        const std::string item = slash == std::string::npos ? key : key.substr(0, slash + 1);
+        if (item == last_dir || (!after.empty() && item <= after)) continue;
+        if (count == limit) {
+          truncated = true;
+          break;
+        }
+        ++count;
+        last_item = item;
         if (slash != std::string::npos) {
-          const std::string dir = key.substr(0, slash + 1);
-          if (dir != last_dir)
-            xml += "<CommonPrefixes><Prefix>" + dir + "</Prefix></CommonPrefixes>";
-          last_dir = dir;
+          items += "<CommonPrefixes><Prefix>" + item + "</Prefix></CommonPrefixes>";
+          last_dir = item;
           continue;
         }
-        xml += "<Contents><Key>" + key +
-               "</Key><LastModified>2026-11-27T18:00:00.000Z</LastModified>" + "<ETag>&quot;" +
-               object.etag.substr(1, object.etag.size() - 2) + "&quot;</ETag><Size>" +
-               std::to_string(object.bytes.size()) + "</Size></Contents>";
+        items += "<Contents><Key>" + key +
+                 "</Key><LastModified>2026-11-27T18:00:00.000Z</LastModified>" + "<ETag>&quot;" +
+                 object.etag.substr(1, object.etag.size() - 2) + "&quot;</ETag><Size>" +
+                 std::to_string(object.bytes.size()) + "</Size></Contents>";
       }
+      last_list_ = target;
+      std::string xml = "<ListBucketResult><IsTruncated>" +
+                        std::string(truncated ? "true" : "false") + "</IsTruncated>";
+      if (truncated) xml += "<NextContinuationToken>" + last_item + "</NextContinuationToken>";
+      xml += items;
       return Answer(200, "", xml + "</ListBucketResult>");
     }
     const std::string key = path.size() > 5 ? path.substr(5) : "";
@@ -214,6 +243,8 @@ class FakeS3 {
   std::atomic<bool> weak_{false};
   std::atomic<int> if_match_seen_{0}, if_unmodified_seen_{0};
   std::atomic<int> heads_{0}, lists_{0}, gets_{0};
+  std::atomic<size_t> page_size_{1000};
+  std::string last_list_;
   std::mutex mutex_;  // guards objects_, writes_, fds_, connections_
   std::map<std::string, Object> objects_;
   int writes_ = 0;
@@ -454,12 +485,85 @@ TEST_CASE("a lookup of one name in a stale listing is that name's HEAD, not a ne
   const int lists = server.lists();
   CHECK(tree->Stat(tree->root() + "/c.b2frame").ok());
   CHECK(server.heads() == 1);
+  CHECK(server.lists() == lists);
+  // A name that is not an object: is anything below it? Two keys at most.
   CHECK(tree->Stat(tree->root() + "/nope.b2frame").status().error_number() == ENOENT);
   CHECK(server.heads() == 2);
-  CHECK(server.lists() == lists);
+  CHECK(server.lists() == lists + 1);
+  CHECK(server.last_list().find("max-keys=2") != std::string::npos);
+  CHECK(server.last_list().find("prefix=nope.b2frame%2F") != std::string::npos);
   // readdir lists again.
   CHECK(tree->List(tree->root()).ok());
+  CHECK(server.lists() == lists + 2);
+}
+
+TEST_CASE("a lookup without its directory's listing asks about that one name", "[remote]") {
+  FakeS3 server;
+  for (int i = 0; i < 50; ++i) server.Put("d/k" + std::to_string(i) + ".b2frame", Pattern('a'));
+  server.Put("d/sub/x.b2frame", Pattern('b'));
+  auto tree = OpenTree(server, "s3://bkt/", 3600);
+  const int lists = server.lists();
+  const std::string d = tree->root() + "/d";
+  auto object = tree->Stat(d + "/k7.b2frame");
+  REQUIRE(object.ok());
+  CHECK(S_ISREG(object->st_mode));
+  CHECK(object->st_size == static_cast<off_t>(kBytes));
+  CHECK(server.heads() == 1);
+  CHECK(server.lists() == lists);
+  auto sub = tree->Stat(d + "/sub");
+  REQUIRE(sub.ok());
+  CHECK(S_ISDIR(sub->st_mode));
+  CHECK(server.heads() == 2);
   CHECK(server.lists() == lists + 1);
+  CHECK(tree->Stat(d + "/none").status().error_number() == ENOENT);
+  CHECK(server.lists() == lists + 2);
+  // Each answer is kept for `revalidate` seconds, the missing name's too.
+  CHECK(tree->Stat(d + "/k7.b2frame").ok());
+  CHECK(tree->Stat(d + "/sub").ok());
+  CHECK(tree->Stat(d + "/none").status().error_number() == ENOENT);
+  CHECK(server.heads() == 3);
+  CHECK(server.lists() == lists + 2);
+}
+
+TEST_CASE("a paged listing is read a page at a time, a key and a prefix of one name once",
+          "[remote]") {
+  FakeS3 server;
+  server.SetPageSize(3);
+  // In key order: a b x x.b2nd x.c (x/) y z0 .. z5: "x" is a key and a
+  // prefix, three items apart.
+  for (const char* key : {"d/a", "d/b", "d/x", "d/x.b2nd", "d/x.c", "d/x/1", "d/y"}) {
+    server.Put(key, Pattern('q'));
+  }
+  for (int i = 0; i < 6; ++i) server.Put("d/z" + std::to_string(i), Pattern('r'));
+  auto tree = OpenTree(server, "s3://bkt/", 3600);
+  const int lists = server.lists();
+  auto cursor = tree->OpenList(tree->root() + "/d");
+  REQUIRE(cursor.ok());
+  CHECK(server.lists() == lists);  // nothing read before the first page is asked for
+  std::map<std::string, bool> seen;  // name -> is a directory
+  int pages = 0;
+  while (!(*cursor)->done()) {
+    auto page = (*cursor)->Next();
+    REQUIRE(page.ok());
+    ++pages;
+    CHECK(server.lists() == lists + pages);
+    for (const auto& e : *page) {
+      CHECK(seen.count(e.name) == 0);
+      seen[e.name] = S_ISDIR(e.st.st_mode);
+    }
+  }
+  CHECK(pages == 5);  // 13 items, 3 a page
+  CHECK(seen.size() == 12);
+  CHECK(seen["x"]);
+  CHECK_FALSE(seen["x.b2nd"]);
+  CHECK(seen.count("z5") == 1);
+  // What the pages said answers lookups, and the whole listing is kept.
+  const int heads = server.heads();
+  CHECK(tree->Stat(tree->root() + "/d/z3").ok());
+  CHECK(S_ISDIR(tree->Stat(tree->root() + "/d/x")->st_mode));
+  CHECK(tree->List(tree->root() + "/d")->size() == 12);
+  CHECK(server.heads() == heads);
+  CHECK(server.lists() == lists + pages);
 }
 
 TEST_CASE("the metadata cache makes one request for concurrent lookups of one key", "[remote]") {

@@ -60,9 +60,10 @@ Result<AzureUrl> ParseAzureUrl(const std::string& url);
 Result<std::string> AzureContainerUrl(const AzureUrl& url, const std::string& endpoint);
 
 // The List Blobs request for the blobs under `prefix`, from `marker` (empty:
-// the first page).
+// the first page); `max_results` > 0 asks for at most that many (else the
+// service's page, 5,000).
 std::string AzureListUrl(const std::string& container_url, const std::string& prefix,
-                         const std::string& marker);
+                         const std::string& marker, int max_results = 0);
 
 struct AzureOptions {
   RemoteOptions remote;

@@ -50,9 +50,10 @@ Result<S3Url> ParseS3Url(const std::string& url);
 Result<std::string> S3BucketUrl(const std::string& bucket, const std::string& endpoint,
                                 const std::string& region);
 // The ListObjectsV2 request for the keys under `prefix` (query parameters
-// sorted and encoded as SigV4 wants them).
+// sorted and encoded as SigV4 wants them); `max_keys` > 0 asks for at most
+// that many (else the server's page, 1,000 on AWS).
 std::string S3ListUrl(const std::string& bucket_url, const std::string& prefix,
-                      const std::string& continuation_token);
+                      const std::string& continuation_token, int max_keys = 0);
 
 // The headers that sign one request (Host, x-amz-content-sha256,
 // x-amz-date, x-amz-security-token if any, Authorization) for `url` as sent,

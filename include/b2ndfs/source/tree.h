@@ -55,6 +55,18 @@ class PlainFile {
   virtual Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const = 0;
 };
 
+// A directory's entries, a page at a time (Tree::OpenList): a remote
+// directory of 100,000 names is read as the reader goes, holding one page.
+class ListCursor {
+ public:
+  virtual ~ListCursor() = default;
+  // The next page of entries (as List() gives them: directories and regular
+  // files); empty once done(). Pages are each sorted by name; names are not
+  // repeated, but the pages together need not be in name order.
+  virtual Result<std::vector<TreeEntry>> Next() = 0;
+  virtual bool done() const = 0;
+};
+
 class Tree {
  public:
   virtual ~Tree() = default;
@@ -66,6 +78,8 @@ class Tree {
   // following links; dangling links, devices, fifos and sockets are left
   // out), sorted by name.
   virtual Result<std::vector<TreeEntry>> List(const std::string& path) const = 0;
+  // The entries of a directory, a page at a time. Here: List() as one page.
+  virtual Result<std::unique_ptr<ListCursor>> OpenList(const std::string& path) const;
   // The current signature of a container (a file, or a sparse-frame
   // directory), without opening it: cheap enough to call on every use.
   virtual Result<Signature> Probe(const std::string& path) const = 0;

@@ -105,12 +105,22 @@ struct Attr {
   double timeout = 1.0;
 };
 
-// An open directory: a stable snapshot, or a generated sequence for chunk
-// and slice directories (which may hold millions of names).
+// An open directory: a stable snapshot, a generated sequence for chunk and
+// slice directories (which may hold millions of names), or a remote
+// directory read page by page as the reader goes.
+// Thread-safety: one reader at a time (the kernel serializes the readdirs of
+// an open directory).
 class DirListing {
  public:
   virtual ~DirListing() = default;
+  // Whether entry `index` exists, reading what it takes to know (the pages
+  // up to it; back to the first page when it was dropped); an error when
+  // that read failed.
+  virtual Result<bool> Has(size_t index) { return index < size(); }
+  // The entries known so far (all of them, but for a listing read page by
+  // page).
   virtual size_t size() const = 0;
+  // Entry `index`, which Has() just found.
   virtual DirEntry at(size_t index) const = 0;
   // The attributes of entry `index` at no source I/O (the views of the
   // generation the listing was made from), for READDIRPLUS; an error where
