@@ -244,8 +244,8 @@ Result<std::shared_ptr<source::Tree>> OpenAzureTree(const std::string& url,
   auto key_prefix_of = [root = config.root, root_prefix](const std::string& path) {
     return root_prefix + (path.size() > root.size() ? path.substr(root.size() + 1) + "/" : "");
   };
-  config.list = [client, container_url, key_prefix_of, start_time, shown](
-                    const std::string& path, const std::string&) {
+  config.list = [client, container_url, key_prefix_of, start_time, shown](const std::string& path,
+                                                                          const std::string&) {
     const std::string key_prefix = key_prefix_of(path);
     auto fetch = [client, container_url, key_prefix](const std::string& marker) {
       return FetchAzurePage(*client, container_url, key_prefix, marker, 0);

@@ -64,8 +64,7 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
       return entries;
     });
   };
-  config.is_directory = [client](const std::string&,
-                                 const std::string& dir_url) -> Result<bool> {
+  config.is_directory = [client](const std::string&, const std::string& dir_url) -> Result<bool> {
     auto head = client->Head(dir_url + "/");
     if (head.ok()) return true;
     if (head.status().error_number() == ENOENT) return false;

@@ -155,7 +155,7 @@ class MetaCache {
   const size_t capacity_;
   const Keep keep_;
   const Weigh weigh_;
-  size_t weight_ = 0;  // of every entry kept
+  size_t weight_ = 0;         // of every entry kept
   mutable std::mutex mutex_;  // leaf lock; guards everything below
   Order order_;
   std::unordered_map<std::string, typename Order::iterator> index_;

@@ -153,8 +153,8 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
       return std::unique_ptr<source::ListCursor>(
           std::make_unique<StreamedList>(shared_from_this(), path, *cached->value));
     }
-    return std::unique_ptr<source::ListCursor>(std::make_unique<StreamedList>(
-        shared_from_this(), path, list_(path, Url(path))));
+    return std::unique_ptr<source::ListCursor>(
+        std::make_unique<StreamedList>(shared_from_this(), path, list_(path, Url(path))));
   }
 
   Result<source::Signature> Probe(const std::string& path) const override {
@@ -429,11 +429,19 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
     // keys below it (a web server: its index's HEAD) whether it is a
     // directory. A name added since appears once the directory is listed
     // again (readdir).
-    if (auto cached = listings_.Peek(parent);
-        cached && cached->value.ok() && Now() - cached->at <= revalidate_) {
+    // A directory's name is asked about as one (a web server's index HEAD,
+    // a store's two-key listing), where what was last heard says it is one.
+    bool was_directory = false;
+    if (auto cached = listings_.Peek(parent); cached && cached->value.ok()) {
       const IndexEntry* e = Lookup(**cached->value, name);
-      if (e == nullptr) return NotFound(path);
-      return *e;
+      if (Now() - cached->at <= revalidate_) {
+        if (e == nullptr) return NotFound(path);
+        return *e;
+      }
+      was_directory = e != nullptr && e->directory;
+    }
+    if (auto named = names_.Peek(path); named && named->value.ok()) {
+      was_directory = named->value->directory;
     }
     if (!is_directory_) {
       B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(parent));
@@ -441,13 +449,23 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
       if (e == nullptr) return NotFound(path);
       return *e;
     }
-    return names_.Get(path, revalidate_, [&] { return AskName(path, name); });
+    return names_.Get(path, revalidate_, [&] { return AskName(path, name, was_directory); });
   }
 
-  // What `path` is, asked of the server about that name alone.
-  Result<IndexEntry> AskName(const std::string& path, const std::string& name) const {
+  // What `path` is, asked of the server about that name alone (first as a
+  // directory where `was_directory`).
+  Result<IndexEntry> AskName(const std::string& path, const std::string& name,
+                             bool was_directory) const {
     IndexEntry e;
     e.name = name;
+    if (was_directory) {
+      B2NDFS_ASSIGN_OR_RETURN(const bool still, is_directory_(path, Url(path)));
+      if (still) {
+        e.directory = true;
+        e.mtime = start_time_;
+        return e;
+      }
+    }
     auto head = Head(path, false);  // fresh within `revalidate`, else a HEAD now
     if (head.ok()) {
       e.mtime = head->mtime;

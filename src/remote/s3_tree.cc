@@ -33,8 +33,7 @@ std::string AmzDateNow() {
 
 // One page of the listing of `prefix` from `token` (ListObjectsV2).
 Result<ListedPage> FetchS3Page(HttpClient& client, const std::string& bucket_url,
-                               const std::string& prefix, const std::string& token,
-                               int max_keys) {
+                               const std::string& prefix, const std::string& token, int max_keys) {
   B2NDFS_ASSIGN_OR_RETURN(const std::string document,
                           client.Get(S3ListUrl(bucket_url, prefix, token, max_keys)));
   auto page = ParseListObjectsV2(document);

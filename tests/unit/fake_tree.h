@@ -54,7 +54,12 @@ class FakeTree : public source::Tree {
   void SetDelay(std::chrono::milliseconds delay) { state_->delay_ms.store(delay.count()); }
   void SetOldVersionsReadable(bool readable) { state_->old_readable.store(readable); }
 
+  // OpenList() hands out pages of at most `n` entries (0: the whole
+  // listing as one page).
+  void SetPageSize(size_t n) { state_->page_size.store(n); }
+
   // What the tree was asked.
+  int64_t pages() const { return state_->pages.load(); }
   int64_t probes() const { return state_->probes.load(); }
   int64_t reads() const { return state_->reads.load(); }
   int64_t bytes_read() const { return state_->bytes_read.load(); }
@@ -88,6 +93,13 @@ class FakeTree : public source::Tree {
       out.push_back(source::TreeEntry{name, StatOf(it->second)});
     }
     return out;
+  }
+
+  Result<std::unique_ptr<source::ListCursor>> OpenList(const std::string& path) const override {
+    if (state_->page_size.load() == 0) return source::Tree::OpenList(path);
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> all, List(path));
+    return std::unique_ptr<source::ListCursor>(
+        std::make_unique<Pages>(std::move(all), state_->page_size.load(), state_));
   }
 
   Result<source::Signature> Probe(const std::string& path) const override {
@@ -135,7 +147,8 @@ class FakeTree : public source::Tree {
     std::atomic<int> outage{0};
     std::atomic<int64_t> delay_ms{0};
     std::atomic<bool> old_readable{true};
-    std::atomic<int64_t> probes{0}, reads{0}, bytes_read{0}, stats{0}, holds{0};
+    std::atomic<int64_t> probes{0}, reads{0}, bytes_read{0}, stats{0}, holds{0}, pages{0};
+    std::atomic<size_t> page_size{0};
   };
 
   static source::Signature SignatureOf(const Entry& e) {
@@ -162,6 +175,27 @@ class FakeTree : public source::Tree {
     if (error != 0) return Status(error, std::string("fake outage: ") + std::strerror(error));
     return Status::Ok();
   }
+
+  // A listing handed out `size` entries at a time (each page counted).
+  class Pages : public source::ListCursor {
+   public:
+    Pages(std::vector<source::TreeEntry> all, size_t size, std::shared_ptr<State> state)
+        : all_(std::move(all)), size_(size), state_(std::move(state)) {}
+    Result<std::vector<source::TreeEntry>> Next() override {
+      state_->pages++;
+      const size_t end = std::min(all_.size(), next_ + size_);
+      std::vector<source::TreeEntry> page(all_.begin() + next_, all_.begin() + end);
+      next_ = end;
+      return page;
+    }
+    bool done() const override { return next_ == all_.size(); }
+
+   private:
+    const std::vector<source::TreeEntry> all_;
+    const size_t size_;
+    const std::shared_ptr<State> state_;
+    size_t next_ = 0;
+  };
 
   class Source : public source::ByteSource {
    public:

@@ -539,7 +539,7 @@ TEST_CASE("a paged listing is read a page at a time, a key and a prefix of one n
   const int lists = server.lists();
   auto cursor = tree->OpenList(tree->root() + "/d");
   REQUIRE(cursor.ok());
-  CHECK(server.lists() == lists);  // nothing read before the first page is asked for
+  CHECK(server.lists() == lists);    // nothing read before the first page is asked for
   std::map<std::string, bool> seen;  // name -> is a directory
   int pages = 0;
   while (!(*cursor)->done()) {

@@ -283,7 +283,7 @@ size_t Walk(Mount& m, vfs::Ino dir, int depth = 0) {
   auto listing = m.fs->OpenDir(dir);
   REQUIRE(listing.ok());
   size_t names = 0;
-  for (size_t i = 0; i < (*listing)->size(); ++i) {
+  for (size_t i = 0; *(*listing)->Has(i); ++i) {
     const vfs::DirEntry e = (*listing)->at(i);
     auto attr = m.fs->Lookup(dir, e.name);
     INFO(e.name);
@@ -428,6 +428,37 @@ TEST_CASE("the open-container LRU takes off what it put on", "[vfs]") {
   open.Remove(container.get());
   CHECK(open.bytes() == 0);
   CHECK(open.size() == 0);
+}
+
+TEST_CASE("a directory listed page by page is read as readdir goes, one page held", "[vfs]") {
+  Mount m(true);
+  m.tree->PutDir("big");
+  for (int i = 0; i < 25; ++i) m.tree->PutFile("big/f" + std::to_string(100 + i) + ".txt", {1});
+  m.tree->SetPageSize(4);
+  m.Start();
+  const vfs::Ino big = m.Lookup(vfs::kRootIno, "big");
+  const int64_t pages = m.tree->pages();
+  auto listing = m.fs->OpenDir(big);
+  REQUIRE(listing.ok());
+  CHECK(m.tree->pages() == pages + 1);  // the first page, at the open
+  std::vector<std::string> names;
+  for (size_t i = 0; *(*listing)->Has(i); ++i) {
+    names.push_back((*listing)->at(i).name);
+    // Only the page holding entry i is kept.
+    CHECK((*listing)->size() <= i + 4);
+    CHECK(m.tree->pages() == pages + 1 + static_cast<int64_t>(i / 4));
+  }
+  REQUIRE(names.size() == 25);
+  for (int i = 0; i < 25; ++i) CHECK(names[i] == "f" + std::to_string(100 + i) + ".txt");
+  // Back to the start (rewinddir): the listing is read again from its first page.
+  REQUIRE(*(*listing)->Has(0));
+  CHECK((*listing)->at(0).name == "f100.txt");
+  CHECK(m.tree->pages() == pages + 7 + 1);
+  // A name from a later page has the number a lookup gives.
+  REQUIRE(*(*listing)->Has(17));
+  auto attr = m.fs->Lookup(big, "f117.txt");
+  REQUIRE(attr.ok());
+  CHECK(attr->st.st_ino == (*listing)->at(17).ino);
 }
 
 }  // namespace
