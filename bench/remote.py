@@ -274,8 +274,9 @@ def main():
                 return mnt, p, os.path.join(mnt, "arr.b2nd", "slices", str(axis), str(INDEX))
 
             for rep in range(a.reps):
-                # The chunk heads, fetched in the background from the open
-                # on, are still on their way: the read waits for them.
+                # No chunk head is known yet: the read fetches them with
+                # its blocks (every head, where the container has at most
+                # prefetch_heads= chunks).
                 mnt, p, slice_path = opened_mount(f"mnt_{axis}_{rtt}_{rep}")
                 before = stats(mnt)["remote"]["bytes_fetched"]
                 since = os.path.getsize(access)
@@ -287,13 +288,12 @@ def main():
                 fs_times.append(seconds)
                 nginx_bytes.append(sent)
                 requests.append(n)
-                # The same once the open has finished: its background fetch
-                # of the chunk heads landed (what the container's block
-                # offsets are to a block-aware client, the chunk offsets to
-                # the whole-chunk client below).
+                # The same once the chunk heads are known (what the
+                # container's block offsets are to a block-aware client, the
+                # chunk offsets to the whole-chunk client below): a read of
+                # slice 0 (other blocks) fetched them first, untimed.
                 mnt, p, slice_path = opened_mount(f"mnt_{axis}_{rtt}_{rep}_landed")
-                wait_for(lambda: stats(mnt)["reads"].get("heads_prefetches", 0) >= 1, 10,
-                         "the chunk heads fetched at open")
+                read_all(os.path.join(os.path.dirname(slice_path), "0"))
                 seconds, landed = read_all(slice_path)
                 unmount(mnt, p)
                 if landed != got:
@@ -411,9 +411,10 @@ def write_report(path, info, rows, s3row, reps, opts):
           f"{ratio:.3f} | {r['plan']['chunk_bytes']} | {verdict(ratio, 1.25, False)} |")
     w("\n## (b) Slice time against fetching whole chunks\n")
     w("Mount: open + read of `slices/A/128` on a fresh mount whose container was opened "
-      "(meta.json read, untimed), timed twice on two fresh mounts: right after the open (its "
-      "background fetch of the chunk heads, `prefetch_heads=`, still on its way: the read waits "
-      "for it) and once that fetch landed (the open finished). Whole chunks: Python fetching the "
+      "(meta.json read, untimed), timed twice on two fresh mounts: right after the open (no "
+      "chunk head known: the read fetches them with its blocks, `prefetch_heads=`) and once the "
+      "heads are known (a read of `slices/A/0`, other blocks, fetched them, untimed). Whole "
+      "chunks: Python fetching the "
       "chunks the slice needs (one Range GET each, on up to 8 kept-alive connections opened as "
       "needed; handed the chunk offsets) + c-blosc2 decompressing them (2 threads) and copying the "
       "slice out. Same bytes checked. Target: ≥ 5× faster (blocks are 1/512 of their chunk, the "

@@ -92,7 +92,6 @@ std::string Filesystem::StatsJson() const {
   out += kv("source_bytes_read", r.source_bytes_read.load());
   out += kv("coalesced_reads", r.coalesced_reads.load());
   out += kv("coalesced_blocks", r.coalesced_blocks.load());
-  out += kv("heads_prefetches", r.heads_prefetches.load());
   out += kv("readahead_requests", r.prefetch_requests.load());
   out += kv("readahead_blocks", r.prefetched_blocks.load());
   out += kv("pushed_files", read_ahead_->pushed_files());

@@ -114,8 +114,6 @@ struct ReadStats {
   // (store/read_plan.h), and such reads.
   StatCounter<uint64_t> coalesced_reads;
   StatCounter<uint64_t> coalesced_blocks;
-  // Background fetches of a remote container's chunk heads at open.
-  StatCounter<uint64_t> heads_prefetches;
   StatCounter<uint64_t> prefetch_requests;
   StatCounter<uint64_t> prefetched_blocks;
   // Blocks held by readers outside the cache's accounting right now: a cold
