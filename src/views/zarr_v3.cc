@@ -63,7 +63,9 @@ Result<V3Plan> Plan(const store::Container& c) {
     count = std::min(count, kMaxInnerChunks + 1);
   }
   const int64_t block_bytes = geometry::Box::FromShape(blocks).NumItems() * layout.itemsize();
-  if (!whole) {
+  if (layout.ndim() == 0) {
+    plan.unsharded = "unsharded: a 0-D array is one item";
+  } else if (!whole) {
     plan.unsharded = "unsharded: the chunk shape " + Ints(chunks) +
                      " is not a whole number of blocks " + Ints(blocks);
   } else if (count > kMaxInnerChunks) {

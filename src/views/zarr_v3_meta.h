@@ -38,7 +38,8 @@ ZarrV3Dtype ZarrV3DtypeOf(const std::string& npy_descr, int64_t itemsize);
 
 // zarr.json up to the value of "attributes" (which comes last): the caller
 // appends the attributes object and ZarrJsonTail(). `inner` empty: unsharded
-// (codecs [bytes]); else a sharding_indexed codec with that inner chunk shape.
+// (codecs [bytes]; 0-D arrays are never sharded); else a sharding_indexed
+// codec with that inner chunk shape.
 // `dimension_names`: the JSON array text, or empty to leave the member out.
 std::string ZarrJsonHead(const ZarrV3Dtype& dtype, const std::vector<int64_t>& shape,
                          const std::vector<int64_t>& chunks, const std::vector<int64_t>& inner,
