@@ -4,7 +4,8 @@
 //   descendants come after it, and Registry::NodeAt finds every name again
 //   from its ordinal alone (data.zarr/c/ included: a listing of 65
 //   directories, and a 4-D tree three directories deep);
-// - data.zarr/: each shard file holds the chunk's blocks, whole and padded
+// - data.zarr/: zarr.json's dimension_names come from "_ARRAY_DIMENSIONS";
+//   each shard file holds the chunk's blocks, whole and padded
 //   with zeros past the array, then (offset, nbytes) per block and the index's
 //   CRC-32C; any byte range reads the same bytes as the whole file; unsharded
 //   stores hold the padded chunk; a read of one inner chunk of a cold
@@ -52,13 +53,20 @@ struct Opened {
   std::shared_ptr<const views::Registry> registry;
 };
 
-Opened Write(testing::TestStore& ts, const std::string& path, const Array& a, uint64_t cache_id) {
+// `vlmeta`: a variable-length metalayer's name and msgpack bytes, or none.
+Opened Write(testing::TestStore& ts, const std::string& path, const Array& a, uint64_t cache_id,
+             const std::pair<std::string, std::vector<uint8_t>>& vlmeta = {}) {
   blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
   cp.typesize = static_cast<int32_t>(a.itemsize);
   cp.nthreads = 1;
   b2nd_array_t* arr = testing::WriteContiguous(
       path, cp, static_cast<int8_t>(a.shape.size()), a.shape.data(), a.chunks.data(),
       a.blocks.data(), a.dtype.c_str(), a.data.data(), static_cast<int64_t>(a.data.size()));
+  if (!vlmeta.first.empty()) {
+    std::vector<uint8_t> content = vlmeta.second;
+    REQUIRE(blosc2_vlmeta_add(arr->sc, vlmeta.first.c_str(), content.data(),
+                              static_cast<int32_t>(vlmeta.second.size()), nullptr) >= 0);
+  }
   b2nd_free(arr);
   auto registry = views::Registry::Default();
   auto source = source::OpenLocal(path, &ts.descriptors);
@@ -231,7 +239,9 @@ TEST_CASE("data.zarr unsharded chunks are zarr/'s padded chunks", "[views]") {
   testing::TempDir dir("b2ndfs_views");
   testing::TestStore ts(size_t{64} << 20, 4, 0);
   const Array a = MakeArray({20, 16}, {10, 8}, {4, 4}, ">i2", 2);
-  Opened o = Write(ts, (dir.path / "u.b2nd").string(), a, 8);
+  // xarray's dimension names, msgpack ["y", "x"].
+  Opened o = Write(ts, (dir.path / "u.b2nd").string(), a, 8,
+                   {"_ARRAY_DIMENSIONS", {0x92, 0xa1, 'y', 0xa1, 'x'}});
   const store::Container& c = *o.container;
   for (const char* key : {"0/0", "1/1"}) {
     std::string v2 = key;
@@ -246,6 +256,10 @@ TEST_CASE("data.zarr unsharded chunks are zarr/'s padded chunks", "[views]") {
   CHECK(
       json.find("\"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]") !=
       std::string::npos);
+  CHECK(json.find("\"dimension_names\": [\"y\", \"x\"],\n") != std::string::npos);
+  // The vlmeta object as meta.json writes it.
+  CHECK(json.find("\"attributes\": {\n    \"_ARRAY_DIMENSIONS\": [\"y\", \"x\"]\n  }\n}\n") !=
+        std::string::npos);
   CHECK(c.meta_json().find("is not a whole number of blocks [4, 4]") != std::string::npos);
 }
 
