@@ -12,7 +12,6 @@
 // the store is unsharded (one padded chunk per file, codecs [bytes]), and
 // meta.json's files says so. Dtypes Zarr v3 has no name for are raw r<bits>.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <span>
 #include <vector>
@@ -44,8 +43,6 @@ struct V3Plan {
   }
 };
 
-std::string Ints(const std::vector<int64_t>& v) { return JsonInts(v); }
-
 Result<V3Plan> Plan(const store::Container& c) {
   if (!c.ok()) return Status(ENOENT, "the container cannot be decoded");
   const geometry::ArrayLayout& layout = c.layout();
@@ -66,17 +63,17 @@ Result<V3Plan> Plan(const store::Container& c) {
   if (layout.ndim() == 0) {
     plan.unsharded = "unsharded: a 0-D array is one item";
   } else if (!whole) {
-    plan.unsharded = "unsharded: the chunk shape " + Ints(chunks) +
-                     " is not a whole number of blocks " + Ints(blocks);
+    plan.unsharded = "unsharded: the chunk shape " + JsonInts(chunks) +
+                     " is not a whole number of blocks " + JsonInts(blocks);
   } else if (count > kMaxInnerChunks) {
     plan.unsharded = "unsharded: a chunk holds more than " + std::to_string(kMaxInnerChunks) +
-                     " blocks " + Ints(blocks);
+                     " blocks " + JsonInts(blocks);
   } else {
     plan.shard = MakeShardIndex(count, block_bytes);
     if (plan.shard) {
       plan.inner = blocks;
     } else {
-      plan.unsharded = "unsharded: a shard of " + Ints(chunks) + " would be too large";
+      plan.unsharded = "unsharded: a shard of " + JsonInts(chunks) + " would be too large";
     }
   }
   plan.has_chunks = layout.NumChunks() > 0;
@@ -290,8 +287,8 @@ class ZarrV3Entry : public RootEntry {
     // The size of every chunk file: a whole shard, or a whole padded chunk.
     if (plan->shard) {
       d.size = plan->shard->size();
-      d.note = "sharded: a shard per chunk " + Ints(layout.chunkshape()) +
-               ", an uncompressed inner chunk per block " + Ints(layout.blockshape());
+      d.note = "sharded: a shard per chunk " + JsonInts(layout.chunkshape()) +
+               ", an uncompressed inner chunk per block " + JsonInts(layout.blockshape());
     } else {
       d.size = geometry::Box::FromShape(layout.chunkshape()).NumItems() * layout.itemsize();
       d.note = plan->unsharded;
