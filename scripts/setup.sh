@@ -145,6 +145,28 @@ else
   [ "$(azurite_version)" = "$AZURITE_VERSION" ] || { log "Azurite $AZURITE_VERSION did not install"; exit 1; }
 fi
 
+# --- zarrita (tests/integration/fuse_zarr_v3.sh) ---------------------------------
+# A Zarr v3 reader (sharding, crc32c) run by node over data.zarr/; into the same
+# project-local prefix. @zarrita/storage's FileSystemStore reads the mount.
+# Pinned, so a second run only checks.
+ZARRITA_VERSION=0.7.5
+ZARRITA_STORAGE_VERSION=0.2.0
+npm_version() {
+  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$S3RVER_PREFIX/node_modules/$1/package.json" 2>/dev/null | head -n1
+}
+if [ "$MODE" != all ]; then
+  :  # the demo reads no Zarr v3
+elif [ "$(npm_version zarrita)" = "$ZARRITA_VERSION" ] &&
+  [ "$(npm_version @zarrita/storage)" = "$ZARRITA_STORAGE_VERSION" ]; then
+  log "zarrita $ZARRITA_VERSION present in $S3RVER_PREFIX"
+else
+  log "installing zarrita $ZARRITA_VERSION from npm into $S3RVER_PREFIX"
+  mkdir -p "$S3RVER_PREFIX"
+  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
+    "zarrita@$ZARRITA_VERSION" "@zarrita/storage@$ZARRITA_STORAGE_VERSION" >/dev/null
+  [ "$(npm_version zarrita)" = "$ZARRITA_VERSION" ] || { log "zarrita $ZARRITA_VERSION did not install"; exit 1; }
+fi
+
 # --- c-blosc2 -----------------------------------------------------------------
 if pkg-config --exists "blosc2 >= $BLOSC2_MIN" 2>/dev/null; then
   log "system c-blosc2 $(pkg-config --modversion blosc2) found (pkg-config)"

@@ -85,16 +85,21 @@ class RootDir : public Node {
 
 namespace {
 
+// data.zarr/c/ nests one level per axis (at most 127), below two levels.
+constexpr int kMaxDepth = 136;
+
 // The node of `ordinal` among the descendants of directory `dir`, or nullptr.
 Result<std::shared_ptr<const Node>> FindBelow(const store::Container& container, const Node& dir,
                                               uint64_t ordinal, int depth) {
-  // Kinds nest two or three levels; deeper is a kind that breaks the rules.
-  if (depth > 8) return std::shared_ptr<const Node>();
+  // Kinds nest two or three levels, data.zarr/c/ one per axis; deeper is a
+  // kind that breaks the rules.
+  if (depth > kMaxDepth) return std::shared_ptr<const Node>();
   B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Listing> listing, dir.List(container));
   const size_t n = listing->size();
   if (n > kOrdinalScanMax) {
-    // Generated listings (chunks, slices) are in ascending ordinal order and
-    // hold files only.
+    // Generated listings (chunks, slices, data.zarr/c/...) are in ascending
+    // ordinal order; a directory among them holds the ordinals up to the
+    // next entry's.
     size_t lo = 0, hi = n;
     while (lo < hi) {
       const size_t mid = lo + (hi - lo) / 2;
@@ -108,7 +113,10 @@ Result<std::shared_ptr<const Node>> FindBelow(const store::Container& container,
       ListEntry e = listing->at(lo);
       if (e.ordinal == ordinal) return dir.Lookup(container, e.name);
     }
-    return std::shared_ptr<const Node>();
+    if (lo == 0 || !listing->at(lo - 1).directory) return std::shared_ptr<const Node>();
+    auto child = dir.Lookup(container, listing->at(lo - 1).name);
+    if (!child.ok() || *child == nullptr) return std::shared_ptr<const Node>();
+    return FindBelow(container, **child, ordinal, depth + 1);
   }
   std::vector<ListEntry> below;
   for (size_t i = 0; i < n; ++i) {
@@ -116,6 +124,10 @@ Result<std::shared_ptr<const Node>> FindBelow(const store::Container& container,
     if (e.ordinal == ordinal) return dir.Lookup(container, e.name);
     if (e.directory && e.ordinal < ordinal) below.push_back(std::move(e));
   }
+  // The nearest directory first: where descendants follow their directory
+  // (data.zarr/c/...), it is the one.
+  std::sort(below.begin(), below.end(),
+            [](const ListEntry& a, const ListEntry& b) { return a.ordinal > b.ordinal; });
   for (const ListEntry& e : below) {
     auto child = dir.Lookup(container, e.name);
     if (!child.ok() || *child == nullptr) continue;
@@ -187,6 +199,7 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeDataTiffEntry());
   registry->Add(MakeImagesEntry());
   registry->Add(MakeZarrGroupEntry());
+  registry->Add(MakeZarrV3Entry());
   return registry;
 }
 

@@ -5,13 +5,11 @@
 // reader returns; fill_value is null), unlike chunks/ which trims them. Offered only for regular
 // layouts whose dtype Zarr v2 can describe; meta.json says why otherwise. .zmetadata consolidates
 // .zarray and .zattrs (zarr.open_consolidated), and .zattrs carries xarray's "_ARRAY_DIMENSIONS".
-#include <algorithm>
-#include <cstring>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "kinds.h"
+#include "zarr_files.h"
 #include "zarr_meta.h"
 
 namespace b2ndfs::views {
@@ -24,69 +22,14 @@ Result<ZarrDtype> ZarrApplies(const store::Container& c) {
   return ZarrDtypeOf(c.npy_descr());
 }
 
-// The whole chunk's box: the trimmed ChunkBox extended to the chunk shape.
-// Fits in int64: the layout checked prod(extchunkshape).
-geometry::Box FullChunkBox(const geometry::ArrayLayout& layout, int64_t chunk) {
-  geometry::Box box = layout.ChunkBox(chunk);
-  for (size_t i = 0; i < box.stop.size(); ++i) box.stop[i] = box.start[i] + layout.chunkshape()[i];
-  return box;
-}
-
-// A JSON file made of literal pieces and ranges of the generation's meta.json
-// (whose "vlmeta" can be large, so it is not copied at lookup): .zarray,
-// .zattrs, .zmetadata, .zgroup.
-struct TextPiece {
-  std::string text;
-  bool from_meta = false;
-  size_t begin = 0, end = 0;  // of meta.json, when from_meta
-};
-using TextPieces = std::vector<TextPiece>;
-
-class ZarrTextFile : public Node {
- public:
-  ZarrTextFile(std::string name, uint64_t ordinal, TextPieces pieces)
-      : Node(std::move(name), ordinal), pieces_(std::move(pieces)) {}
-  bool IsDirectory() const override { return false; }
-  int64_t Size(const store::Container& c) const override {
-    size_t size = 0;
-    for (const TextPiece& piece : pieces_) size += Text(c, piece).size();
-    return static_cast<int64_t>(size);
-  }
-  Result<size_t> Read(const store::Container& c, int64_t offset, size_t length,
-                      uint8_t* out) const override {
-    if (offset < 0) return InvalidArgument("negative offset");
-    size_t at = 0, done = 0;
-    for (const TextPiece& piece : pieces_) {
-      const std::string_view text = Text(c, piece);
-      const size_t begin = std::max(at, static_cast<size_t>(offset));
-      const size_t end = std::min(at + text.size(), static_cast<size_t>(offset) + length);
-      if (begin < end) {
-        std::memcpy(out + (begin - offset), text.data() + (begin - at), end - begin);
-        done += end - begin;
-      }
-      at += text.size();
-    }
-    return done;
-  }
-
- private:
-  static std::string_view Text(const store::Container& c, const TextPiece& piece) {
-    if (!piece.from_meta) return piece.text;
-    return std::string_view(c.meta_json()).substr(piece.begin, piece.end - piece.begin);
-  }
-  TextPieces pieces_;
-};
-
-TextPiece Literal(std::string text) { return TextPiece{std::move(text)}; }
-
 // .zattrs: meta.json's "vlmeta" with xarray's dimension names.
 std::optional<TextPieces> ZattrsPieces(const store::Container& c) {
-  auto range = FindJsonMember(c.meta_json(), "vlmeta");
-  if (!range) return std::nullopt;
+  auto vlmeta = VlmetaPiece(c);
+  if (!vlmeta) return std::nullopt;
   const ZattrsPlan plan = PlanZattrs(
-      c.meta_json().substr(range->first, range->second - range->first), c.layout().ndim());
-  return TextPieces{Literal(plan.prefix),
-                    TextPiece{{}, true, range->first + plan.skip, range->second}};
+      c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin), c.layout().ndim());
+  vlmeta->begin += plan.skip;
+  return TextPieces{Literal(plan.prefix), std::move(vlmeta).value()};
 }
 
 constexpr const char* kZgroup = "{\n  \"zarr_format\": 2\n}\n";
@@ -109,62 +52,6 @@ std::optional<TextPieces> ZmetadataPieces(const store::Container& c, const ZarrD
   pieces.push_back(Literal("\n},\n\"zarr_consolidated_format\": 1\n}\n"));
   return pieces;
 }
-
-// One chunk, padded to the chunk shape.
-class ZarrChunkFile : public Node {
- public:
-  ZarrChunkFile(std::string name, uint64_t ordinal, geometry::Box inside, geometry::Box full)
-      : Node(std::move(name), ordinal), inside_(std::move(inside)), full_(std::move(full)) {}
-  bool IsDirectory() const override { return false; }
-  int64_t Size(const store::Container& c) const override {
-    return full_.NumItems() * c.layout().itemsize();
-  }
-  Result<size_t> Read(const store::Container& c, int64_t offset, size_t length,
-                      uint8_t* out) const override {
-    if (inside_ == full_)
-      return c.Read(store::ArrayStream{std::string(), inside_}, offset, length, out);
-    if (offset < 0) return InvalidArgument("negative offset");
-    const int64_t size = Size(c);
-    if (offset >= size) return size_t{0};
-    const size_t n =
-        static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(length), size - offset));
-    const int64_t itemsize = c.layout().itemsize();
-    const int64_t item_begin = offset / itemsize;
-    const int64_t item_end = (offset + static_cast<int64_t>(n) + itemsize - 1) / itemsize;
-    // Whole items of the range, zero bytes where outside the array.
-    std::vector<uint8_t> items(static_cast<size_t>((item_end - item_begin) * itemsize), 0);
-    std::vector<uint8_t> part;
-    size_t at = 0;
-    for (const geometry::Box& piece : geometry::LinearRangeToBoxes(full_, item_begin, item_end)) {
-      const geometry::Box region = geometry::Intersect(piece, inside_);
-      uint8_t* dst = items.data() + at;
-      at += static_cast<size_t>(piece.NumItems() * itemsize);
-      if (region.empty()) continue;
-      if (region == piece) {
-        B2NDFS_RETURN_IF_ERROR(c.ReadArrayBox(region, dst));
-        continue;
-      }
-      part.resize(static_cast<size_t>(region.NumItems() * itemsize));
-      B2NDFS_RETURN_IF_ERROR(c.ReadArrayBox(region, part.data()));
-      geometry::CopyRegion(part.data(), region, dst, piece, region, itemsize);
-    }
-    std::memcpy(out, items.data() + (offset - item_begin * itemsize), n);
-    return n;
-  }
-  void ReadAhead(const store::Container& c, int64_t offset, int64_t length) const override {
-    // Padded chunks are edge chunks: small, or read whole anyway.
-    const store::ArrayStream stream{std::string(), inside_};
-    if (inside_ == full_) {
-      c.Prefetch(stream, offset, length);
-    } else if (offset == 0) {
-      c.Prefetch(stream, 0, c.StreamSize(stream));
-    }
-  }
-
- private:
-  geometry::Box inside_;  // the chunk's region of the array
-  geometry::Box full_;    // the whole chunk, past the array's edges
-};
 
 // Ordinals: the directory at base, .zarray base + 1, .zattrs base + 2,
 // .zmetadata base + 3, chunk i at base + 4 + i.

@@ -3,8 +3,6 @@
 #include <cctype>
 
 namespace b2ndfs::views {
-namespace {
-
 std::string JsonInts(const std::vector<int64_t>& values) {
   std::string out = "[";
   for (size_t i = 0; i < values.size(); ++i) {
@@ -13,6 +11,8 @@ std::string JsonInts(const std::vector<int64_t>& values) {
   }
   return out + "]";
 }
+
+namespace {
 
 // A datetime unit such as "[ns]" or "[25s]": digits then letters.
 bool IsTimeUnit(const std::string& unit) {

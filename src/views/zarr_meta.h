@@ -30,6 +30,9 @@ Result<ZarrDtype> ZarrDtypeOf(const std::string& npy_descr);
 std::string MakeZarrArray(const ZarrDtype& dtype, const std::vector<int64_t>& shape,
                           const std::vector<int64_t>& chunks);
 
+// A JSON array of integers: "[4, 3]".
+std::string JsonInts(const std::vector<int64_t>& values);
+
 // A chunk's key: grid coordinates joined with '.'; "0" for a 0-D array.
 std::string ZarrChunkKey(const std::vector<int64_t>& coords);
 

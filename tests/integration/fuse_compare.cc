@@ -220,8 +220,8 @@ void ExpectFile(const std::string& path, int64_t size, const std::string& contai
 // Format headers beside data, zarr/ and the images: which exist depends on
 // dtype and ndim, and fuse.headers, fuse.zarr and fuse.images check that
 // against meta.json; here they may appear.
-const std::set<std::string> kOptionalRootNames = {"data.nhdr", "data.mhd",  "data.hdr", "data.nii",
-                                                  "zarr",      "data.tiff", "images"};
+const std::set<std::string> kOptionalRootNames = {
+    "data.nhdr", "data.mhd", "data.hdr", "data.nii", "zarr", "data.tiff", "images", "data.zarr"};
 
 void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const Reference& ref,
                         std::mt19937_64& rng, Report& report) {

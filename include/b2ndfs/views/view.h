@@ -15,7 +15,8 @@
 // up but never listed (hyperslabs) have kNoOrdinal. NodeAt relies on two
 // properties every kind keeps: a listing of more than kOrdinalScanMax names
 // is in ascending ordinal order, and a directory's descendants have
-// ordinals above its own.
+// ordinals above its own; in such a long listing, a directory's descendants
+// also come before the next entry's ordinal (preorder, as data.zarr/c/).
 // Errors: Status: ENOENT for names that do not exist, ENOTDIR, EIO for reads.
 // Thread-safety: nodes and the registry are immutable; any thread.
 #pragma once
@@ -124,8 +125,9 @@ class RootEntry {
 class Registry : public store::FileCatalog {
  public:
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
-  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, and the
-  // unlisted .zgroup and .zmetadata that make the directory a Zarr group.
+  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, the
+  // unlisted .zgroup and .zmetadata that make the directory a Zarr group,
+  // and data.zarr/.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
