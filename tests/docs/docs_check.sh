@@ -49,7 +49,7 @@ cleanup() {
   for m in "${mounts[@]}"; do
     mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null; }
   done
-  rm -rf "$T"
+  [[ -n ${B2NDFS_DOCS_KEEP:-} ]] || rm -rf "$T"
 }
 trap cleanup EXIT
 if [[ ! -c /dev/fuse ]] || ! command -v fusermount3 >/dev/null; then
