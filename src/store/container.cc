@@ -129,6 +129,11 @@ void Container::Charge() {
   }
   // Irregular layouts keep two int64 per chunk.
   if (layout_ && !layout_->regular()) bytes += 16 * layout_->NumChunks();
+  const format::VoxelGeometry& g = voxel_geometry_;
+  bytes += static_cast<int64_t>(8 * (g.spacing.capacity() + g.origin.capacity()));
+  for (const auto* words : {&g.units, &g.axis_names, &g.notes}) {
+    for (const std::string& w : *words) bytes += static_cast<int64_t>(sizeof w + w.capacity());
+  }
   AddCharge(bytes);
 }
 

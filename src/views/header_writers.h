@@ -10,7 +10,7 @@
 // described as one item (shape {1}).
 // Where a header that is valid would crash a reader people use, it is
 // absent or written in a variant that reader takes (VTK 9.1, Debian 12's and
-// so ParaView's there; README.md, "Headers and VTK").
+// so ParaView's there; README.md, "Headers, axes and voxel geometry").
 // Errors: when a format cannot describe the array (a dtype it has no type
 // for, too many axes, an axis too long or empty) the writer returns a Status
 // with ENOTSUP whose message says why in words; meta.json shows it.

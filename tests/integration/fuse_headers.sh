@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fuse.headers: the format headers beside `data` (README.md, "Layout" and
-# "Voxel geometry") read by the real tools, through a real mount: GDAL opens
-# `data` through data.hdr (ENVI; python3-gdal and `gdalinfo -stats`), nibabel
+# "Headers, axes and voxel geometry") read by the real tools, through a real
+# mount: GDAL opens `data` through data.hdr (ENVI; python3-gdal and `gdalinfo -stats`), nibabel
 # loads data.nii (NIfTI-1), VTK's vtkNrrdReader and vtkMetaImageReader read
 # every data.nhdr and data.mhd offered, each in a child process (VTK 9.1
 # crashes on some valid headers: none offered may crash it), teem's `unu`

@@ -1,6 +1,7 @@
 // format/voxel_geometry: the voxel size, origin, units and axis names that a
 // container's variable-length metalayers (python-blosc2's `vlmeta`
-// attributes) give, for the imaging headers (README.md, "Voxel geometry").
+// attributes) give, for the imaging headers (README.md, "Headers, axes and
+// voxel geometry").
 //
 // Accepted vlmetalayers, each one msgpack value, lists in NumPy's axis order
 // (slowest first, as `a.shape`), one entry per axis:
