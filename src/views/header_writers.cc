@@ -220,24 +220,30 @@ Result<std::string> MakeNrrdHeader(const std::string& descr, const std::vector<i
   // A space only where the vlmeta gives one; its fields follow "sizes",
   // since vtkNrrdReader sizes its axis list by the last dimension it read.
   if (!geometry.spacing.empty() || !geometry.origin.empty() || !geometry.units.empty()) {
-    const std::vector<double> spacing =
+    // Added axes are axes of the space too (unit directions, origin 0): ITK
+    // refuses a space whose dimension differs from the number of axes.
+    const size_t dim = sizes.size();
+    std::vector<double> spacing =
         geometry.spacing.empty() ? std::vector<double>(ndim, 1.0) : Reversed(geometry.spacing);
-    out += "space dimension: " + std::to_string(ndim) + "\nspace directions:";
-    for (size_t i = 0; i < ndim; ++i) {
+    std::vector<double> origin =
+        geometry.origin.empty() ? std::vector<double>(ndim, 0.0) : Reversed(geometry.origin);
+    spacing.resize(dim, 1.0);
+    origin.resize(dim, 0.0);
+    out += "space dimension: " + std::to_string(dim) + "\nspace directions:";
+    for (size_t i = 0; i < dim; ++i) {
       out += " (";
-      for (size_t j = 0; j < ndim; ++j) out += (j > 0 ? "," : "") + Num(i == j ? spacing[i] : 0.0);
+      for (size_t j = 0; j < dim; ++j) out += (j > 0 ? "," : "") + Num(i == j ? spacing[i] : 0.0);
       out += ")";
     }
-    for (size_t i = 0; i < added; ++i) out += " none";
     out += "\n";
     if (!geometry.origin.empty()) {
-      std::vector<double> origin = Reversed(geometry.origin);
       out += "space origin: (";
-      for (size_t i = 0; i < ndim; ++i) out += (i > 0 ? "," : "") + Num(origin[i]);
+      for (size_t i = 0; i < dim; ++i) out += (i > 0 ? "," : "") + Num(origin[i]);
       out += ")\n";
     }
-    if (!geometry.units.empty())
-      out += "space units: " + Quoted(Reversed(geometry.units), 0) + "\n";
+    if (!geometry.units.empty()) {
+      out += "space units: " + Quoted(Reversed(geometry.units), added) + "\n";
+    }
   }
   if (!geometry.axis_names.empty()) {
     out += "labels: " + Quoted(Reversed(geometry.axis_names), added) + "\n";

@@ -49,7 +49,8 @@ Result<NumericType> ParseNumericDescr(const std::string& descr);
 // Geometry: a space of the array's dimension (`space dimension`, `space
 // directions` (diagonal: the spacing; default 1), `space origin`, `space
 // units`), as the NRRD spec asks instead of `spacings` when an origin is
-// given; `labels` from the axis names. Added axes are `none` directions.
+// given; `labels` from the axis names. Added axes are axes of the space
+// (ITK wants as many as the array has), with unit directions and origin 0.
 Result<std::string> MakeNrrdHeader(const std::string& descr, const std::vector<int64_t>& shape,
                                    const std::string& data_file,
                                    const format::VoxelGeometry& geometry = {});

@@ -291,7 +291,8 @@ for name in sorted(os.listdir(mount)):
             fail(name, f"unu: sizes {fields.get('sizes')}, expected {want_sizes}")
         if origin:
             got = [float(v) for v in fields.get("space origin", "()").strip("()").split(",") if v]
-            close(name, "unu space origin", got, rorigin)
+            # Axes added for VTK are axes of the space, at 0.
+            close(name, "unu space origin", got, rorigin + [0.0] * (len(got) - a.ndim))
         if names:
             got = fields.get("labels", "").split()[:a.ndim]
             if got != [f'"{n}"' for n in reversed(names)]:

@@ -286,16 +286,22 @@ TEST_CASE("NRRD header: the geometry as a space, fastest axis first") {
         "endian: little\n"
         "encoding: raw\n"
         "data file: data\n");
-  // An axis added for VTK is no axis of the space.
+  // An axis added for VTK is an axis of the space (ITK wants them all).
   format::VoxelGeometry g;
   g.spacing = {0.25, 1.5};
+  g.units = {"um", "um"};
   g.axis_names = {"row", "col"};
   h = MakeNrrdHeader("'<f4'", {7, 9}, "data", g);
   REQUIRE(h.ok());
-  CHECK(Contains(*h, "sizes: 9 7 1\nspace dimension: 2\n"));
-  CHECK(Contains(*h, "space directions: (1.5,0) (0,0.25) none\n"));
+  CHECK(Contains(*h, "sizes: 9 7 1\nspace dimension: 3\n"));
+  CHECK(Contains(*h, "space directions: (1.5,0,0) (0,0.25,0) (0,0,1)\n"));
   CHECK_FALSE(Contains(*h, "space origin"));
+  CHECK(Contains(*h, "space units: \"um\" \"um\" \"\"\n"));
   CHECK(Contains(*h, "labels: \"col\" \"row\" \"\"\n"));
+  g.origin = {4, -2};
+  h = MakeNrrdHeader("'<f4'", {7, 9}, "data", g);
+  REQUIRE(h.ok());
+  CHECK(Contains(*h, "space origin: (-2,4,0)\n"));
 }
 
 TEST_CASE("MetaImage and ENVI headers carry spacing and origin") {
