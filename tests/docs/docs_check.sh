@@ -9,7 +9,7 @@
 #     b2ndfs-make-samples writes, /srv/arrays standing for the samples and
 #     /mnt/arrays for their mountpoint; a block that mounts /srv/arrays itself
 #     gets a fresh source and mountpoint. Blocks tagged `sh no-run: WHY` are
-#     skipped. A block fails on a non-zero exit (bash -e), a Python
+#     skipped (WHY is required). B2NDFS_DOCS_KEEP=1 keeps the work directory. A block fails on a non-zero exit (bash -e), a Python
 #     traceback, or a GDAL "Warning"/"ERROR" line. Without a usable /dev/fuse
 #     the examples are skipped (and said so); the rest still runs.
 # Usage: docs_check.sh SOURCE_DIR BUILD_DIR
@@ -81,7 +81,10 @@ for doc in [src / "README.md", *sorted((src / "docs/man").glob("*.1.md"))]:
         j = i + 1
         while j < len(lines) and not lines[j].startswith("```"):
             j += 1
-        if m.group(1) == "sh" and "no-run" not in m.group(2):
+        if m.group(1) == "sh" and "no-run" in m.group(2):
+            if not re.fullmatch(r"\s+no-run: \S.*", m.group(2)):
+                sys.exit(f"{doc.name}:{i + 1}: write why a block is not run: ```sh no-run: WHY")
+        elif m.group(1) == "sh":
             n += 1
             name = f"{n:02d}-{doc.name}-line{i + 1}.sh"
             (out / name).write_text("\n".join(lines[i + 1:j]) + "\n", encoding="utf-8")
