@@ -234,6 +234,7 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
   if (std::optional<std::string> note = CheckDtype(input.dtype, input.itemsize).note) {
     notes.push_back(std::move(*note));
   }
+  notes.insert(notes.end(), input.notes.begin(), input.notes.end());
   if (!notes.empty()) {
     Json list = Json::Array();
     for (std::string& n : notes) list.items.push_back(Json::String(std::move(n)));

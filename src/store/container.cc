@@ -129,6 +129,11 @@ void Container::Charge() {
   }
   // Irregular layouts keep two int64 per chunk.
   if (layout_ && !layout_->regular()) bytes += 16 * layout_->NumChunks();
+  const format::VoxelGeometry& g = voxel_geometry_;
+  bytes += static_cast<int64_t>(8 * (g.spacing.capacity() + g.origin.capacity()));
+  for (const auto* words : {&g.units, &g.axis_names, &g.notes}) {
+    for (const std::string& w : *words) bytes += static_cast<int64_t>(sizeof w + w.capacity());
+  }
   AddCharge(bytes);
 }
 
@@ -216,9 +221,31 @@ Status Container::Load(const FileCatalog* catalog) {
   loader_ = std::make_unique<BlockLoader>(*context_, cache_id_, *reads_, *policy_, *directory_,
                                           *layout_, padded, std::move(geometry));
   reader_ = std::make_unique<BoxReader>(*context_, cache_id_, *policy_, *layout_, *loader_);
+  DecodeVoxelGeometry();
   // meta.json (and the vlmetalayers it shows) waits for its first reader.
   catalog_ = catalog;
   return Status::Ok();
+}
+
+// The few vlmetalayers that the imaging headers read (spacing, origin, ...)
+// are decompressed at open, each at most 64 KiB: the headers are made at
+// lookup, long after meta.json (which decodes the rest) dropped them.
+void Container::DecodeVoxelGeometry() {
+  constexpr int64_t kMaxGeometryBytes = 64 << 10;
+  std::vector<format::NamedBytes> decoded;
+  std::optional<codec::DecompressorPool::Lease> lease;
+  for (const auto& vl : meta_->frame_info.vlmetalayers) {
+    if (!format::IsVoxelGeometryKey(vl.name)) continue;
+    auto chunk_info = codec::InspectChunk(vl.content);
+    std::vector<uint8_t> out;
+    if (chunk_info.ok() && chunk_info->nbytes <= kMaxGeometryBytes) {
+      if (!lease) lease.emplace(context_->decompressors->Acquire());
+      out.resize(static_cast<size_t>(chunk_info->nbytes));
+      if (!(*lease)->DecompressAll(vl.content, out).ok()) out.clear();
+    }
+    decoded.push_back({vl.name, std::move(out)});
+  }
+  voxel_geometry_ = format::DecodeVoxelGeometry(decoded, layout_->shape().size());
 }
 
 const std::string& Container::meta_json() const {
@@ -421,6 +448,7 @@ std::string Container::RenderMeta(const FileCatalog* catalog) const {
   in.nchunks = layout.NumChunks();
   in.frame = &src.frame_info;
   in.vlmeta = src.vlmeta;
+  in.notes = voxel_geometry_.notes;
   // Chunks naming a plugin read as EIO (codec refuses them); say why here.
   in.unsupported = codec::UnsupportedPipeline(src.frame_info.codec, src.frame_info.udcodec,
                                               src.frame_info.filters);

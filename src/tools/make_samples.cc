@@ -3,7 +3,10 @@
 //
 //   b2ndfs-make-samples OUTDIR [--scale N]
 //
-// OUTDIR/climate/temperature.b2nd   float32 (days, lat, lon) smooth field + noise
+// OUTDIR/climate/temperature.b2nd   float32 (days, lat, lon) smooth field + noise,
+//                                   with voxel geometry in its vlmeta (spacing,
+//                                   origin, units, _ARRAY_DIMENSIONS; README.md,
+//                                   "Headers, axes and voxel geometry")
 // OUTDIR/images/mandelbrot.b2nd     uint8 2-D image (view a slice of it as raw gray)
 // OUTDIR/series/counts.b2nd         int64 1-D counter series
 // OUTDIR/README.txt                 an ordinary sidecar file
@@ -16,6 +19,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -44,6 +48,42 @@ int Write(const std::string& path, const std::vector<int64_t>& shape,
   b2nd_free(array);
   std::printf("wrote %s\n", path.c_str());
   return 0;
+}
+
+// msgpack, as python-blosc2 packs `a.vlmeta[name] = [...]`: an array of
+// float64 or of str.
+std::vector<uint8_t> PackList(const std::vector<double>& numbers,
+                              const std::vector<std::string>& words) {
+  const size_t n = numbers.size() + words.size();
+  std::vector<uint8_t> out{static_cast<uint8_t>(0x90 | n)};  // fixarray (n < 16)
+  for (double v : numbers) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    out.push_back(0xcb);
+    for (int i = 7; i >= 0; --i) out.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+  }
+  for (const std::string& w : words) {
+    out.push_back(static_cast<uint8_t>(0xa0 | w.size()));  // fixstr (< 32 bytes)
+    out.insert(out.end(), w.begin(), w.end());
+  }
+  return out;
+}
+
+// Adds vlmetalayers to the container at `path`.
+int AddVlmeta(const std::string& path,
+              const std::vector<std::pair<const char*, std::vector<uint8_t>>>& layers) {
+  blosc2_schunk* sc = blosc2_schunk_open(path.c_str());
+  if (sc == nullptr) return 1;
+  int failures = 0;
+  for (const auto& [name, content] : layers) {
+    std::vector<uint8_t> bytes = content;
+    if (blosc2_vlmeta_add(sc, name, bytes.data(), static_cast<int32_t>(bytes.size()), nullptr) <
+        0) {
+      failures = 1;
+    }
+  }
+  blosc2_schunk_free(sc);
+  return failures;
 }
 
 }  // namespace
@@ -85,9 +125,15 @@ int main(int argc, char** argv) {
         }
       }
     }
-    failures +=
-        Write(out + "/climate/temperature.b2nd", {days, lat, lon}, {30, 60, 120}, {10, 20, 40}, 4,
-              "<f4", field.data(), static_cast<int64_t>(field.size() * sizeof(float)));
+    const std::string path = out + "/climate/temperature.b2nd";
+    failures += Write(path, {days, lat, lon}, {30, 60, 120}, {10, 20, 40}, 4, "<f4", field.data(),
+                      static_cast<int64_t>(field.size() * sizeof(float)));
+    // One sample a day on a 1-degree grid whose first cell is centred at
+    // (-89.5, -179.5): what the imaging headers show as spacing and origin.
+    failures += AddVlmeta(path, {{"spacing", PackList({1.0, 1.0, 1.0}, {})},
+                                 {"origin", PackList({0.0, -89.5, -179.5}, {})},
+                                 {"units", PackList({}, {"day", "degree", "degree"})},
+                                 {"_ARRAY_DIMENSIONS", PackList({}, {"time", "lat", "lon"})}});
   }
   {
     const int64_t h = 768, w = 1024;

@@ -1,7 +1,9 @@
 // data.nhdr (NRRD), data.mhd (MetaImage), data.hdr (ENVI): detached headers
 // that point at `data` in the same directory, so imaging tools open the
-// array without a copy. Each exists only where its format can describe the
-// container's dtype and shape; meta.json says why the others are absent.
+// array without a copy, with the voxel geometry the vlmeta gives. Each
+// exists only where its format can describe the container's dtype and shape
+// and the readers people use take it; meta.json says why the others are
+// absent.
 #include <cstring>
 #include <functional>
 
@@ -33,8 +35,8 @@ class TextFile : public Node {
   std::string text_;
 };
 
-using HeaderWriter =
-    std::function<Result<std::string>(const std::string& descr, const std::vector<int64_t>&)>;
+using HeaderWriter = std::function<Result<std::string>(
+    const std::string& descr, const std::vector<int64_t>&, const format::VoxelGeometry&)>;
 
 class HeaderEntry : public RootEntry {
  public:
@@ -73,7 +75,7 @@ class HeaderEntry : public RootEntry {
  private:
   Result<std::string> Header(const store::Container& c) const {
     if (!c.ok()) return Status(ENOENT, "the container cannot be decoded");
-    return writer_(c.npy_descr(), c.layout().shape());
+    return writer_(c.npy_descr(), c.layout().shape(), c.voxel_geometry());
   }
   const std::string name_;
   const HeaderWriter writer_;
@@ -83,20 +85,25 @@ class HeaderEntry : public RootEntry {
 
 std::unique_ptr<RootEntry> MakeNrrdEntry() {
   return std::make_unique<HeaderEntry>(
-      "data.nhdr", [](const std::string& descr, const std::vector<int64_t>& shape) {
-        return MakeNrrdHeader(descr, shape, "data");
+      "data.nhdr", [](const std::string& descr, const std::vector<int64_t>& shape,
+                      const format::VoxelGeometry& geometry) {
+        return MakeNrrdHeader(descr, shape, "data", geometry);
       });
 }
 
 std::unique_ptr<RootEntry> MakeMetaImageEntry() {
   return std::make_unique<HeaderEntry>(
-      "data.mhd", [](const std::string& descr, const std::vector<int64_t>& shape) {
-        return MakeMetaImageHeader(descr, shape, "data");
+      "data.mhd", [](const std::string& descr, const std::vector<int64_t>& shape,
+                     const format::VoxelGeometry& geometry) {
+        return MakeMetaImageHeader(descr, shape, "data", geometry);
       });
 }
 
 std::unique_ptr<RootEntry> MakeEnviEntry() {
-  return std::make_unique<HeaderEntry>("data.hdr", MakeEnviHeader);
+  return std::make_unique<HeaderEntry>(
+      "data.hdr",
+      [](const std::string& descr, const std::vector<int64_t>& shape,
+         const format::VoxelGeometry& geometry) { return MakeEnviHeader(descr, shape, geometry); });
 }
 
 }  // namespace b2ndfs::views

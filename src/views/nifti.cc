@@ -45,7 +45,8 @@ class NiftiEntry : public RootEntry {
   static Result<store::ArrayStream> Stream(const store::Container& c) {
     if (!c.ok()) return Status(ENOENT, "the container cannot be decoded");
     const auto& shape = c.layout().shape();
-    B2NDFS_ASSIGN_OR_RETURN(std::string header, MakeNifti1Header(c.npy_descr(), shape));
+    B2NDFS_ASSIGN_OR_RETURN(std::string header,
+                            MakeNifti1Header(c.npy_descr(), shape, c.voxel_geometry()));
     return store::ArrayStream{std::move(header), geometry::Box::FromShape(shape)};
   }
 };

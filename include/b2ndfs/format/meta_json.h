@@ -70,6 +70,9 @@ struct MetaJsonInput {
   // content is one msgpack object, else {"base64": "..."}; contents over
   // 16 MiB as {"size": n, "omitted": true}.
   std::vector<NamedBytes> vlmeta;
+  // More of "notes", after the metalayer's and the dtype's (e.g. vlmeta
+  // attributes the headers ignore: format/voxel_geometry.h).
+  std::vector<std::string> notes;
   struct FileKind {
     std::string name;  // "data", "data.npy", "chunk", "slice/0", ...
     std::vector<int64_t> shape;

@@ -31,6 +31,7 @@
 
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/format/voxel_geometry.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/store/stat_counter.h"
@@ -158,6 +159,9 @@ class Container : public std::enable_shared_from_this<Container> {
   // c-blosc2's name of the frame's codec, as meta.json's "codec" ("zstd",
   // "lz4", "user:200", ...).
   std::string CodecName() const;
+  // Voxel size, origin, units and axis names from the vlmetalayers (decoded
+  // at open; empty when there are none), for the imaging headers.
+  const format::VoxelGeometry& voxel_geometry() const { return voxel_geometry_; }
 
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.
@@ -181,6 +185,7 @@ class Container : public std::enable_shared_from_this<Container> {
   void AddCharge(int64_t delta) const;
   void Charge();
   void DecodeVlmeta() const;
+  void DecodeVoxelGeometry();
   int64_t VlmetaBytes() const;
   std::string RenderMeta(const FileCatalog* catalog) const;
 
@@ -209,6 +214,7 @@ class Container : public std::enable_shared_from_this<Container> {
   mutable std::atomic<bool> meta_json_ready_{false};
   mutable std::string meta_json_;  // written once, before meta_json_ready_
   std::string npy_descr_;
+  format::VoxelGeometry voxel_geometry_;
   // Charged to the cache; grows or shrinks once, when meta.json is rendered.
   mutable std::atomic<int64_t> memory_bytes_{0};
   std::unique_ptr<Metadata> meta_;
