@@ -263,6 +263,7 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
     }
     f.Add("shape", Json::Ints(kind.shape));
     f.Add("size", Json::Int(kind.size));
+    if (!kind.note.empty()) f.Add("note", Json::String(kind.note));
     files.Add(kind.name, std::move(f));
   }
   root.Add("files", std::move(files));

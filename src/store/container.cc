@@ -426,7 +426,8 @@ std::string Container::RenderMeta(const FileCatalog* catalog) const {
                                               src.frame_info.filters);
   if (catalog != nullptr) {
     for (auto& f : catalog->Describe(*this)) {
-      in.files.push_back({std::move(f.name), std::move(f.shape), f.size, std::move(f.absent)});
+      in.files.push_back(
+          {std::move(f.name), std::move(f.shape), f.size, std::move(f.absent), std::move(f.note)});
     }
   }
   return format::RenderMetaJson(in);

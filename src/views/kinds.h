@@ -24,6 +24,7 @@ std::unique_ptr<RootEntry> MakeZarrEntry();
 std::unique_ptr<RootEntry> MakeDataTiffEntry();
 std::unique_ptr<RootEntry> MakeImagesEntry();
 std::unique_ptr<RootEntry> MakeZarrGroupEntry();
+std::unique_ptr<RootEntry> MakePreviewEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

@@ -187,6 +187,7 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeDataTiffEntry());
   registry->Add(MakeImagesEntry());
   registry->Add(MakeZarrGroupEntry());
+  registry->Add(MakePreviewEntry());
   return registry;
 }
 

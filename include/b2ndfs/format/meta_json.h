@@ -75,8 +75,9 @@ struct MetaJsonInput {
     std::vector<int64_t> shape;
     int64_t size = 0;
     std::string absent;  // non-empty: not offered, and why
+    std::string note;    // non-empty: how its bytes are made
   };
-  // Rendered as {name: {"shape", "size"}}, or {name: {"absent": why}}.
+  // Rendered as {name: {"shape", "size"[, "note"]}}, or {name: {"absent": why}}.
   std::vector<FileKind> files;
 };
 

@@ -81,6 +81,9 @@ struct FileDescription {
   int64_t size = 0;
   // Non-empty: the file is not offered, and this says why.
   std::string absent;
+  // Non-empty: how the file's bytes are made, where that is not evident
+  // (the previews' scaling), as meta.json's "note".
+  std::string note;
 };
 
 // Describes the virtual files of a container for meta.json.

@@ -124,8 +124,9 @@ class RootEntry {
 class Registry : public store::FileCatalog {
  public:
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
-  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, and the
-  // unlisted .zgroup and .zmetadata that make the directory a Zarr group.
+  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, the unlisted
+  // .zgroup and .zmetadata that make the directory a Zarr group, and
+  // preview.png, preview/.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
