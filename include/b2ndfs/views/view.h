@@ -119,6 +119,11 @@ class RootEntry {
   // Names this kind answers in the container directory without listing them
   // (view, .zgroup).
   virtual std::vector<std::string> UnlistedNames() const { return {}; }
+  // The same for one container, where the names depend on it (the Zarr
+  // variable named after the container).
+  virtual std::vector<std::string> UnlistedNamesOf(const store::Container&) const {
+    return UnlistedNames();
+  }
 };
 
 class Registry : public store::FileCatalog {
