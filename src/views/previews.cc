@@ -66,13 +66,18 @@ class PreviewFile : public Node {
   Result<size_t> Read(const store::Container& c, int64_t offset, size_t length,
                       uint8_t* out) const override {
     if (offset >= png_.file_size()) return size_t{0};
-    B2NDFS_ASSIGN_OR_RETURN(PreviewScale scale, Scale(c));
+    // The scale only where pixels are read: `file` and thumbnailers that
+    // read the header alone decode nothing.
     return png_.Read(
         offset, length, out,
-        [&](int64_t begin, int64_t end, uint8_t* dst) {
+        [&](int64_t begin, int64_t end, uint8_t* dst) -> Status {
+          B2NDFS_ASSIGN_OR_RETURN(PreviewScale scale, Scale(c));
           return Filtered(c, scale, begin, end, dst);
         },
-        [&]() { return Adler(c, scale); });
+        [&]() -> Result<uint32_t> {
+          B2NDFS_ASSIGN_OR_RETURN(PreviewScale scale, Scale(c));
+          return Adler(c, scale);
+        });
   }
 
  private:
