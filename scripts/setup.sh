@@ -53,7 +53,7 @@ BUILD_PACKAGES=(
 # What the tests add: real clients and servers, sanitizers, packaging.
 TEST_PACKAGES=(
   python3-nibabel python3-vtk9 python3-gdal gdal-bin teem-apps python3-zarr
-  python3-tifffile python3-xarray libtiff-tools imagemagick netpbm
+  python3-tifffile python3-xarray python3-dask libtiff-tools imagemagick netpbm
   squashfs-tools squashfuse
   systemd
   util-linux attr

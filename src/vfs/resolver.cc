@@ -4,6 +4,7 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/views/view.h"
+#include "dir_group.h"
 #include "mirror.h"
 
 namespace b2ndfs::vfs {
@@ -172,7 +173,9 @@ Result<Target> Resolver::LookupMirrored(const Target& parent, const std::string&
     // Only a name that is not there is ENOENT: a source that cannot be
     // reached (a remote one) must not make the kernel cache a negative entry.
     const int e = st.status().error_number();
-    if (e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
+    // A name that is not there may be the directory's Zarr group's.
+    if (e == ENOENT) return LookupDirGroup(*this, *tree_, *views_, *inodes_, parent, name);
+    if (e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
     return st.status();
   }
   const auto kind = MirroredKind(name, *st);

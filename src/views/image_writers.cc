@@ -1,8 +1,11 @@
 #include "image_writers.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "b2ndfs/util/checked_math.h"
 #include "header_writers.h"
@@ -211,6 +214,119 @@ Result<PgmLayout> MakePgm(const std::string& descr, int64_t height, int64_t widt
                (t.size == 1 ? "255" : "65535") + "\n";
   pgm.swap = t.size == 2 && !t.big_endian;
   return pgm;
+}
+
+namespace {
+
+void PutBig32(uint32_t v, uint8_t* out) {
+  out[0] = static_cast<uint8_t>(v >> 24);
+  out[1] = static_cast<uint8_t>(v >> 16);
+  out[2] = static_cast<uint8_t>(v >> 8);
+  out[3] = static_cast<uint8_t>(v);
+}
+
+// A PNG chunk of `data`: length, type, data, CRC-32 of type and data.
+std::vector<uint8_t> PngChunk(const char* type, const uint8_t* data, size_t n) {
+  std::vector<uint8_t> chunk(12 + n);
+  PutBig32(static_cast<uint32_t>(n), chunk.data());
+  std::memcpy(chunk.data() + 4, type, 4);
+  if (n > 0) std::memcpy(chunk.data() + 8, data, n);
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), chunk.data() + 4, static_cast<uInt>(4 + n));
+  PutBig32(static_cast<uint32_t>(crc), chunk.data() + 8 + n);
+  return chunk;
+}
+
+// deflate, 32 KiB window, no dictionary; (0x78 * 256 + 0x01) % 31 == 0.
+constexpr uint8_t kZlibHeader[2] = {0x78, 0x01};
+
+// The head of a PNG: signature, IHDR, the IDAT of the zlib header (47 bytes).
+std::vector<uint8_t> PngHead(int64_t height, int64_t width) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<uint8_t> head(kSignature, kSignature + 8);
+  uint8_t ihdr[13] = {};
+  PutBig32(static_cast<uint32_t>(width), ihdr);
+  PutBig32(static_cast<uint32_t>(height), ihdr + 4);
+  ihdr[8] = 8;  // bit depth; color type 0 (gray), deflate, filter 0, no interlace
+  for (const auto& chunk :
+       {PngChunk("IHDR", ihdr, sizeof ihdr), PngChunk("IDAT", kZlibHeader, 2)}) {
+    head.insert(head.end(), chunk.begin(), chunk.end());
+  }
+  return head;
+}
+
+}  // namespace
+
+Result<PngLayout> PngLayout::Make(int64_t height, int64_t width) {
+  B2NDFS_RETURN_IF_ERROR(CheckExtent("PNG", height, INT32_MAX));
+  B2NDFS_RETURN_IF_ERROR(CheckExtent("PNG", width, INT32_MAX));
+  auto filtered = CheckedMul(height, width + 1);
+  if (!filtered || *filtered > (int64_t{1} << 60)) return Unsupported("the PNG would be too large");
+  PngLayout l;
+  l.height_ = height;
+  l.width_ = width;
+  return l;
+}
+
+Result<size_t> PngLayout::Read(int64_t offset, size_t length, uint8_t* out,
+                               const FilteredFn& filtered, const AdlerFn& adler) const {
+  if (offset < 0) return Status(EINVAL, "negative offset");
+  const int64_t size = file_size();
+  if (offset >= size) return size_t{0};
+  const int64_t begin = offset;
+  const int64_t end = std::min(size, offset + static_cast<int64_t>(length));
+  constexpr int64_t kHead = 47;
+  if (begin < kHead) {
+    const std::vector<uint8_t> head = PngHead(height_, width_);
+    CopyClipped(head.data(), 0, kHead, begin, end, out);
+  }
+  // Block chunks: length, "IDAT", 5-byte block header, payload, CRC.
+  const int64_t n = blocks();
+  const int64_t total = filtered_size();
+  const int64_t stride = 17 + kBlockBytes;
+  const int64_t blocks_end = kHead + 17 * n + total;
+  std::vector<uint8_t> chunk;
+  for (int64_t k = std::max<int64_t>(0, (begin - kHead) / stride); k < n; ++k) {
+    const int64_t at = kHead + k * stride;
+    if (at >= end) break;
+    const int64_t first = k * kBlockBytes;
+    const int64_t payload = std::min(kBlockBytes, total - first);
+    const int64_t chunk_size = 17 + payload;
+    chunk.assign(static_cast<size_t>(chunk_size), 0);
+    PutBig32(static_cast<uint32_t>(5 + payload), chunk.data());
+    std::memcpy(chunk.data() + 4, "IDAT", 4);
+    chunk[8] = k + 1 == n ? 1 : 0;  // BFINAL, BTYPE 00 (stored)
+    chunk[9] = static_cast<uint8_t>(payload & 0xff);
+    chunk[10] = static_cast<uint8_t>(payload >> 8);
+    chunk[11] = static_cast<uint8_t>(~payload & 0xff);
+    chunk[12] = static_cast<uint8_t>((~payload >> 8) & 0xff);
+    const bool needs_crc = end > at + 13 + payload;
+    // The payload: all of it for the CRC, else only what the read covers.
+    const int64_t p0 = needs_crc ? 0 : std::clamp<int64_t>(begin - at - 13, 0, payload);
+    const int64_t p1 = needs_crc ? payload : std::clamp<int64_t>(end - at - 13, 0, payload);
+    if (p1 > p0) B2NDFS_RETURN_IF_ERROR(filtered(first + p0, first + p1, chunk.data() + 13 + p0));
+    if (needs_crc) {
+      const uLong crc =
+          crc32(crc32(0L, Z_NULL, 0), chunk.data() + 4, static_cast<uInt>(chunk_size - 8));
+      PutBig32(static_cast<uint32_t>(crc), chunk.data() + chunk_size - 4);
+    }
+    CopyClipped(chunk.data(), at, chunk_size, begin, end, out);
+  }
+  if (end > blocks_end) {
+    // The Adler-32 chunk (its length and type need no Adler), then IEND.
+    uint8_t value[4] = {};
+    std::vector<uint8_t> tail;
+    if (end > blocks_end + 8) {
+      B2NDFS_ASSIGN_OR_RETURN(uint32_t a, adler());
+      PutBig32(a, value);
+      tail = PngChunk("IDAT", value, 4);
+    } else {
+      tail = PngChunk("IDAT", value, 4);  // the CRC is not in the window
+    }
+    const std::vector<uint8_t> iend = PngChunk("IEND", nullptr, 0);
+    tail.insert(tail.end(), iend.begin(), iend.end());
+    CopyClipped(tail.data(), blocks_end, static_cast<int64_t>(tail.size()), begin, end, out);
+  }
+  return static_cast<size_t>(end - begin);
 }
 
 }  // namespace b2ndfs::views

@@ -13,12 +13,18 @@
 // A PGM (P5) is a short text header then big-endian samples: little-endian
 // 16-bit items are swapped by the reader (PgmLayout::swap).
 //
+// A PNG (PngLayout) is 8-bit grayscale whose zlib stream is made of stored
+// (uncompressed) deflate blocks, so that its size is a function of its width
+// and height alone; its pixels are computed (previews), so it is read
+// through callbacks that render rows.
+//
 // Pure values and functions: no I/O, immutable, any thread.
 // Errors: when a format cannot hold the array (dtype, empty or too long
 // axis) Make* return ENOTSUP with the reason in words, for meta.json.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "b2ndfs/util/status.h"
@@ -86,5 +92,41 @@ struct PgmLayout {
 // A binary PGM of one `height` x `width` image of unsigned 8- or 16-bit items
 // (maxval 255 or 65535).
 Result<PgmLayout> MakePgm(const std::string& descr, int64_t height, int64_t width);
+
+// An 8-bit grayscale, non-interlaced PNG: the signature; IHDR; an IDAT
+// holding the zlib header (78 01); one IDAT per stored deflate block (its
+// 5-byte header, then up to 65535 bytes of the filtered image: each row is a
+// filter byte 0 and the row's pixels); an IDAT holding the Adler-32 of the
+// filtered image; IEND. Every chunk carries its CRC-32. So
+//   file_size = 75 + 17 * ceil(height * (width + 1) / 65535) + height * (width + 1).
+class PngLayout {
+ public:
+  // Bytes [begin, end) of the filtered image (height * (width + 1) bytes).
+  using FilteredFn = std::function<Status(int64_t begin, int64_t end, uint8_t* out)>;
+  // The Adler-32 of the whole filtered image.
+  using AdlerFn = std::function<Result<uint32_t>()>;
+
+  static constexpr int64_t kBlockBytes = 65535;  // a stored block's largest payload
+
+  // ENOTSUP for an empty image or a side over 2^31 - 1.
+  static Result<PngLayout> Make(int64_t height, int64_t width);
+
+  int64_t height() const { return height_; }
+  int64_t width() const { return width_; }
+  int64_t filtered_size() const { return height_ * (width_ + 1); }
+  int64_t blocks() const { return (filtered_size() + kBlockBytes - 1) / kBlockBytes; }
+  int64_t file_size() const { return 75 + 17 * blocks() + filtered_size(); }
+
+  // Writes bytes [offset, offset + length) of the file (clipped at its end)
+  // to `out`, asking `filtered` for the pieces of the image they hold (a
+  // whole block where a read covers its chunk's CRC), and `adler` only when
+  // the read reaches the Adler-32 or its chunk's CRC. Returns bytes written.
+  Result<size_t> Read(int64_t offset, size_t length, uint8_t* out, const FilteredFn& filtered,
+                      const AdlerFn& adler) const;
+
+ private:
+  PngLayout() = default;
+  int64_t height_ = 0, width_ = 0;
+};
 
 }  // namespace b2ndfs::views

@@ -25,6 +25,7 @@ std::unique_ptr<RootEntry> MakeDataTiffEntry();
 std::unique_ptr<RootEntry> MakeImagesEntry();
 std::unique_ptr<RootEntry> MakeZarrGroupEntry();
 std::unique_ptr<RootEntry> MakeZarrV3Entry();
+std::unique_ptr<RootEntry> MakePreviewEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

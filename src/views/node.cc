@@ -147,7 +147,7 @@ Result<std::shared_ptr<const Node>> Registry::NodeAt(const store::Container& con
     const uint64_t count = entry->OrdinalCount(container);
     if (ordinal >= base && ordinal - base < count) {
       std::vector<ListEntry> names = entry->Names(container, base);
-      for (const std::string& name : entry->UnlistedNames()) {
+      for (const std::string& name : entry->UnlistedNamesOf(container)) {
         names.push_back(ListEntry{name, false, kNoOrdinal});
       }
       for (const ListEntry& e : names) {
@@ -173,7 +173,7 @@ std::vector<std::string> Registry::RootNames(const store::Container& container) 
   uint64_t base = 0;
   for (const auto& entry : entries_) {
     for (auto& e : entry->Names(container, base)) names.push_back(std::move(e.name));
-    for (auto& name : entry->UnlistedNames()) names.push_back(std::move(name));
+    for (auto& name : entry->UnlistedNamesOf(container)) names.push_back(std::move(name));
     base += entry->OrdinalCount(container);
   }
   return names;
@@ -200,6 +200,7 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeImagesEntry());
   registry->Add(MakeZarrGroupEntry());
   registry->Add(MakeZarrV3Entry());
+  registry->Add(MakePreviewEntry());
   return registry;
 }
 

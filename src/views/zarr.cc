@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "b2ndfs/views/dir_group.h"
 #include "kinds.h"
 #include "zarr_files.h"
 #include "zarr_meta.h"
@@ -23,11 +24,12 @@ Result<ZarrDtype> ZarrApplies(const store::Container& c) {
 }
 
 // .zattrs: meta.json's "vlmeta" with xarray's dimension names.
-std::optional<TextPieces> ZattrsPieces(const store::Container& c) {
+std::optional<TextPieces> ZattrsPieces(const store::Container& c, const std::string& dim_prefix) {
   auto vlmeta = VlmetaPiece(c);
   if (!vlmeta) return std::nullopt;
-  const ZattrsPlan plan = PlanZattrs(
-      c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin), c.layout().ndim());
+  const ZattrsPlan plan =
+      PlanZattrs(c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin),
+                 c.layout().ndim(), dim_prefix);
   vlmeta->begin += plan.skip;
   return TextPieces{Literal(plan.prefix), std::move(vlmeta).value()};
 }
@@ -35,18 +37,20 @@ std::optional<TextPieces> ZattrsPieces(const store::Container& c) {
 constexpr const char* kZgroup = "{\n  \"zarr_format\": 2\n}\n";
 
 // Consolidated metadata (zarr.open_consolidated): the array's .zarray and
-// .zattrs under `prefix` ("" in zarr/, "zarr/" in the container directory,
-// which is then also a group).
+// .zattrs under `member` ("" in zarr/; in the container directory, which is
+// then also a group, the variable's name).
 std::optional<TextPieces> ZmetadataPieces(const store::Container& c, const ZarrDtype& dtype,
-                                          bool group) {
-  auto zattrs = ZattrsPieces(c);
+                                          const std::string& member,
+                                          const std::string& dim_prefix) {
+  auto zattrs = ZattrsPieces(c, dim_prefix);
   if (!zattrs) return std::nullopt;
-  const std::string prefix = group ? "zarr/" : "";
+  const bool group = !member.empty();
+  const std::string prefix = group ? member + "/" : "";
   std::string head = "{\n\"metadata\": {\n";
   if (group) head += "\".zgroup\": " + std::string(kZgroup) + ",\n";
-  head += "\"" + prefix +
-          ".zarray\": " + MakeZarrArray(dtype, c.layout().shape(), c.layout().chunkshape()) +
-          ",\n\"" + prefix + ".zattrs\": ";
+  head += JsonQuote(prefix + ".zarray") + ": " +
+          MakeZarrArray(dtype, c.layout().shape(), c.layout().chunkshape()) + ",\n" +
+          JsonQuote(prefix + ".zattrs") + ": ";
   TextPieces pieces{Literal(std::move(head))};
   for (TextPiece& piece : *zattrs) pieces.push_back(std::move(piece));
   pieces.push_back(Literal("\n},\n\"zarr_consolidated_format\": 1\n}\n"));
@@ -54,50 +58,90 @@ std::optional<TextPieces> ZmetadataPieces(const store::Container& c, const ZarrD
 }
 
 // Ordinals: the directory at base, .zarray base + 1, .zattrs base + 2,
-// .zmetadata base + 3, chunk i at base + 4 + i.
+// .zmetadata base + 3, chunk i at base + 4 + i. A variable (the container's
+// own, or a directory group's) is the same directory by another name: its
+// files are those of zarr/ (the same ordinals: hard links), it has no
+// ordinal of its own (it is not listed), and a directory group's variable
+// names unnamed axes after itself.
 class ZarrDir : public Node {
  public:
-  ZarrDir(uint64_t base, ZarrDtype dtype) : Node("zarr", base), dtype_(std::move(dtype)) {}
+  ZarrDir(uint64_t base, ZarrDtype dtype) : ZarrDir("zarr", base, base, std::move(dtype), "") {}
+  ZarrDir(std::string name, uint64_t own_ordinal, uint64_t base, ZarrDtype dtype,
+          std::string dim_prefix)
+      : Node(std::move(name), own_ordinal),
+        base_(base),
+        dtype_(std::move(dtype)),
+        dim_prefix_(std::move(dim_prefix)) {}
   bool IsDirectory() const override { return true; }
+  uint64_t base() const { return base_; }
+  const ZarrDtype& dtype() const { return dtype_; }
 
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
                                              const std::string& name) const override {
     const auto& layout = c.layout();
     if (name == ".zarray") {
       return std::shared_ptr<const Node>(std::make_shared<ZarrTextFile>(
-          name, ordinal() + 1,
+          name, base_ + 1,
           TextPieces{Literal(MakeZarrArray(dtype_, layout.shape(), layout.chunkshape()))}));
     }
     if (name == ".zattrs" || name == ".zmetadata") {
       const bool zattrs = name == ".zattrs";
-      auto pieces = zattrs ? ZattrsPieces(c) : ZmetadataPieces(c, dtype_, false);
+      auto pieces =
+          zattrs ? ZattrsPieces(c, dim_prefix_) : ZmetadataPieces(c, dtype_, "", dim_prefix_);
       if (!pieces) return NotFound(name);
-      return std::shared_ptr<const Node>(std::make_shared<ZarrTextFile>(
-          name, ordinal() + (zattrs ? 2 : 3), std::move(pieces).value()));
+      // Other axis names, other bytes: not zarr/'s inode.
+      const uint64_t ordinal = !dim_prefix_.empty() ? kNoOrdinal : base_ + (zattrs ? 2 : 3);
+      return std::shared_ptr<const Node>(
+          std::make_shared<ZarrTextFile>(name, ordinal, std::move(pieces).value()));
     }
     const auto chunk = ChunkFromKey(layout, name);
     if (!chunk) return NotFound(name);
     return std::shared_ptr<const Node>(std::make_shared<ZarrChunkFile>(
-        ZarrChunkKey(layout.ChunkCoords(*chunk)), ordinal() + 4 + static_cast<uint64_t>(*chunk),
+        ZarrChunkKey(layout.ChunkCoords(*chunk)), base_ + 4 + static_cast<uint64_t>(*chunk),
         layout.ChunkBox(*chunk), FullChunkBox(layout, *chunk)));
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
     // The listing keeps the layout it names, not the container.
     auto layout = std::make_shared<const geometry::ArrayLayout>(c.layout());
-    const uint64_t base = ordinal();
-    return MakeListing(static_cast<size_t>(3 + layout->NumChunks()), [layout, base](size_t i) {
+    const uint64_t base = base_;
+    const bool own = !dim_prefix_.empty();
+    return MakeListing(static_cast<size_t>(3 + layout->NumChunks()), [layout, base, own](size_t i) {
       if (i == 0) return ListEntry{".zarray", false, base + 1};
-      if (i == 1) return ListEntry{".zattrs", false, base + 2};
-      if (i == 2) return ListEntry{".zmetadata", false, base + 3};
+      if (i == 1) return ListEntry{".zattrs", false, own ? kNoOrdinal : base + 2};
+      if (i == 2) return ListEntry{".zmetadata", false, own ? kNoOrdinal : base + 3};
       const int64_t chunk = static_cast<int64_t>(i - 3);
       return ListEntry{ZarrChunkKey(layout->ChunkCoords(chunk)), false, base + 1 + i};
     });
   }
 
  private:
+  uint64_t base_;
   ZarrDtype dtype_;
+  std::string dim_prefix_;
 };
+
+// Names the container directory has (or may have) for itself: a variable
+// must not hide one.
+bool IsOwnName(const std::string& name) {
+  static const char* const kOwn[] = {"meta.json", "data",   "chunks",  "slices",     "view",
+                                     "zarr",      "images", "preview", "preview.png"};
+  for (const char* own : kOwn) {
+    if (name == own) return true;
+  }
+  return name.empty() || name[0] == '.' || name.starts_with("data.");
+}
+
+// The container's variable: its file name without extension, or "zarr"
+// where that is one of the directory's own names (data.b2nd).
+std::string ContainerVariable(const store::Container& c) {
+  std::string name = c.name();
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  const size_t slash = name.rfind('/');
+  if (slash != std::string::npos) name = name.substr(slash + 1);
+  name = ZarrVariableName(name);
+  return IsOwnName(name) ? "zarr" : name;
+}
 
 class ZarrEntry : public RootEntry {
  public:
@@ -110,10 +154,20 @@ class ZarrEntry : public RootEntry {
   }
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t base) const override {
-    if (name != "zarr") return std::shared_ptr<const Node>();
+    const bool variable = name != "zarr" && name == ContainerVariable(c);
+    if (name != "zarr" && !variable) return std::shared_ptr<const Node>();
     Result<ZarrDtype> dtype = ZarrApplies(c);
     if (!dtype.ok()) return std::shared_ptr<const Node>();
+    if (variable) {
+      return std::shared_ptr<const Node>(
+          std::make_shared<ZarrDir>(name, kNoOrdinal, base, std::move(dtype).value(), ""));
+    }
     return std::shared_ptr<const Node>(std::make_shared<ZarrDir>(base, std::move(dtype).value()));
+  }
+  std::vector<std::string> UnlistedNamesOf(const store::Container& c) const override {
+    const std::string variable = ContainerVariable(c);
+    if (variable == "zarr") return {};
+    return {variable};
   }
   void Describe(const store::Container& c,
                 std::vector<store::FileDescription>* out) const override {
@@ -132,8 +186,10 @@ class ZarrEntry : public RootEntry {
 
 // .zgroup and .zmetadata in the container directory, looked up but not
 // listed: they make the directory a consolidated Zarr v2 group whose one
-// member is the array zarr/, which is what xarray.open_zarr needs (it opens
-// groups, never a bare array; zarr/ itself must stay an array store).
+// member is the array, named after the container (ContainerVariable: its
+// unlisted directory holds zarr/'s files), which is what xarray.open_zarr
+// needs (it opens groups, never a bare array; zarr/ itself must stay an
+// array store).
 class ZarrGroupEntry : public RootEntry {
  public:
   std::vector<ListEntry> Names(const store::Container&, uint64_t) const override { return {}; }
@@ -146,8 +202,9 @@ class ZarrGroupEntry : public RootEntry {
     if (name != ".zgroup" && name != ".zmetadata") return std::shared_ptr<const Node>();
     Result<ZarrDtype> dtype = ZarrApplies(c);
     if (!dtype.ok()) return std::shared_ptr<const Node>();
-    std::optional<TextPieces> pieces =
-        name == ".zgroup" ? TextPieces{Literal(kZgroup)} : ZmetadataPieces(c, *dtype, true);
+    std::optional<TextPieces> pieces = name == ".zgroup"
+                                           ? TextPieces{Literal(kZgroup)}
+                                           : ZmetadataPieces(c, *dtype, ContainerVariable(c), "");
     if (!pieces) return std::shared_ptr<const Node>();
     return std::shared_ptr<const Node>(std::make_shared<ZarrTextFile>(
         name, base + (name == ".zgroup" ? 0 : 1), std::move(pieces).value()));
@@ -159,5 +216,57 @@ class ZarrGroupEntry : public RootEntry {
 
 std::unique_ptr<RootEntry> MakeZarrEntry() { return std::make_unique<ZarrEntry>(); }
 std::unique_ptr<RootEntry> MakeZarrGroupEntry() { return std::make_unique<ZarrGroupEntry>(); }
+
+std::string ZarrVariableName(const std::string& file_name) {
+  // The extensions vfs shows as containers (vfs HasContainerExtension).
+  static const char* const kExtensions[] = {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"};
+  for (const char* ext : kExtensions) {
+    const std::string e = ext;
+    if (file_name.size() > e.size() && file_name.ends_with(e)) {
+      return file_name.substr(0, file_name.size() - e.size());
+    }
+  }
+  return file_name;
+}
+
+bool IsZarrVariable(const store::Container& container) { return ZarrApplies(container).ok(); }
+
+Result<std::shared_ptr<const Node>> DirVariable(const Registry& registry,
+                                                const store::Container& container,
+                                                const std::string& name) {
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Node> zarr,
+                          registry.Root()->Lookup(container, "zarr"));
+  const auto* dir = dynamic_cast<const ZarrDir*>(zarr.get());
+  if (dir == nullptr) return NotFound(name);
+  return std::shared_ptr<const Node>(
+      std::make_shared<ZarrDir>(name, kNoOrdinal, dir->base(), dir->dtype(), name + "_"));
+}
+
+Result<std::string> DirZmetadata(const std::vector<DirMember>& members) {
+  std::string out = "{\n\"metadata\": {\n\".zgroup\": " + std::string(kZgroup);
+  for (const DirMember& m : members) {
+    Result<ZarrDtype> dtype = ZarrApplies(*m.container);
+    if (!dtype.ok()) continue;
+    const auto& layout = m.container->layout();
+    std::optional<TextPieces> zattrs = ZattrsPieces(*m.container, m.name + "_");
+    if (!zattrs) continue;
+    out += ",\n" + JsonQuote(m.name + "/.zarray") + ": " +
+           MakeZarrArray(*dtype, layout.shape(), layout.chunkshape()) + ",\n" +
+           JsonQuote(m.name + "/.zattrs") + ": ";
+    for (const TextPiece& piece : *zattrs) {
+      if (piece.from_meta) {
+        out.append(m.container->meta_json(), piece.begin, piece.end - piece.begin);
+      } else {
+        out += piece.text;
+      }
+    }
+  }
+  return out + "\n},\n\"zarr_consolidated_format\": 1\n}\n";
+}
+
+std::shared_ptr<const Node> MakeTextFile(std::string name, std::string text) {
+  return std::make_shared<ZarrTextFile>(std::move(name), kNoOrdinal,
+                                        TextPieces{Literal(std::move(text))});
+}
 
 }  // namespace b2ndfs::views

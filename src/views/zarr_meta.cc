@@ -172,16 +172,37 @@ std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
   }
 }
 
-ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim) {
+ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& dim_prefix) {
   constexpr const char* kKey = "_ARRAY_DIMENSIONS";
   if (vlmeta.empty() || vlmeta[0] != '{' || FindJsonMember(vlmeta, kKey)) return {};
   std::string prefix = std::string("{\"") + kKey + "\": [";
-  for (int i = 0; i < ndim; ++i) prefix += (i ? ", \"dim_" : "\"dim_") + std::to_string(i) + "\"";
+  const std::string quoted = JsonQuote(dim_prefix + "dim_");
+  const std::string open = quoted.substr(0, quoted.size() - 1);  // without the closing quote
+  for (int i = 0; i < ndim; ++i) prefix += (i ? ", " : "") + open + std::to_string(i) + "\"";
   prefix += "]";
   size_t pos = 1;
   SkipSpace(vlmeta, &pos);
   if (pos < vlmeta.size() && vlmeta[pos] != '}') prefix += ", ";
   return {prefix, 1};
+}
+
+std::string JsonQuote(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace b2ndfs::views

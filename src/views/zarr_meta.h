@@ -43,12 +43,17 @@ std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
 
 // .zattrs is `prefix` followed by the vlmeta object's text from byte `skip`
 // on: the object with "_ARRAY_DIMENSIONS": ["dim_0", ...] (xarray's names
-// for unnamed axes) inserted first, unless a vlmetalayer of that name is
-// there already (then the vlmeta text unchanged).
+// for unnamed axes; `dim_prefix` + "dim_0", ... in a directory's group, so
+// that the axes of different variables stay distinct) inserted first, unless
+// a vlmetalayer of that name is there already (then the vlmeta text
+// unchanged: the container names its axes).
 struct ZattrsPlan {
   std::string prefix;
   size_t skip = 0;
 };
-ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim);
+ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& dim_prefix = "");
+
+// A JSON string literal of `text` (quotes included, escaped as JSON needs).
+std::string JsonQuote(const std::string& text);
 
 }  // namespace b2ndfs::views

@@ -217,11 +217,13 @@ void ExpectFile(const std::string& path, int64_t size, const std::string& contai
   report.Count();
 }
 
-// Format headers beside data, zarr/ and the images: which exist depends on
-// dtype and ndim, and fuse.headers, fuse.zarr and fuse.images check that
-// against meta.json; here they may appear.
+// Format headers beside data, zarr/, data.zarr/, the images and the
+// previews: which exist depends on dtype and ndim, and fuse.headers,
+// fuse.zarr, fuse.zarr_v3, fuse.images and fuse.preview check that against
+// meta.json; here they may appear.
 const std::set<std::string> kOptionalRootNames = {
-    "data.nhdr", "data.mhd", "data.hdr", "data.nii", "zarr", "data.tiff", "images", "data.zarr"};
+    "data.nhdr", "data.mhd", "data.hdr",  "data.nii",    "zarr",   "data.tiff",
+    "images",    "data.zarr", "preview.png", "preview"};
 
 void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const Reference& ref,
                         std::mt19937_64& rng, Report& report) {

@@ -77,7 +77,7 @@ expect_size() {  # FILE SIZE
   [[ $got == "$2" ]] || fail "stat -c %s $1: $got, expected $2"
 }
 expect_ls ndim/0d_f8.b2nd data data.hdr data.mhd data.nhdr data.nii data.npy data.zarr meta.json zarr
-expect_ls ndim/3d_f4.b2nd chunks data data.hdr data.mhd data.nhdr data.nii data.npy data.tiff data.zarr images meta.json slices zarr
+expect_ls ndim/3d_f4.b2nd chunks data data.hdr data.mhd data.nhdr data.nii data.npy data.tiff data.zarr images meta.json preview preview.png slices zarr
 expect_ls ndim/3d_f4.b2nd/slices 0 1 2
 [[ $(ls "$M/ndim/3d_f4.b2nd/chunks" | wc -l) == 36 ]] || fail "ndim/3d_f4.b2nd has not 36 chunks"
 [[ $(ls "$M/ndim/3d_f4.b2nd/chunks" | head -3 | tr '\n' ' ') == "0.0.0 0.0.1 0.0.2 " ]] ||
@@ -139,8 +139,8 @@ done
 # ls -R and find work on a whole container (a 4-D array: no ENVI data.hdr
 # and no MetaImage data.mhd, README.md "Headers, axes and voxel geometry";
 # zarr/ holds .zarray, .zattrs, .zmetadata and one file per chunk, data.zarr/
-# zarr.json and one file per chunk).
-[[ $(find "$M/ndim/4d_i2.b2nd" -type f | wc -l) == $((3 + 2 + 3 * 2 * 3 * 3 + 7 + 6 + 5 + 9 + 3 + 3 * 2 * 3 * 3 + 1 + 3 * 2 * 3 * 3)) ]] ||
+# zarr.json and one file per chunk; one preview.png).
+[[ $(find "$M/ndim/4d_i2.b2nd" -type f | wc -l) == $((3 + 2 + 3 * 2 * 3 * 3 + 7 + 6 + 5 + 9 + 3 + 3 * 2 * 3 * 3 + 1 + 3 * 2 * 3 * 3 + 1)) ]] ||
   fail "find ndim/4d_i2.b2nd -type f: $(find "$M/ndim/4d_i2.b2nd" -type f | wc -l) files"
 ls -R "$M/frames" >/dev/null || fail "ls -R frames failed"
 # readdir's d_ino is the inode number stat gives (tools such as find and

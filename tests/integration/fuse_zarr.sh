@@ -11,9 +11,11 @@
 # dtypes in both byte orders. zarr/.zmetadata consolidates .zarray and
 # .zattrs (zarr.open_consolidated gives the same array), .zattrs names the
 # axes for xarray (_ARRAY_DIMENSIONS), and the container directory is a
-# consolidated group (.zgroup, .zmetadata) whose member zarr is the array:
-# xarray.open_zarr(NAME.b2nd, consolidated=True and False) gives the values
-# c-blosc2 reads (b2nd_fixture slice). Skips (77) when /dev/fuse is unusable
+# consolidated group (.zgroup, .zmetadata) whose member NAME (the container's
+# name without extension: an unlisted directory of zarr/'s files) is the
+# array: xarray.open_zarr(NAME.b2nd) gives the values c-blosc2 reads
+# (b2nd_fixture slice) as variable NAME (consolidated=False: as zarr, the
+# directory's listed member). Skips (77) when /dev/fuse is unusable
 # or /usr/bin/python3 lacks numpy, zarr or xarray (scripts/setup.sh installs
 # them).
 # Usage: fuse_zarr.sh BUILD_DIR
@@ -219,18 +221,26 @@ for name in sorted(os.listdir(root)):
         z = zarr.open_consolidated(zdir, mode="r")
         if not isinstance(z, zarr.Array) or not same(z[...], ref):
             fail(c, "zarr.open_consolidated(zarr/) differs from c-blosc2's read")
+        # The variable is named after the container (its unlisted
+        # directory holds zarr/'s files); consolidated=False lists the
+        # directory and finds zarr/ instead.
+        var = name[: -len(".b2nd")]
         gmeta = load(os.path.join(c, ".zmetadata"))
         want = {"zarr_consolidated_format": 1,
-                "metadata": {".zgroup": {"zarr_format": 2}, "zarr/.zarray": zarray,
-                             "zarr/.zattrs": zattrs}}
+                "metadata": {".zgroup": {"zarr_format": 2}, var + "/.zarray": zarray,
+                             var + "/.zattrs": zattrs}}
         if gmeta != want or load(os.path.join(c, ".zgroup")) != {"zarr_format": 2}:
             fail(c, f"group .zmetadata {gmeta} != {want}")
+        if var in os.listdir(c) or sorted(os.listdir(os.path.join(c, var))) != sorted(
+                os.listdir(zdir)):
+            fail(c, f"{var}/ is listed, or differs from zarr/")
         for consolidated in (True, False):
             # xarray's defaults (mask_and_scale): .zarray's fill_value is
             # null, so no item is masked and integers stay integers.
             ds = xr.open_zarr(c, consolidated=consolidated)
-            v = ds["zarr"]
-            if list(ds.data_vars) != ["zarr"] or list(v.dims) != zattrs["_ARRAY_DIMENSIONS"]:
+            vname = var if consolidated else "zarr"
+            v = ds[vname]
+            if list(ds.data_vars) != [vname] or list(v.dims) != zattrs["_ARRAY_DIMENSIONS"]:
                 fail(c, f"xarray sees {list(ds.data_vars)} dims {v.dims}")
             if not same(v.values, ref):
                 fail(c, f"xarray (consolidated={consolidated}) differs from c-blosc2's read")

@@ -1,15 +1,21 @@
 // The TIFF and PGM layouts: headers decoded back by a small independent TIFF
 // reader (both byte orders, classic and BigTIFF, one and many strips), any
 // window of the header equal to the same bytes of the whole, and the arrays
-// each format cannot hold (with the reason meta.json shows).
+// each format cannot hold (with the reason meta.json shows). The PNG layout of
+// the previews, inflated by zlib, and their scaling against NumPy's numbers.
 #include "image_writers.h"
+
+#include <zlib.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cmath>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "preview_scale.h"
 
 namespace b2ndfs::views {
 namespace {
@@ -238,6 +244,157 @@ TEST_CASE("PGM: header, maxval and byte swapping") {
     CHECK(pgm.status().error_number() == ENOTSUP);
   }
   CHECK_FALSE(MakePgm("'|u1'", 0, 4).ok());
+}
+
+}  // namespace
+}  // namespace b2ndfs::views
+
+namespace b2ndfs::views {
+namespace {
+
+// The filtered image of a PngLayout test: byte q of it, a function of q.
+uint8_t FilteredByte(int64_t q, int64_t width) {
+  return q % (width + 1) == 0 ? 0 : static_cast<uint8_t>((q * 7 + q / 3) & 0xff);
+}
+
+std::string WholePng(const PngLayout& png, int* adler_calls) {
+  std::string file(static_cast<size_t>(png.file_size()), '\0');
+  auto got = png.Read(
+      0, file.size(), reinterpret_cast<uint8_t*>(file.data()),
+      [&](int64_t begin, int64_t end, uint8_t* out) {
+        for (int64_t q = begin; q < end; ++q) out[q - begin] = FilteredByte(q, png.width());
+        return Status::Ok();
+      },
+      [&]() -> Result<uint32_t> {
+        ++*adler_calls;
+        std::vector<uint8_t> all(static_cast<size_t>(png.filtered_size()));
+        for (size_t q = 0; q < all.size(); ++q) all[q] = FilteredByte(q, png.width());
+        return static_cast<uint32_t>(adler32(adler32(0, Z_NULL, 0), all.data(), all.size()));
+      });
+  REQUIRE(got.ok());
+  REQUIRE(*got == file.size());
+  return file;
+}
+
+TEST_CASE("PNG of stored deflate blocks: size from width and height, zlib inflates it", "[png]") {
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {3, 5}, {300, 400}, {2, 65534}, {1, 65535}, {1, 70000}, {200, 1000}}) {
+    CAPTURE(h, w);
+    auto png = PngLayout::Make(h, w);
+    REQUIRE(png.ok());
+    const int64_t filtered = h * (w + 1);
+    CHECK(png->file_size() == 75 + 17 * ((filtered + 65534) / 65535) + filtered);
+    int adler_calls = 0;
+    const std::string file = WholePng(*png, &adler_calls);
+    CHECK(adler_calls == 1);
+    CHECK(file.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+    // Walk the chunks: CRCs, IHDR, and the IDATs' concatenation inflates
+    // (zlib checks the Adler-32) to exactly the filtered image.
+    std::string idat, types;
+    size_t pos = 8;
+    auto be32 = [&](size_t at) {
+      return static_cast<uint32_t>(static_cast<uint8_t>(file[at])) << 24 |
+             static_cast<uint32_t>(static_cast<uint8_t>(file[at + 1])) << 16 |
+             static_cast<uint32_t>(static_cast<uint8_t>(file[at + 2])) << 8 |
+             static_cast<uint8_t>(file[at + 3]);
+    };
+    while (pos < file.size()) {
+      const uint32_t n = be32(pos);
+      const std::string type = file.substr(pos + 4, 4);
+      const auto* body = reinterpret_cast<const Bytef*>(file.data() + pos + 4);
+      CHECK(crc32(crc32(0, Z_NULL, 0), body, n + 4) == be32(pos + 8 + n));
+      if (type == "IHDR") {
+        CHECK(be32(pos + 8) == static_cast<uint32_t>(w));
+        CHECK(be32(pos + 12) == static_cast<uint32_t>(h));
+        CHECK(file.substr(pos + 16, 5) == std::string("\x08\0\0\0\0", 5));
+      }
+      if (type == "IDAT") idat += file.substr(pos + 8, n);
+      types += type[0];
+      pos += 12 + n;
+    }
+    CHECK(pos == file.size());
+    CHECK(types.front() == 'I');
+    CHECK(types.substr(types.size() - 1) == "I");  // IEND
+    std::vector<uint8_t> raw(static_cast<size_t>(filtered) + 1);
+    uLongf raw_size = raw.size();
+    REQUIRE(uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()),
+                       idat.size()) == Z_OK);
+    REQUIRE(raw_size == static_cast<uLongf>(filtered));
+    bool same = true;
+    for (int64_t q = 0; q < filtered; ++q) same = same && raw[q] == FilteredByte(q, w);
+    CHECK(same);
+    // Any window equals the same bytes of the whole; the Adler-32 is asked
+    // for only by windows that reach it (or its chunk's CRC).
+    std::mt19937_64 rng(static_cast<uint64_t>(h * 131 + w));
+    for (int i = 0; i < 40; ++i) {
+      const int64_t off = static_cast<int64_t>(rng() % file.size());
+      const size_t len = 1 + rng() % 70000;
+      std::string window(len, '\0');
+      int calls = 0;
+      auto got = png->Read(
+          off, len, reinterpret_cast<uint8_t*>(window.data()),
+          [&](int64_t begin, int64_t end, uint8_t* out) {
+            REQUIRE(begin >= 0);
+            REQUIRE(end <= filtered);
+            for (int64_t q = begin; q < end; ++q) out[q - begin] = FilteredByte(q, w);
+            return Status::Ok();
+          },
+          [&]() -> Result<uint32_t> {
+            ++calls;
+            return static_cast<uint32_t>(
+                be32(file.size() - 12 - 8));  // the value the whole file holds
+          });
+      REQUIRE(got.ok());
+      const size_t n = std::min(len, file.size() - static_cast<size_t>(off));
+      CHECK(*got == n);
+      CHECK(window.substr(0, n) == file.substr(static_cast<size_t>(off), n));
+      const int64_t adler_at = static_cast<int64_t>(file.size()) - 12 - 8;
+      CHECK(calls == (off + static_cast<int64_t>(n) > adler_at ? 1 : 0));
+    }
+  }
+  CHECK(PngLayout::Make(0, 5).status().error_number() == ENOTSUP);
+  CHECK(PngLayout::Make(5, int64_t{1} << 31).status().error_number() == ENOTSUP);
+}
+
+TEST_CASE("preview scaling: NumPy's percentiles, the gray levels, the dtypes", "[png]") {
+  // Values numpy.percentile (1.24, method linear) gives for these.
+  std::vector<double> v{3.0, -1.5, 7.25, 0.0, 2.0, 100.0, 5.5, -20.0, 9.0, 1e-3, 4.0};
+  CHECK(Percentile(&v, 0.5) == -19.075);
+  CHECK(Percentile(&v, 99.5) == 95.44999999999993);
+  CHECK(Percentile(&v, 50) == 3.0);
+  CHECK(Percentile(&v, 37.3) == 1.46027);
+  std::vector<double> w;
+  for (int i = 1; i <= 2000; ++i) w.push_back(i * 0.1);
+  CHECK(Percentile(&w, 0.5) == 1.0995000000000001);
+  CHECK(Percentile(&w, 99.5) == 199.0005);
+  std::vector<double> one{4.5};
+  CHECK(Percentile(&one, 0.5) == 4.5);
+
+  const PreviewScale s{10, 20, false};
+  CHECK(PreviewPixel(s, 10) == 0);
+  CHECK(PreviewPixel(s, 5) == 0);
+  CHECK(PreviewPixel(s, 20) == 255);
+  CHECK(PreviewPixel(s, INFINITY) == 255);
+  CHECK(PreviewPixel(s, -INFINITY) == 0);
+  CHECK(PreviewPixel(s, NAN) == 0);
+  CHECK(PreviewPixel(s, 15) == 128);                       // 127.5 rounds up
+  CHECK(PreviewPixel(PreviewScale{3, 3, false}, 3) == 0);  // constant
+  CHECK(PreviewPixel(PreviewScale{0, 0, true}, 1) == 255);
+  std::vector<double> with_nan{NAN, 1, 2, INFINITY};
+  const PreviewScale finite = ScaleOf(PreviewType{'f', 8, false}, &with_nan);
+  CHECK(finite.lo == 1.005);
+  CHECK(finite.hi == 1.995);
+
+  const uint8_t half[2] = {0x00, 0x3c};  // 1.0 in float16, little-endian
+  CHECK(PreviewValue(*PreviewTypeOf("'<f2'"), half) == 1.0);
+  const uint8_t i16be[2] = {0xff, 0xfe};  // -2
+  CHECK(PreviewValue(*PreviewTypeOf("'>i2'"), i16be) == -2.0);
+  const uint8_t u64[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  CHECK(PreviewValue(*PreviewTypeOf("'<u8'"), u64) == 18446744073709551615.0);
+  CHECK(PreviewTypeOf("'|b1'")->kind == 'b');
+  CHECK(PreviewTypeOf("'<c8'").status().error_number() == ENOTSUP);
+  CHECK(PreviewTypeOf("'|S4'").status().error_number() == ENOTSUP);
+  CHECK(PreviewTypeOf("[('a', '<i4')]").status().error_number() == ENOTSUP);
 }
 
 }  // namespace

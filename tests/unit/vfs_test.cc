@@ -463,3 +463,66 @@ TEST_CASE("a directory listed page by page is read as readdir goes, one page hel
 
 }  // namespace
 }  // namespace b2ndfs
+
+namespace b2ndfs {
+namespace {
+
+// README.md, "Zarr groups and xarray": a directory's unlisted .zgroup,
+// .zmetadata and NAME/ (the vfs hook, src/vfs/dir_group.cc).
+TEST_CASE("a source directory is a Zarr group of its containers, unlisted", "[vfs]") {
+  const Array a = MakeArray({8, 6}, {4, 4}, {2, 2}, 1.0f);
+  const Array b = MakeArray({5, 4, 3}, {2, 2, 2}, {1, 1, 1}, 7.0f);
+  const bool remote = GENERATE(false, true);
+  Mount m(remote);
+  m.tree->PutDir("run");
+  m.tree->PutFile("run/a.b2nd", a.frame);
+  m.tree->PutFile("run/b.b2nd", b.frame);
+  m.tree->PutFile("run/b.b2frame", a.frame);  // b.b2nd wins
+  m.tree->PutFile("run/c.b2nd", a.frame);
+  m.tree->PutDir("run/c");  // a name of the directory's own: no variable
+  m.tree->PutDir("empty");
+  m.Start();
+  const uint64_t opened_before = store::GlobalReadStats().containers_opened.load();
+  const vfs::Ino run = m.Lookup(vfs::kRootIno, "run");
+  // Listing shows none of the names and opens nothing.
+  auto listing = m.fs->OpenDir(run);
+  REQUIRE(listing.ok());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < (*listing)->size(); ++i) names.push_back((*listing)->at(i).name);
+  CHECK(names == std::vector<std::string>{"a.b2nd", "b.b2frame", "b.b2nd", "c", "c.b2nd"});
+  CHECK(store::GlobalReadStats().containers_opened.load() == opened_before);
+
+  const vfs::Ino zmetadata = m.Lookup(run, ".zmetadata");
+  vfs::FileHandle h = m.Open(zmetadata);
+  const Bytes text = m.ReadAll(h, 1 << 16);
+  const std::string json(text.begin(), text.end());
+  CHECK(json.find("\"a/.zarray\"") != std::string::npos);
+  CHECK(json.find("\"b/.zattrs\": {\"_ARRAY_DIMENSIONS\": [\"b_dim_0\", \"b_dim_1\", "
+                  "\"b_dim_2\"]") != std::string::npos);
+  CHECK(json.find("\"c/") == std::string::npos);
+  CHECK(json.find("\"shape\": [5, 4, 3]") != std::string::npos);
+  CHECK(m.LookupError(run, ".zgroup") == 0);
+
+  // NAME/ holds the files of NAME.b2nd/zarr/: chunk files are the same
+  // inodes, the directory and its .zattrs are not.
+  const vfs::Ino var = m.Lookup(run, "b");
+  const vfs::Ino zarr = m.Lookup(m.Lookup(run, "b.b2nd"), "zarr");
+  CHECK(var != zarr);
+  CHECK(m.Lookup(var, "1.1.0") == m.Lookup(zarr, "1.1.0"));
+  CHECK(m.Lookup(var, ".zattrs") != m.Lookup(zarr, ".zattrs"));
+  vfs::FileHandle chunk = m.Open(m.Lookup(var, "0.0.0"));
+  Bytes want;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const size_t at = static_cast<size_t>((i * 12 + j * 3) * 4);
+      want.insert(want.end(), b.data.begin() + at, b.data.begin() + at + 8);
+    }
+  }
+  CHECK(m.ReadAll(chunk, 64) == want);
+  CHECK(m.LookupError(run, "c") == 0);  // the real directory
+  CHECK(m.LookupError(run, "nothing") == ENOENT);
+  CHECK(m.LookupError(m.Lookup(vfs::kRootIno, "empty"), ".zgroup") == ENOENT);
+}
+
+}  // namespace
+}  // namespace b2ndfs

@@ -99,5 +99,16 @@ TEST_CASE("zarr .zattrs adds xarray's dimension names to vlmeta", "[zarr]") {
   CHECK(zattrs(own, 2) == own);
 }
 
+TEST_CASE("a directory group's variables name their axes after themselves", "[zarr]") {
+  // Distinct per variable, so that xarray does not take two containers'
+  // unnamed axes of different lengths for one dimension.
+  const ZattrsPlan plan = PlanZattrs("{\"a\": 1}", 2, "temp_");
+  CHECK(plan.prefix + std::string("{\"a\": 1}").substr(plan.skip) ==
+        "{\"_ARRAY_DIMENSIONS\": [\"temp_dim_0\", \"temp_dim_1\"], \"a\": 1}");
+  // A name that JSON must escape stays valid JSON.
+  CHECK(PlanZattrs("{}", 1, "a\"b\\").prefix == "{\"_ARRAY_DIMENSIONS\": [\"a\\\"b\\\\dim_0\"]");
+  CHECK(JsonQuote("x\ny\x01") == "\"x\\u000ay\\u0001\"");
+}
+
 }  // namespace
 }  // namespace b2ndfs::views

@@ -82,8 +82,9 @@ struct FileDescription {
   int64_t size = 0;
   // Non-empty: the file is not offered, and this says why.
   std::string absent;
-  // Non-empty: how the file is laid out, where that depends on the
-  // container (data.zarr/: sharded or not, and why).
+  // Non-empty: how the file is laid out or its bytes are made, where that
+  // is not evident (data.zarr/: sharded or not, and why; the previews'
+  // scaling), as meta.json's "note".
   std::string note;
 };
 

@@ -120,14 +120,19 @@ class RootEntry {
   // Names this kind answers in the container directory without listing them
   // (view, .zgroup).
   virtual std::vector<std::string> UnlistedNames() const { return {}; }
+  // The same for one container, where the names depend on it (the Zarr
+  // variable named after the container).
+  virtual std::vector<std::string> UnlistedNamesOf(const store::Container&) const {
+    return UnlistedNames();
+  }
 };
 
 class Registry : public store::FileCatalog {
  public:
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
-  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, the
-  // unlisted .zgroup and .zmetadata that make the directory a Zarr group,
-  // and data.zarr/.
+  // data.hdr, data.nii, view/, zarr/, data.tiff, images/, the unlisted
+  // .zgroup and .zmetadata that make the directory a Zarr group,
+  // data.zarr/, preview.png and preview/.
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 

@@ -1,0 +1,121 @@
+#include "dir_group.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "b2ndfs/source/tree.h"
+#include "b2ndfs/util/log.h"
+#include "b2ndfs/views/dir_group.h"
+#include "b2ndfs/views/view.h"
+#include "mirror.h"
+
+namespace b2ndfs::vfs {
+namespace {
+
+// In HasContainerExtension's order: NAME.b2nd wins over NAME.b2frame, ...
+constexpr const char* kExtensions[] = {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"};
+
+struct Opened {
+  std::shared_ptr<Generation> generation;
+  std::shared_ptr<const store::Container> container;
+};
+
+Result<Opened> OpenContainer(Resolver& resolver, const std::string& path) {
+  Opened opened;
+  B2NDFS_ASSIGN_OR_RETURN(opened.generation, resolver.EntryFor(path)->Current());
+  B2NDFS_ASSIGN_OR_RETURN(opened.container, opened.generation->Container());
+  return opened;
+}
+
+Target Unlisted(InodeTable& inodes, Opened opened, std::shared_ptr<const views::Node> view) {
+  Target target;
+  target.type = NodeType::kInside;
+  target.ino = inodes.AddUnlisted(opened.generation, view);
+  target.generation = std::move(opened.generation);
+  target.container = std::move(opened.container);
+  target.view = std::move(view);
+  return target;
+}
+
+// The directory's containers by variable name, in name order: a name that
+// is an entry of the directory itself is not a variable, and of two
+// containers of one name the extension first in kExtensions wins.
+Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
+                                                   const std::string& dir) {
+  B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
+  std::set<std::string> taken;
+  for (const auto& e : entries) taken.insert(e.name);
+  std::map<std::string, std::pair<int, std::string>> chosen;
+  for (const auto& e : entries) {
+    const auto kind = MirroredKind(e.name, e.st);
+    if (!kind || *kind != MirroredType::kContainer) continue;
+    for (int rank = 0; rank < static_cast<int>(std::size(kExtensions)); ++rank) {
+      const std::string ext = kExtensions[rank];
+      if (e.name.size() <= ext.size() || !e.name.ends_with(ext)) continue;
+      const std::string variable = e.name.substr(0, e.name.size() - ext.size());
+      if (variable[0] == '.' || taken.count(variable)) break;
+      auto [it, fresh] = chosen.try_emplace(variable, rank, e.name);
+      if (!fresh && rank < it->second.first) it->second = {rank, e.name};
+      break;
+    }
+  }
+  std::map<std::string, std::string> members;
+  for (auto& [variable, pick] : chosen) members.emplace(variable, dir + "/" + pick.second);
+  return members;
+}
+
+}  // namespace
+
+Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
+                              const views::Registry& views, InodeTable& inodes,
+                              const Target& parent, const std::string& name) {
+  const std::string& dir = parent.path->path;
+  if (name == ".zgroup" || name == ".zmetadata") {
+    B2NDFS_ASSIGN_OR_RETURN(auto members, Members(tree, dir));
+    if (members.empty()) return NotFound(dir + "/" + name);
+    if (members.size() > views::kDirGroupMaxContainers) {
+      LogOnce("dir_group:" + dir, LogLevel::kInfo,
+              dir + " holds " + std::to_string(members.size()) + " containers, more than the " +
+                  std::to_string(views::kDirGroupMaxContainers) +
+                  " a Zarr group of a directory opens: no .zgroup or .zmetadata");
+      return NotFound(dir + "/" + name);
+    }
+    std::vector<views::DirMember> group;
+    std::optional<Opened> host;
+    for (const auto& [variable, path] : members) {
+      // A container that cannot be read now fails the lookup (the kernel
+      // must not keep a group without it); a broken one is left out.
+      B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+      if (!opened.container->ok() || !views::IsZarrVariable(*opened.container)) continue;
+      group.push_back(views::DirMember{variable, opened.container});
+      if (!host) host = std::move(opened);
+      if (name == ".zgroup") break;  // one member makes a group
+    }
+    if (!host) return NotFound(dir + "/" + name);
+    std::string text = "{\n  \"zarr_format\": 2\n}\n";
+    if (name == ".zmetadata") {
+      B2NDFS_ASSIGN_OR_RETURN(text, views::DirZmetadata(group));
+    }
+    return Unlisted(inodes, std::move(*host), views::MakeTextFile(name, std::move(text)));
+  }
+  if (name.empty() || name[0] == '.') return NotFound(dir + "/" + name);
+  for (const char* ext : kExtensions) {
+    const std::string path = dir + "/" + name + ext;
+    auto st = tree.Stat(path);
+    if (!st.ok()) {
+      if (source::IsGone(st.status())) continue;
+      return st.status();
+    }
+    const auto kind = MirroredKind(name + ext, *st);
+    if (!kind || *kind != MirroredType::kContainer) continue;
+    B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+    if (!opened.container->ok()) return NotFound(dir + "/" + name);
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
+                            views::DirVariable(views, *opened.container, name));
+    return Unlisted(inodes, std::move(opened), std::move(view));
+  }
+  return NotFound(dir + "/" + name);
+}
+
+}  // namespace b2ndfs::vfs
