@@ -24,6 +24,9 @@ std::unique_ptr<RootEntry> MakeZarrEntry();
 std::unique_ptr<RootEntry> MakeDataTiffEntry();
 std::unique_ptr<RootEntry> MakeImagesEntry();
 std::unique_ptr<RootEntry> MakeZarrGroupEntry();
+std::unique_ptr<RootEntry> MakeItemsEntry();
+std::unique_ptr<RootEntry> MakeBatchesEntry();
+std::unique_ptr<RootEntry> MakeCarrierEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

@@ -119,13 +119,19 @@ class RootEntry {
   // Names this kind answers in the container directory without listing them
   // (view, .zgroup).
   virtual std::vector<std::string> UnlistedNames() const { return {}; }
+  // Whether this kind appears in a container of what python-blosc2 made it
+  // as (format/vlen.h): the array views only in arrays, items/ only in
+  // object arrays; a kind that does not serve a container adds nothing to
+  // it, not even ordinals.
+  virtual bool Serves(store::ContentKind kind) const { return kind == store::ContentKind::kArray; }
 };
 
 class Registry : public store::FileCatalog {
  public:
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
   // data.hdr, data.nii, view/, zarr/, data.tiff, images/, and the
-  // unlisted .zgroup and .zmetadata that make the directory a Zarr group.
+  // unlisted .zgroup and .zmetadata that make the directory a Zarr group;
+  // items/ (object arrays) and batches/ (batch arrays).
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
