@@ -50,7 +50,8 @@ Result<std::string> Transform(int variant, std::span<const uint8_t> chunk) {
 }
 
 // A file made from one chunk (Container::DerivedFromChunk keeps it cached).
-// One that cannot be made is empty and reads as EIO, the reason logged once.
+// It is made when looked up, so that one that cannot be made is EIO there
+// (stat, open), the reason logged once, not an empty file.
 class DerivedFile : public Node {
  public:
   DerivedFile(std::string name, uint64_t ordinal, int64_t chunk, int variant)
@@ -69,8 +70,6 @@ class DerivedFile : public Node {
     std::memcpy(out, value->data() + offset, n);
     return n;
   }
-
- private:
   Result<cache::Value> Get(const store::Container& c) const {
     auto value = c.DerivedFromChunk(
         chunk_, variant_, [v = variant_](std::span<const uint8_t> b) { return Transform(v, b); });
@@ -81,6 +80,8 @@ class DerivedFile : public Node {
     }
     return value;
   }
+
+ private:
   int64_t chunk_;
   int variant_;
 };
@@ -114,8 +115,9 @@ class PerChunkDir : public Node {
         return std::shared_ptr<const Node>(std::make_shared<StreamFile>(
             canonical, ord, store::ArrayStream{std::string(), c.layout().ChunkBox(*chunk)}));
       }
-      return std::shared_ptr<const Node>(
-          std::make_shared<DerivedFile>(canonical, ord, *chunk, kinds_[k].variant));
+      auto file = std::make_shared<DerivedFile>(canonical, ord, *chunk, kinds_[k].variant);
+      B2NDFS_RETURN_IF_ERROR(file->Get(c).status());
+      return std::shared_ptr<const Node>(std::move(file));
     }
     return NotFound(name);
   }
