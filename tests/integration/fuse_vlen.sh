@@ -68,8 +68,18 @@ for d, sub, n in (("objects.b2frame", "items", 7), ("list_vl.b2frame", "items", 
 meta = json.load(open(os.path.join(m, "arrow.b2b", "meta.json")))
 assert meta["serializer"] == "arrow" and meta["metalayers"]["batcharray"]["serializer"] == "arrow"
 EOF
-check "an unpadded or unknown item name" test -f "$M/objects.b2frame/items/6.json"
+check "an unpadded item name" test -f "$M/objects.b2frame/items/6.json"
 read_fails "items/7 does not exist" "$M/objects.b2frame/items/7.msgpack"
+check "100 items: 200 names, padded" test "$(ls "$M/many_objects.b2frame/items" | wc -l)" = 200
+check "100 items: the first name" test "$(ls "$M/many_objects.b2frame/items" | head -1)" = 00.json
+check "items/042.json" test "$(cat "$M/many_objects.b2frame/items/042.json")" = 42000
+check "items/2.json" test "$(cat "$M/many_objects.b2frame/items/2.json")" = 2000
+check "items/99.msgpack" cmp "$M/many_objects.b2frame/items/99.msgpack" \
+  <(printf '\xd2\x00\x01\x82\xb8')
+check "every item file stats" test "$(find "$M/many_objects.b2frame" -type f | wc -l)" = 201
+for d in empty_objects.b2frame/items empty_batches.b2b/batches; do
+  check "$d is empty" test -z "$(ls "$M/$d")"
+done
 
 # Carriers: meta.json with the recipe, and nothing else.
 for d in lazy.b2nd c2ref.b2nd legacy_lazy.b2nd; do
