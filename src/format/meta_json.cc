@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "b2ndfs/format/expression.h"
+#include "b2ndfs/format/vlen.h"
 #include "json_text.h"
 #include "msgpack_util.h"
 
@@ -191,6 +193,30 @@ Json VlmetaValue(const NamedBytes& layer, int indent = 4) {
   return j;
 }
 
+// Whether a carrier's expression is in the grammar b2ndfs would evaluate
+// (format/expression.h); none is evaluated yet.
+Json EvaluationJson(const std::vector<uint8_t>& recipe) {
+  Json j = Json::Object();
+  if (recipe.empty()) return Json::Null();
+  auto expression = RecipeExpressionOf(recipe);
+  if (!expression.ok()) {
+    j.Add("error", Json::String(expression.status().message()));
+    return j;
+  }
+  if (!*expression) return Json::Null();
+  auto check = CheckElementwiseExpression((*expression)->expression, (*expression)->operands);
+  if (!check.ok()) {
+    j.Add("error", Json::String("not evaluable: " + check.status().message()));
+    return j;
+  }
+  j.Add("grammar", Json::String("elementwise"));
+  Json used = Json::Array();
+  for (const std::string& name : check->operands) used.items.push_back(Json::String(name));
+  j.Add("operands", std::move(used));
+  j.Add("evaluated", Json::Bool(false));
+  return j;
+}
+
 }  // namespace
 
 std::string RenderMetaJson(const MetaJsonInput& input) {
@@ -204,6 +230,8 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
       root.Add("recipe", input.recipe->content.empty()
                              ? Json::String("(vlmeta '" + input.recipe->name + "' is missing)")
                              : VlmetaValue(*input.recipe, 2));
+      Json evaluation = EvaluationJson(input.recipe->content);
+      if (evaluation.kind != Json::Kind::kNull) root.Add("evaluation", std::move(evaluation));
     }
   }
   root.Add("version", Json::Int(input.version));

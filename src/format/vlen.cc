@@ -207,6 +207,30 @@ Result<ContentTag> DecodeContentTag(const std::vector<NamedBytes>& metalayers) {
   return tag;
 }
 
+Result<std::optional<RecipeExpression>> RecipeExpressionOf(std::span<const uint8_t> recipe) {
+  B2NDFS_ASSIGN_OR_RETURN(Unpacked u, UnpackBounded(recipe, 0, kMaxMsgpackDepth, "the recipe"));
+  const msgpack::object& map = u.get();
+  if (map.type != msgpack::type::MAP) return InvalidData("the recipe is not a map");
+  std::optional<std::string> expression = MapString(map, "expression");
+  if (!expression) return std::optional<RecipeExpression>();
+  RecipeExpression out{std::move(*expression), {}};
+  for (uint32_t i = 0; i < map.via.map.size; ++i) {
+    const msgpack::object& k = map.via.map.ptr[i].key;
+    const msgpack::object& v = map.via.map.ptr[i].val;
+    if (k.type != msgpack::type::STR ||
+        std::string_view(k.via.str.ptr, k.via.str.size) != "operands") {
+      continue;
+    }
+    if (v.type != msgpack::type::MAP) return InvalidData("the recipe's operands are not a map");
+    for (uint32_t j = 0; j < v.via.map.size; ++j) {
+      const msgpack::object& name = v.via.map.ptr[j].key;
+      if (name.type != msgpack::type::STR) return InvalidData("an operand name is not a string");
+      out.operands.emplace_back(name.via.str.ptr, name.via.str.size);
+    }
+  }
+  return std::optional<RecipeExpression>(std::move(out));
+}
+
 Result<std::string> MergeMsgpackBlocks(std::span<const uint8_t> blocks) {
   std::string items;
   uint64_t count = 0;

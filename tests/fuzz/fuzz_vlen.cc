@@ -5,7 +5,9 @@
 // is one of the documented kinds (a batch serializer msgpack or arrow); a
 // batch merged from msgpack blocks is one msgpack list whose JSON is valid;
 // an Arrow stream merged is one stream (merging it again gives it back); a
-// proxy bitmap gives one flag per chunk; errors are EIO (or ENOMEM).
+// proxy bitmap gives one flag per chunk; an expression in the elementwise
+// grammar uses only the operands given; errors are EIO (or ENOMEM; EINVAL
+// for expressions).
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/format/expression.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/vlen.h"
 #include "fuzz_common.h"
@@ -75,6 +78,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     CheckError(stream.status(), "MergeArrowStreams");
   }
+
+  // The input as a saved expression over operands a, b, o0 (format/expression.h),
+  // and as a recipe.
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto check = format::CheckElementwiseExpression(text, {"a", "b", "o0"});
+  if (check.ok()) {
+    FUZZ_CHECK(check->nodes > 0 && check->nodes <= 1024, "expression nodes");
+    FUZZ_CHECK(check->operands.size() <= 3, "expression operands");
+  } else {
+    FUZZ_CHECK(check.status().error_number() == EINVAL, "expression error is not EINVAL");
+  }
+  auto recipe = format::RecipeExpressionOf(input);
+  if (!recipe.ok()) CheckError(recipe.status(), "RecipeExpressionOf");
 
   if (size > 0) {
     const int64_t bpc = 1 + data[0] % 3;

@@ -98,6 +98,11 @@ assert lazy["recipe"]["operands"]["o1"]["urlpath"] == "b.b2nd", lazy["recipe"]
 assert "carrier" in lazy["files"]["data"]["absent"], lazy["files"]
 c2 = meta("c2ref.b2nd")["recipe"]
 assert c2["urlbase"] + c2["path"] == "https://cat2.example.org/@public/examples/ds-1d.b2nd", c2
+assert lazy["evaluation"] == {"grammar": "elementwise", "operands": ["o0", "o1"],
+                              "evaluated": False}, lazy["evaluation"]
+assert "evaluation" not in meta("c2ref.b2nd")
+bad = meta("hostile/not_elementwise.b2nd")
+assert "'sum' is not one of NumPy's elementwise" in bad["evaluation"]["error"], bad["evaluation"]
 legacy = meta("legacy_lazy.b2nd")["recipe"]
 assert legacy == {"expression": "sin(a) + b", "UDF": None,
                   "operands": {"a": "a.b2nd", "b": "b.b2nd"}}, legacy

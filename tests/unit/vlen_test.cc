@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/format/expression.h"
 #include "b2ndfs/format/meta_json.h"
 #include "json_check.h"
 
@@ -242,6 +243,84 @@ TEST_CASE("Credentials are never rendered") {
     p.pack("c");
   });
   CHECK(*MsgpackToJson(plain) == R"({"urlpath":["a","b","c"]})");
+}
+
+}  // namespace
+
+namespace {
+
+using b2ndfs::format::CheckElementwiseExpression;
+using b2ndfs::format::RecipeExpressionOf;
+
+TEST_CASE("elementwise expressions are in the grammar") {
+  const std::vector<std::string> ops = {"a", "b", "o0"};
+  auto ok = [&](const std::string& e) {
+    auto r = CheckElementwiseExpression(e, ops);
+    INFO(e << ": " << (r.ok() ? "" : r.status().message()));
+    REQUIRE(r.ok());
+    return r->operands;
+  };
+  CHECK(ok("a + b") == std::vector<std::string>{"a", "b"});
+  CHECK(ok("b * 2 - a ** 2 / 1.5e-3") == std::vector<std::string>{"b", "a"});
+  CHECK(ok("sin(a) + b") == std::vector<std::string>{"a", "b"});
+  CHECK(ok("where(a > 0, a, -a)") == std::vector<std::string>{"a"});
+  CHECK(ok("(a < 1) & (b >= 2) | ~(o0 != 3)").size() == 3);
+  CHECK(ok("arctan2(a, b) // 2 % 3").size() == 2);
+  CHECK(ok(" -  -a ").size() == 1);
+  CHECK(ok("1 + .5 + 3. + True").empty());
+}
+
+TEST_CASE("what is not elementwise is refused, saying where") {
+  const std::vector<std::string> ops = {"a", "b"};
+  auto error = [&](const std::string& e) {
+    auto r = CheckElementwiseExpression(e, ops);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().error_number() == EINVAL);
+    return r.status().message();
+  };
+  CHECK_THAT(error("a - sum(a)"), Catch::Contains("at 4: 'sum' is not one of"));
+  CHECK_THAT(error("a + c"), Catch::Contains("'c' is not an operand"));
+  CHECK_THAT(error("a[0] + b"), Catch::Contains("indexing"));
+  CHECK_THAT(error("a.T"), Catch::Contains("attributes"));
+  CHECK_THAT(error("a +"), Catch::Contains("ends early"));
+  CHECK_THAT(error("a + 'x'"), Catch::Contains("unexpected '''"));
+  CHECK_THAT(error("sin(a, b)"), Catch::Contains("takes 1 argument"));
+  CHECK_THAT(error("__import__('os')"), Catch::Contains("not one of"));
+  CHECK_THAT(error("lambda: a"), Catch::Contains("not an operand"));
+  CHECK_THAT(error(""), Catch::Contains("ends early"));
+  CHECK_THAT(error("1e"), Catch::Contains("exponent"));
+  CHECK_THAT(error(std::string(100, '(') + "a" + std::string(100, ')')),
+             Catch::Contains("deeper than 64"));
+  std::string many = "a";
+  for (int i = 0; i < 1100; ++i) many += "+a";
+  CHECK_THAT(error(many), Catch::Contains("more than 1024"));
+  CHECK_THAT(error(std::string(5000, 'a')), Catch::Contains("longer than 4096"));
+}
+
+TEST_CASE("RecipeExpressionOf reads b2o and _LazyArray recipes") {
+  const Bytes b2o = Pack([](auto& p) {
+    p.pack_map(3);
+    p.pack("kind");
+    p.pack("lazyexpr");
+    p.pack("expression");
+    p.pack("o0 + o1");
+    p.pack("operands");
+    p.pack_map(2);
+    p.pack("o0");
+    p.pack_map(0);
+    p.pack("o1");
+    p.pack_map(0);
+  });
+  auto r = RecipeExpressionOf(b2o);
+  REQUIRE(r.ok());
+  REQUIRE(r->has_value());
+  CHECK((*r)->expression == "o0 + o1");
+  CHECK((*r)->operands == std::vector<std::string>{"o0", "o1"});
+  const Bytes c2array = Map({{"kind", "c2array"}, {"path", "x"}});
+  auto none = RecipeExpressionOf(c2array);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  CHECK_FALSE(RecipeExpressionOf(Pack([](auto& p) { p.pack(1); })).ok());
 }
 
 }  // namespace

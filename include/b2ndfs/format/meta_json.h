@@ -7,7 +7,9 @@
 //   itemsize, nbytes, cbytes, cratio, nchunks, codec, clevel, filters,
 //   [unsupported], [proxy], metalayers, vlmeta, files;
 // and, after format, for containers that are not arrays (format/vlen.h):
-//   content ("objects", "batches", "carrier"), [serializer], [recipe].
+//   content ("objects", "batches", "carrier"), [serializer], [recipe],
+//   [evaluation] (for a recipe with an expression: {"grammar": "elementwise",
+//   "operands": [...], "evaluated": false}, or {"error": why not}).
 // recipe is a carrier's vlmeta payload (b2o or _LazyArray) as JSON; proxy is
 // {"chunks_present": [...], "chunks_absent": n} for a proxy cache; the
 // content of python-blosc2's tag metalayers (batcharray, vlarray, listarray,

@@ -50,6 +50,16 @@ const char* ContentName(ContentKind kind);
 // Decides from the frame's metalayers (their msgpack contents validated).
 Result<ContentTag> DecodeContentTag(const std::vector<NamedBytes>& metalayers);
 
+// A carrier's saved expression and the names of its operands, from its
+// recipe (decompressed vlmeta msgpack: b2o of kind lazyexpr, whose
+// "operands" map names to Refs; or _LazyArray, whose "operands" map names to
+// paths); nullopt for a recipe without an expression (c2array, lazyudf).
+struct RecipeExpression {
+  std::string expression;
+  std::vector<std::string> operands;
+};
+Result<std::optional<RecipeExpression>> RecipeExpressionOf(std::span<const uint8_t> recipe);
+
 // Most items (or blocks) one batch may hold: more is a hostile count.
 constexpr int64_t kMaxBatchItems = int64_t{1} << 24;
 
