@@ -82,7 +82,8 @@ bool MapIsPlainObject(const msgpack::object_map& m) {
 // Values never shown, whatever map holds them: the credentials
 // python-blosc2 stores beside a remote reference (proxy.py's proxy-source
 // "urlpath" triple ends with the C2Array's auth_token; lazyexpr.py's saved
-// C2Array operands carry "auth_cookie"; README.md, "Carriers and caches").
+// C2Array operands carry "auth_cookie"; README.md, "Variable-length data,
+// carriers and caches").
 constexpr std::string_view kRedacted = "\"(redacted)\"";
 
 bool IsSecretKey(const msgpack::object& key) {

@@ -62,8 +62,8 @@ class ChunkDirectory {
   // Memory the compressed index holds.
   int64_t index_bytes() const { return static_cast<int64_t>(offsets_chunk_.capacity()); }
 
-  // A proxy cache's chunks that hold data (README.md, "Carriers and
-  // caches"): Locate() refuses the others with EIO. Set once, at open,
+  // A proxy cache's chunks that hold data (README.md, "Variable-length
+  // data, carriers and caches"): Locate() refuses the others with EIO. Set once, at open,
   // before any read; empty: every chunk is there.
   void set_present(std::vector<bool> present) { present_ = std::move(present); }
   Result<ChunkRef> Locate(int64_t chunk) const;

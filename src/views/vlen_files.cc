@@ -1,5 +1,5 @@
 // items/ and batches/: python-blosc2's variable-length containers, one file
-// per item or batch (README.md, "Variable-length data"), and what carriers
+// per item or batch (README.md, "Variable-length data, carriers and caches"), and what carriers
 // show instead of data. Kinds and tags: format/vlen.h.
 //   items/N.msgpack    an ObjectArray's item N: chunk N's bytes as stored
 //   items/N.json       the same as JSON (meta.json's lossless conventions)
