@@ -1,6 +1,6 @@
 // items/ and batches/: python-blosc2's variable-length containers, one file
-// per item or batch (README.md, "Variable-length data, carriers and caches"), and what carriers
-// show instead of data. Kinds and tags: format/vlen.h.
+// per item or batch, and what carriers show instead of data (README.md,
+// "Variable-length data, carriers and caches"). Kinds and tags: format/vlen.h.
 //   items/N.msgpack    an ObjectArray's item N: chunk N's bytes as stored
 //   items/N.json       the same as JSON (meta.json's lossless conventions)
 //   batches/N.msgpack  a BatchArray's batch N: one msgpack array of its items
