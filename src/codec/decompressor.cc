@@ -44,6 +44,18 @@ Result<ChunkInfo> InspectChunkHeader(std::span<const uint8_t> header) {
   info.memcpyed = (flags & BLOSC_MEMCPYED) != 0;
   info.header_size = extended ? BLOSC_EXTENDED_HEADER_LENGTH : BLOSC_MIN_HEADER_LENGTH;
   info.nblocks = blocksize > 0 ? (static_cast<int64_t>(nbytes) + blocksize - 1) / blocksize : 0;
+  // A chunk stored uncompressed is its header and its bytes, nothing more:
+  // c-blosc2 refuses any other size. Its 3.3.5 compressor with a dictionary
+  // writes incompressible buffers flagged so but laid out as compressed
+  // blocks (block offsets and sizes first, then the bytes: 8 bytes more
+  // than that), which a reader taking the bytes after the header would serve
+  // shifted.
+  if (info.memcpyed &&
+      !(extended && header.size() >= 32 && ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0) &&
+      static_cast<int64_t>(cbytes) != info.header_size + static_cast<int64_t>(nbytes)) {
+    return InvalidData("chunk is stored uncompressed but is " + std::to_string(cbytes) +
+                       " bytes for " + std::to_string(nbytes) + " bytes of data");
+  }
   if (extended && header.size() >= static_cast<size_t>(BLOSC_EXTENDED_HEADER_LENGTH)) {
     info.special = ((header[31] >> 4) & BLOSC2_SPECIAL_MASK) != 0;
     if ((header[30] & BLOSC2_VL_BLOCKS) && !info.special && !info.memcpyed) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "b2ndfs/format/expression.h"
+#include "b2ndfs/format/vlen.h"
 #include "json_text.h"
 #include "msgpack_util.h"
 
@@ -172,7 +174,7 @@ Json NdMetaJson(const NdMeta& meta) {
 }
 
 // The vlmeta object sits at indent 4 of the document ("vlmeta": {"name": ...}).
-Json VlmetaValue(const NamedBytes& layer) {
+Json VlmetaValue(const NamedBytes& layer, int indent = 4) {
   const std::span<const uint8_t> content(layer.content);
   if (content.size() > kMaxJsonText) {
     Json j = Json::Object();
@@ -180,7 +182,7 @@ Json VlmetaValue(const NamedBytes& layer) {
     j.Add("omitted", Json::Bool(true));
     return j;
   }
-  if (auto pretty = MsgpackText(content, Layout::kPretty, 4, kMaxPrettyVlmeta)) {
+  if (auto pretty = MsgpackText(content, Layout::kPretty, indent, kMaxPrettyVlmeta)) {
     return Json::Raw(std::move(*pretty));
   }
   if (auto compact = MsgpackText(content, Layout::kCompact, 0, kMaxJsonText)) {
@@ -191,11 +193,47 @@ Json VlmetaValue(const NamedBytes& layer) {
   return j;
 }
 
+// Whether a carrier's expression is in the grammar b2ndfs would evaluate
+// (format/expression.h); none is evaluated yet.
+Json EvaluationJson(const std::vector<uint8_t>& recipe) {
+  Json j = Json::Object();
+  if (recipe.empty()) return Json::Null();
+  auto expression = RecipeExpressionOf(recipe);
+  if (!expression.ok()) {
+    j.Add("error", Json::String(expression.status().message()));
+    return j;
+  }
+  if (!*expression) return Json::Null();
+  auto check = CheckElementwiseExpression((*expression)->expression, (*expression)->operands);
+  if (!check.ok()) {
+    j.Add("error", Json::String("not evaluable: " + check.status().message()));
+    return j;
+  }
+  j.Add("grammar", Json::String("elementwise"));
+  Json used = Json::Array();
+  for (const std::string& name : check->operands) used.items.push_back(Json::String(name));
+  j.Add("operands", std::move(used));
+  j.Add("evaluated", Json::Bool(false));
+  return j;
+}
+
 }  // namespace
 
 std::string RenderMetaJson(const MetaJsonInput& input) {
   Json root = Json::Object();
   root.Add("format", Json::String(input.format));
+  if (!input.content.empty()) {
+    root.Add("content", Json::String(input.content));
+    if (!input.serializer.empty()) root.Add("serializer", Json::String(input.serializer));
+    if (input.recipe) {
+      // A missing recipe is said, not left out silently.
+      root.Add("recipe", input.recipe->content.empty()
+                             ? Json::String("(vlmeta '" + input.recipe->name + "' is missing)")
+                             : VlmetaValue(*input.recipe, 2));
+      Json evaluation = EvaluationJson(input.recipe->content);
+      if (evaluation.kind != Json::Kind::kNull) root.Add("evaluation", std::move(evaluation));
+    }
+  }
   root.Add("version", Json::Int(input.version));
   root.Add("ndim", Json::Int(static_cast<int64_t>(input.shape.size())));
   root.Add("shape", Json::Ints(input.shape));
@@ -229,6 +267,13 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
   }
   root.Add("filters", std::move(filters));
   if (input.unsupported) root.Add("unsupported", Json::String(*input.unsupported));
+  if (input.chunks_present) {
+    Json proxy = Json::Object();
+    proxy.Add("chunks_present", Json::Ints(*input.chunks_present));
+    proxy.Add("chunks_absent",
+              Json::Int(input.nchunks - static_cast<int64_t>(input.chunks_present->size())));
+    root.Add("proxy", std::move(proxy));
+  }
   std::vector<std::string> notes;
   if (input.ndmeta) notes = input.ndmeta->notes;
   if (std::optional<std::string> note = CheckDtype(input.dtype, input.itemsize).note) {
@@ -248,6 +293,7 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
   }
   metalayers.Add("names", std::move(names));
   if (input.ndmeta) metalayers.Add(input.ndmeta->format, NdMetaJson(*input.ndmeta));
+  for (const NamedBytes& tag : input.tags) metalayers.Add(tag.name, VlmetaValue(tag, 4));
   root.Add("metalayers", std::move(metalayers));
 
   Json vlmeta = Json::Object();

@@ -79,6 +79,29 @@ bool MapIsPlainObject(const msgpack::object_map& m) {
   return true;
 }
 
+// Values never shown, whatever map holds them: the credentials
+// python-blosc2 stores beside a remote reference (proxy.py's proxy-source
+// "urlpath" triple ends with the C2Array's auth_token; lazyexpr.py's saved
+// C2Array operands carry "auth_cookie"; README.md, "Variable-length data,
+// carriers and caches").
+constexpr std::string_view kRedacted = "\"(redacted)\"";
+
+bool IsSecretKey(const msgpack::object& key) {
+  if (key.type != msgpack::type::STR) return false;
+  const std::string_view k(key.via.str.ptr, key.via.str.size);
+  return k == "auth_token" || k == "auth_cookie";
+}
+
+bool HasKey(const msgpack::object_map& m, std::string_view name) {
+  for (uint32_t i = 0; i < m.size; ++i) {
+    const msgpack::object& k = m.ptr[i].key;
+    if (k.type == msgpack::type::STR && std::string_view(k.via.str.ptr, k.via.str.size) == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
 class MsgpackWriter {
  public:
   MsgpackWriter(Layout layout, size_t limit) : layout_(layout), limit_(limit) {}
@@ -190,11 +213,38 @@ class MsgpackWriter {
       const msgpack::object& key = m.ptr[i].key;
       AppendQuoted(std::string_view(key.via.str.ptr, key.via.str.size), out);
       *out += pretty ? ": " : ":";
-      if (!Write(m.ptr[i].val, indent + 2, depth + 1, out)) return false;
+      if (!WriteValue(m, i, indent + 2, depth + 1, out)) return false;
     }
     if (pretty) NewLine(indent, out);
     out->push_back('}');
     return true;
+  }
+
+  // A map's i-th value, or what stands for it when it is a secret.
+  bool WriteValue(const msgpack::object_map& m, uint32_t i, int indent, size_t depth,
+                  std::string* out) {
+    const msgpack::object& key = m.ptr[i].key;
+    const msgpack::object& val = m.ptr[i].val;
+    if (IsSecretKey(key) && val.type != msgpack::type::NIL) {
+      *out += kRedacted;
+      return true;
+    }
+    // proxy-source's "urlpath": (path, urlbase, auth_token).
+    if (key.type == msgpack::type::STR &&
+        std::string_view(key.via.str.ptr, key.via.str.size) == "urlpath" &&
+        val.type == msgpack::type::ARRAY && val.via.array.size == 3 &&
+        val.via.array.ptr[2].type != msgpack::type::NIL && HasKey(m, "local_abspath")) {
+      const bool pretty = layout_ == Layout::kPretty;
+      out->push_back('[');
+      for (uint32_t j = 0; j < 2; ++j) {
+        if (!Write(val.via.array.ptr[j], indent, depth + 1, out)) return false;
+        *out += pretty ? ", " : ",";
+      }
+      *out += kRedacted;
+      out->push_back(']');
+      return true;
+    }
+    return Write(val, indent, depth, out);
   }
 
   // {"$map": [[key, value], ...]}: keys of any type, in order, duplicates kept.
@@ -207,7 +257,7 @@ class MsgpackWriter {
       out->push_back('[');
       if (!Write(m.ptr[i].key, indent + 2, depth + 1, out)) return false;
       *out += pretty ? ", " : ",";
-      if (!Write(m.ptr[i].val, indent + 2, depth + 1, out)) return false;
+      if (!WriteValue(m, i, indent + 2, depth + 1, out)) return false;
       out->push_back(']');
     }
     if (pretty) NewLine(indent, out);

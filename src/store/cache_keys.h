@@ -12,6 +12,7 @@ namespace b2ndfs::store {
 constexpr int64_t kIndexPageBlock = -1;  // chunk = page number
 constexpr int64_t kChunkHeadBlock = -2;
 constexpr int64_t kWholeChunkBlock = -3;
+constexpr int64_t kDerivedBlock = -16;  // minus the variant, 0..15
 
 // A decompressed block.
 inline cache::Key BlockKey(uint64_t cache_id, int64_t chunk, int64_t block) {
@@ -32,6 +33,11 @@ inline cache::Key IndexPageKey(uint64_t cache_id, int64_t page) {
 // alone).
 inline cache::Key WholeChunkKey(uint64_t cache_id, int64_t chunk) {
   return cache::Key{cache_id, chunk, kWholeChunkBlock, cache::EntryKind::kOther};
+}
+
+// Something made from a decompressed chunk (Container::DerivedFromChunk).
+inline cache::Key DerivedKey(uint64_t cache_id, int64_t chunk, int variant) {
+  return cache::Key{cache_id, chunk, kDerivedBlock - variant, cache::EntryKind::kOther};
 }
 
 // A chunk's compressed bytes (ChunkDirectory::FetchCompressed).

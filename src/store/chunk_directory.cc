@@ -55,6 +55,10 @@ Result<ChunkRef> ChunkDirectory::Locate(int64_t chunk_index) const {
   if (chunk_index < 0 || chunk_index >= nchunks_) {
     return InvalidData("chunk " + std::to_string(chunk_index) + " is not in the chunk index");
   }
+  if (!present_.empty() && !present_[chunk_index]) {
+    return Status(
+        EIO, "chunk " + std::to_string(chunk_index) + " was never fetched into this proxy cache");
+  }
   const int64_t page = chunk_index / index_page_entries_;
   auto entries =
       context_.cache->GetOrLoad(IndexPageKey(cache_id_, page), [&]() -> Result<cache::Value> {

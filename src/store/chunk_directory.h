@@ -62,6 +62,10 @@ class ChunkDirectory {
   // Memory the compressed index holds.
   int64_t index_bytes() const { return static_cast<int64_t>(offsets_chunk_.capacity()); }
 
+  // A proxy cache's chunks that hold data (README.md, "Variable-length
+  // data, carriers and caches"): Locate() refuses the others with EIO. Set once, at open,
+  // before any read; empty: every chunk is there.
+  void set_present(std::vector<bool> present) { present_ = std::move(present); }
   Result<ChunkRef> Locate(int64_t chunk) const;
   // A stored chunk's header (one small read, not cached).
   Result<codec::ChunkInfo> ReadHeader(int64_t chunk) const;
@@ -106,6 +110,7 @@ class ChunkDirectory {
   std::vector<uint8_t> offsets_chunk_;
   int64_t nchunks_ = 0;
   int64_t index_page_entries_ = 1;
+  std::vector<bool> present_;
   // The next chunk whose head a read may fetch besides its own.
   mutable std::atomic<int64_t> next_other_head_{0};
 };

@@ -61,6 +61,8 @@ struct Container::Metadata {
   format::FrameInfo frame_info;
   std::optional<format::NdMeta> ndmeta;
   std::vector<format::NamedBytes> vlmeta;  // decompressed contents, until rendered
+  // A proxy cache's chunks that hold data (meta.json lists them).
+  std::optional<std::vector<int64_t>> chunks_present;
 };
 
 Container::Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
@@ -196,6 +198,9 @@ Status Container::Load(const FileCatalog* catalog) {
                            : "the frame is a sparse-frame index without its directory");
   }
 
+  // python-blosc2's tags say which views the frame has (format/vlen.h).
+  B2NDFS_ASSIGN_OR_RETURN(tag_, format::DecodeContentTag(info.metalayers));
+
   std::vector<uint8_t> offsets_chunk;
   if (info.offsets_chunk_size > 0) {
     B2NDFS_ASSIGN_OR_RETURN(offsets_chunk,
@@ -209,6 +214,7 @@ Status Container::Load(const FileCatalog* catalog) {
                              .WithContext("chunk index"));
   directory_ = std::move(directory);
   B2NDFS_RETURN_IF_ERROR(LoadLayout());
+  if (tag_.proxy) B2NDFS_RETURN_IF_ERROR(LoadProxyMask());
   const auto& nd = src.ndmeta;
   npy_descr_ = format::NpyDescr(nd ? nd->dtype : std::nullopt, layout_->itemsize());
   // The parts that read, now that the layout is known.
@@ -422,6 +428,53 @@ Status Container::LoadLayout() {
   return Status::Ok();
 }
 
+// A proxy cache holds the chunks its "proxy-fetched" vlmeta bitmap marks
+// (python-blosc2 proxy.py; per block with "proxy-fetched-bpc" > 1, under
+// "proxy-fetched-blocks"), and of those only the ones stored; without a
+// bitmap (older proxy.py: unfetched chunks are uninitialised), the stored
+// ones. The rest read as EIO, never as the zeros c-blosc2 would make.
+Status Container::LoadProxyMask() {
+  const format::FrameInfo& info = meta_->frame_info;
+  auto vlmeta = [&](const std::string& name) -> Result<std::optional<std::vector<uint8_t>>> {
+    for (const auto& vl : info.vlmetalayers) {
+      if (vl.name != name) continue;
+      B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunk(vl.content));
+      if (ci.nbytes > (64 << 20)) return InvalidData("vlmeta '" + name + "' is too large");
+      std::vector<uint8_t> out(static_cast<size_t>(ci.nbytes));
+      auto lease = context_->decompressors->Acquire();
+      B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(vl.content, out).WithContext("vlmeta " + name));
+      return std::optional<std::vector<uint8_t>>(std::move(out));
+    }
+    return std::optional<std::vector<uint8_t>>();
+  };
+  const int64_t nchunks = layout_->NumChunks();
+  int64_t bpc = 1;
+  B2NDFS_ASSIGN_OR_RETURN(auto bpc_bytes, vlmeta("proxy-fetched-bpc"));
+  if (bpc_bytes) {
+    auto value = format::MsgpackInteger(*bpc_bytes);
+    if (!value) return InvalidData("vlmeta proxy-fetched-bpc is not an integer");
+    bpc = *value;
+  }
+  B2NDFS_ASSIGN_OR_RETURN(auto bitmap_bytes,
+                          vlmeta(bpc > 1 ? "proxy-fetched-blocks" : "proxy-fetched"));
+  std::vector<bool> marked;
+  if (bitmap_bytes) {
+    auto bitmap = format::MsgpackBinary(*bitmap_bytes);
+    if (!bitmap) return InvalidData("the proxy-fetched bitmap is not msgpack bytes");
+    B2NDFS_ASSIGN_OR_RETURN(marked, format::FetchedChunks(*bitmap, nchunks, bpc));
+  }
+  std::vector<bool> present(static_cast<size_t>(nchunks));
+  std::vector<int64_t> listed;
+  for (int64_t c = 0; c < nchunks; ++c) {
+    B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, directory_->Locate(c));
+    present[c] = ref.kind != format::ChunkKind::kUninitialized && (marked.empty() || marked[c]);
+    if (present[c]) listed.push_back(c);
+  }
+  meta_->chunks_present = std::move(listed);
+  directory_->set_present(std::move(present));
+  return Status::Ok();
+}
+
 std::string Container::CodecName() const {
   return b2ndfs::CodecName(meta_->frame_info.codec, meta_->frame_info.udcodec);
 }
@@ -449,6 +502,22 @@ std::string Container::RenderMeta(const FileCatalog* catalog) const {
   in.frame = &src.frame_info;
   in.vlmeta = src.vlmeta;
   in.notes = voxel_geometry_.notes;
+  if (tag_.kind != ContentKind::kArray) in.content = format::ContentName(tag_.kind);
+  in.serializer = tag_.serializer;
+  if (tag_.kind == ContentKind::kCarrier) {
+    in.recipe = format::NamedBytes{tag_.recipe_vlmeta, {}};
+    for (const auto& vl : src.vlmeta) {
+      if (vl.name == tag_.recipe_vlmeta) in.recipe->content = vl.content;
+    }
+  }
+  in.chunks_present = src.chunks_present;
+  for (const auto& m : src.frame_info.metalayers) {
+    static const char* const kTags[] = {"batcharray", "vlarray",   "listarray",
+                                        "b2o",        "LazyArray", "proxy-source"};
+    for (const char* t : kTags) {
+      if (m.name == t) in.tags.push_back(m);
+    }
+  }
   // Chunks naming a plugin read as EIO (codec refuses them); say why here.
   in.unsupported = codec::UnsupportedPipeline(src.frame_info.codec, src.frame_info.udcodec,
                                               src.frame_info.filters);

@@ -6,6 +6,7 @@
 
 #include "b2ndfs/util/log.h"
 #include "box_reader.h"
+#include "cache_keys.h"
 
 namespace b2ndfs::store {
 
@@ -23,6 +24,24 @@ Status Container::ReadArrayBox(const Box& box, uint8_t* out) const {
   Status status = reader_->ReadBox(box, 0, box.NumItems(), out);
   if (!status.ok() && status.error_number() != ENOMEM) return Status(EIO, status.message());
   return status;
+}
+
+Result<cache::Value> Container::DerivedFromChunk(int64_t chunk, int variant,
+                                                 const ChunkTransform& make) const {
+  if (!ok()) return InvalidData(error_);
+  if (chunk < 0 || chunk >= layout_->NumChunks() || variant < 0 || variant > 15) {
+    return InvalidArgument("no chunk " + std::to_string(chunk));
+  }
+  return context_->cache->GetOrLoad(
+      DerivedKey(cache_id_, chunk, variant), [&]() -> Result<cache::Value> {
+        const Box box = layout_->ChunkBox(chunk);
+        std::vector<uint8_t> bytes(static_cast<size_t>(box.NumItems() * layout_->itemsize()));
+        B2NDFS_RETURN_IF_ERROR(ReadArrayBox(box, bytes.data()));
+        B2NDFS_ASSIGN_OR_RETURN(std::string made, make(bytes));
+        auto value = std::make_shared<cache::Bytes>(made.size());
+        std::memcpy(value->data(), made.data(), made.size());
+        return cache::Value(std::move(value));
+      });
 }
 
 void Container::Prefetch(const ArrayStream& stream, int64_t offset, int64_t length) const {

@@ -3,7 +3,8 @@
 namespace b2ndfs::vfs {
 namespace {
 
-constexpr const char* kExtensions[] = {".b2nd", ".b2frame", ".b2f", ".b2", ".caterva", ".cat"};
+constexpr const char* kExtensions[] = {".b2nd",    ".b2frame", ".b2f", ".b2",
+                                       ".caterva", ".cat",     ".b2b"};
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() > suffix.size() &&

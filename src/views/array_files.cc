@@ -38,6 +38,7 @@ class MetaJsonEntry : public RootEntry {
     return std::shared_ptr<const Node>(std::make_shared<MetaJsonFile>(base));
   }
   void Describe(const store::Container&, std::vector<store::FileDescription>*) const override {}
+  bool Serves(store::ContentKind) const override { return true; }
 };
 
 // A file streaming the whole array, with or without an .npy header.

@@ -26,6 +26,9 @@ std::unique_ptr<RootEntry> MakeImagesEntry();
 std::unique_ptr<RootEntry> MakeZarrGroupEntry();
 std::unique_ptr<RootEntry> MakeZarrV3Entry();
 std::unique_ptr<RootEntry> MakePreviewEntry();
+std::unique_ptr<RootEntry> MakeItemsEntry();
+std::unique_ptr<RootEntry> MakeBatchesEntry();
+std::unique_ptr<RootEntry> MakeCarrierEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

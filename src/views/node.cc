@@ -47,6 +47,15 @@ bool StreamFile::Cached(const store::Container& container) const {
   return container.StreamCached(stream_);
 }
 
+namespace {
+
+// The entry kinds a container shows (RootEntry::Serves).
+bool Applies(const RootEntry& entry, const store::Container& container) {
+  return entry.Serves(container.ok() ? container.content_kind() : store::ContentKind::kArray);
+}
+
+}  // namespace
+
 // The container directory: the union of what the registered kinds offer,
 // sorted by name. Kinds take consecutive ordinal ranges in registration order.
 class RootDir : public Node {
@@ -58,6 +67,7 @@ class RootDir : public Node {
                                              const std::string& name) const override {
     uint64_t base = 0;
     for (const auto& entry : registry_->entries_) {
+      if (!Applies(*entry, container)) continue;
       B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const Node> node,
                               entry->Lookup(container, name, base));
       if (node) return node;
@@ -70,6 +80,7 @@ class RootDir : public Node {
     std::vector<ListEntry> names;
     uint64_t base = 0;
     for (const auto& entry : registry_->entries_) {
+      if (!Applies(*entry, container)) continue;
       for (auto& e : entry->Names(container, base)) names.push_back(std::move(e));
       base += entry->OrdinalCount(container);
     }
@@ -144,6 +155,7 @@ Result<std::shared_ptr<const Node>> Registry::NodeAt(const store::Container& con
                                                      uint64_t ordinal) const {
   uint64_t base = 0;
   for (const auto& entry : entries_) {
+    if (!Applies(*entry, container)) continue;
     const uint64_t count = entry->OrdinalCount(container);
     if (ordinal >= base && ordinal - base < count) {
       std::vector<ListEntry> names = entry->Names(container, base);
@@ -172,6 +184,7 @@ std::vector<std::string> Registry::RootNames(const store::Container& container) 
   std::vector<std::string> names;
   uint64_t base = 0;
   for (const auto& entry : entries_) {
+    if (!Applies(*entry, container)) continue;
     for (auto& e : entry->Names(container, base)) names.push_back(std::move(e.name));
     for (auto& name : entry->UnlistedNamesOf(container)) names.push_back(std::move(name));
     base += entry->OrdinalCount(container);
@@ -201,18 +214,25 @@ std::shared_ptr<const Registry> Registry::Default() {
   registry->Add(MakeZarrGroupEntry());
   registry->Add(MakeZarrV3Entry());
   registry->Add(MakePreviewEntry());
+  registry->Add(MakeItemsEntry());
+  registry->Add(MakeBatchesEntry());
+  registry->Add(MakeCarrierEntry());
   return registry;
 }
 
 uint64_t Registry::OrdinalCount(const store::Container& container) const {
   uint64_t total = 0;
-  for (const auto& entry : entries_) total += entry->OrdinalCount(container);
+  for (const auto& entry : entries_) {
+    if (Applies(*entry, container)) total += entry->OrdinalCount(container);
+  }
   return total;
 }
 
 std::vector<store::FileDescription> Registry::Describe(const store::Container& container) const {
   std::vector<store::FileDescription> out;
-  for (const auto& entry : entries_) entry->Describe(container, &out);
+  for (const auto& entry : entries_) {
+    if (Applies(*entry, container)) entry->Describe(container, &out);
+  }
   return out;
 }
 

@@ -476,3 +476,40 @@ TEST_CASE("chunks with variable-length blocks are one block, decoded whole") {
 }
 
 }  // namespace
+
+namespace {
+
+// c-blosc2 3.3.5 compressing an incompressible buffer with a dictionary
+// writes a chunk flagged stored-uncompressed that is laid out as compressed
+// blocks (8 bytes of block offset and size before the data): c-blosc2 cannot
+// decompress it, and a reader taking the bytes after the header would serve
+// them shifted.
+TEST_CASE("a stored-uncompressed chunk of the wrong size is refused") {
+  b2ndfs::codec::EnsureInitialized();
+  const char payload[] = "\xaah\xc3\xa9llo \xe2\x9c\x93";
+  const int32_t n = 11;
+  for (int use_dict : {0, 1}) {
+    blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
+    cp.compcode = BLOSC_ZSTD;
+    cp.clevel = 5;
+    cp.typesize = 1;
+    cp.use_dict = use_dict;
+    cp.nthreads = 1;
+    blosc2_context* ctx = blosc2_create_cctx(cp);
+    Bytes chunk(n + BLOSC2_MAX_OVERHEAD + 64);
+    const int size =
+        blosc2_compress_ctx(ctx, payload, n, chunk.data(), static_cast<int32_t>(chunk.size()));
+    blosc2_free_ctx(ctx);
+    REQUIRE(size > 0);
+    chunk.resize(static_cast<size_t>(size));
+    REQUIRE((chunk[2] & BLOSC_MEMCPYED) != 0);
+    INFO("use_dict " << use_dict);
+    if (use_dict == 0) {
+      CHECK(InspectChunk(chunk).ok());
+    } else {
+      CHECK_THAT(ErrorOf(InspectChunkHeader(chunk)), Catch::Contains("stored uncompressed"));
+    }
+  }
+}
+
+}  // namespace

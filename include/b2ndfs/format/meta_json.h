@@ -5,7 +5,15 @@
 // on one line) with a fixed key order, ending with a newline:
 //   format, version, ndim, shape, chunkshape, blockshape, dtype, dtype_format,
 //   itemsize, nbytes, cbytes, cratio, nchunks, codec, clevel, filters,
-//   [unsupported], metalayers, vlmeta, files.
+//   [unsupported], [proxy], metalayers, vlmeta, files;
+// and, after format, for containers that are not arrays (format/vlen.h):
+//   content ("objects", "batches", "carrier"), [serializer], [recipe],
+//   [evaluation] (for a recipe with an expression: {"grammar": "elementwise",
+//   "operands": [...], "evaluated": false}, or {"error": why not}).
+// recipe is a carrier's vlmeta payload (b2o or _LazyArray) as JSON; proxy is
+// {"chunks_present": [...], "chunks_absent": n} for a proxy cache; the
+// content of python-blosc2's tag metalayers (batcharray, vlarray, listarray,
+// b2o, LazyArray, proxy-source) is shown under metalayers by name.
 // cratio = nbytes / cbytes rounded to 3 decimals (null when cbytes is 0, e.g.
 // an array made only of special zero chunks). codec, clevel and filters come
 // from the frame (null / [] without one); metalayers is {"names": [...]} plus
@@ -32,6 +40,11 @@
 //   map with a key that is not a string, not UTF-8, repeated, or starts
 //   with '$'                  {"$map": [[key, value], ...]} (in order)
 // Any other map is a JSON object. base64 is RFC 4648 with padding.
+// Credentials are never written: the value of a map key "auth_token" or
+// "auth_cookie" (python-blosc2's names for a remote server's credentials),
+// and the third element of a proxy-source "urlpath" (a map that also has
+// "local_abspath"; proxy.py stores (path, urlbase, auth_token) there),
+// become the string "(redacted)"; nil values stay null.
 // Nesting is limited to 64 levels and the JSON text to 16 MiB; beyond that the
 // value is not converted (nullopt, the caller falls back to base64).
 // Thread-safety: pure functions.
@@ -80,6 +93,15 @@ struct MetaJsonInput {
     std::string absent;  // non-empty: not offered, and why
     std::string note;    // non-empty: rendered as "note"
   };
+  // "" for an array, else meta.json's "content" (format::ContentName).
+  std::string content;
+  std::string serializer;  // a BatchArray's
+  // A carrier's recipe: its vlmeta payload, decompressed msgpack.
+  std::optional<NamedBytes> recipe;
+  // A proxy cache: the chunks it holds.
+  std::optional<std::vector<int64_t>> chunks_present;
+  // Metalayers shown decoded (msgpack), by name.
+  std::vector<NamedBytes> tags;
   // Rendered as {name: {"shape", "size"[, "note"]}}, or {name: {"absent": why}}.
   std::vector<FileKind> files;
 };

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/format/voxel_geometry.h"
+#include "b2ndfs/format/vlen.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/store/stat_counter.h"
@@ -131,6 +133,9 @@ struct ReadStats {
 };
 ReadStats& GlobalReadStats();
 
+// What python-blosc2 made the frame as (format/vlen.h): which views apply.
+using ContentKind = format::ContentKind;
+
 class Container : public std::enable_shared_from_this<Container> {
  public:
   static std::shared_ptr<const Container> Open(std::shared_ptr<const source::ByteSource> source,
@@ -164,6 +169,18 @@ class Container : public std::enable_shared_from_this<Container> {
   // at open; empty when there are none), for the imaging headers.
   const format::VoxelGeometry& voxel_geometry() const { return voxel_geometry_; }
 
+  // kArray unless python-blosc2 tagged the frame otherwise (valid when ok()).
+  ContentKind content_kind() const { return tag_.kind; }
+  const format::ContentTag& content_tag() const { return tag_; }
+  // Something made from one chunk's decompressed bytes (an item as JSON, a
+  // batch's blocks merged), made once by `make` and kept in the block cache
+  // (charged to its budget) under `variant`, 0..15, so that every read of a
+  // virtual file made this way does not make it again. EIO when the chunk
+  // cannot be read or `make` fails; the chunk must be in the layout.
+  using ChunkTransform = std::function<Result<std::string>(std::span<const uint8_t> chunk)>;
+  Result<cache::Value> DerivedFromChunk(int64_t chunk, int variant,
+                                        const ChunkTransform& make) const;
+
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.
   Result<size_t> Read(const ArrayStream& stream, int64_t offset, size_t length, uint8_t* out) const;
@@ -183,6 +200,7 @@ class Container : public std::enable_shared_from_this<Container> {
             uint64_t cache_id);
   Status Load(const FileCatalog* catalog);
   Status LoadLayout();
+  Status LoadProxyMask();
   void AddCharge(int64_t delta) const;
   void Charge();
   void DecodeVlmeta() const;
@@ -216,6 +234,7 @@ class Container : public std::enable_shared_from_this<Container> {
   mutable std::string meta_json_;  // written once, before meta_json_ready_
   std::string npy_descr_;
   format::VoxelGeometry voxel_geometry_;
+  format::ContentTag tag_;
   // Charged to the cache; grows or shrinks once, when meta.json is rendered.
   mutable std::atomic<int64_t> memory_bytes_{0};
   std::unique_ptr<Metadata> meta_;

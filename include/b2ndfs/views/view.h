@@ -125,6 +125,11 @@ class RootEntry {
   virtual std::vector<std::string> UnlistedNamesOf(const store::Container&) const {
     return UnlistedNames();
   }
+  // Whether this kind appears in a container of what python-blosc2 made it
+  // as (format/vlen.h): the array views only in arrays, items/ only in
+  // object arrays; a kind that does not serve a container adds nothing to
+  // it, not even ordinals.
+  virtual bool Serves(store::ContentKind kind) const { return kind == store::ContentKind::kArray; }
 };
 
 class Registry : public store::FileCatalog {
@@ -132,7 +137,8 @@ class Registry : public store::FileCatalog {
   // meta.json, data, data.npy, chunks/, slices/, data.nhdr, data.mhd,
   // data.hdr, data.nii, view/, zarr/, data.tiff, images/, the unlisted
   // .zgroup and .zmetadata that make the directory a Zarr group,
-  // data.zarr/, preview.png and preview/.
+  // data.zarr/, preview.png and preview/; items/ (object arrays) and
+  // batches/ (batch arrays).
   static std::shared_ptr<const Registry> Default();
   void Add(std::unique_ptr<RootEntry> entry);
 
