@@ -5,7 +5,10 @@
 # expressions (steps, negatives, dropped axes, `...`, empty results), the
 # bytes of view/EXPR (read whole and at odd offsets) and numpy.load of
 # view/EXPR.npy must equal NumPy's a[EXPR] of data.npy. Malformed or
-# out-of-range names are ENOENT; view/ is looked up, not listed. Stepped
+# out-of-range names are ENOENT, and the first ten of them in a minute are
+# logged at info with their reason (the daemon's stderr and .b2ndfs/log);
+# spaces are accepted where Python accepts them (`3, 4`); view is listed in
+# the container directory, its contents are not. Stepped
 # hyperslabs decompress exactly the blocks they touch (reads.blocks_decompressed
 # of a container no one read before). Skips (77) when /usr/bin/python3 has no numpy.
 # Usage: fuse_view.sh BUILD_DIR [SEED]
@@ -91,7 +94,9 @@ def random_expr():
 fixed = ["...", "0", "-1", ":", "::-1", "22,18,30", "-23,-19,-31", "0,0,0,...", "...,0,0,0",
          "1,...,2", "...,::-3", "::2,::3,::4", "::-7,::5,::-11", "5:2", "::-1,3:3", "...,30:31:5",
          "2:20:6,-1,::-2", ":,10", "...,4", "1:-1,1:-1,1:-1", ":,::-1,:", "::99999999999999999999",
-         "-99999999999999999999:99999999999999999999", "3,", "::40,::-40,::40"]
+         "-99999999999999999999:99999999999999999999", "3,", "::40,::-40,::40",
+         # Spaces where Python allows them, as copied from code.
+         "3, 4", " 1 : 5 , ...", "- 1, ::2 ", "0, 1", "2 , ", "... , 0"]
 expressions = fixed + [random_expr() for _ in range(50)]
 checked = 0
 for expr in expressions:
@@ -134,7 +139,7 @@ for expr in expressions:
 
 malformed = ["0,0,0,0", ":,:,:,:", "::0", "1:2:0", "...,...", "23", "-24", "0,19", "0,0,31",
              "a", "1:2:3:4", ",", "1,,2", ",1", "1.5", "....", "-", "None", "[0]",
-             "0, 1", ".npy", "0.npy.npy", "::0.npy", "0" * 256]
+             "1 0", ". ..", " , ", ".npy", "0.npy.npy", "::0.npy", "0" * 256]
 for name in malformed:
     try:
         os.stat(f"{base}/view/{name}")
@@ -148,8 +153,8 @@ if not os.path.isdir(f"{base}/view"):
     fail("view/ is not a directory")
 if os.listdir(f"{base}/view") != []:
     fail(f"view/ lists {os.listdir(f'{base}/view')[:5]}; it must list nothing")
-if "view" in os.listdir(base):
-    fail("view is listed in the container directory")
+if "view" not in os.listdir(base):
+    fail("view is not listed in the container directory")
 with open(f"{base}/meta.json") as f:
     files = json.load(f)["files"]
 if files.get("view", {}).get("size") != a.nbytes:
@@ -158,6 +163,14 @@ if files.get("view", {}).get("size") != a.nbytes:
 print(f"view: {checked} of {len(expressions)} expressions checked, {len(failures)} failures")
 sys.exit(1 if failures else 0)
 EOF
+
+# The refused names above, logged at info with their reason, rate-limited.
+refused=$(grep -c ': info: .*a.b2nd: view/.*: ' "$M.log")
+if ((refused < 1 || refused > 10)); then
+  fail "$refused refused view/ names logged at info (expected 1 to 10): $(head -c 2000 "$M.log")"
+fi
+check "the refused 0,0,0,0 logged with its reason" grep -q 'view/0,0,0,0: 4 indices for 3 axes' "$M.log"
+check ".b2ndfs/log has the refused names too" grep -q 'info: .*a.b2nd: view/0,0,0,0: 4 indices' "$M/.b2ndfs/log"
 
 # Blocks a stepped hyperslab touches: per axis, the (chunk, block) pairs of
 # its selected indices; the touched blocks are their product.
