@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/store/container.h"
@@ -117,7 +118,7 @@ class RootEntry {
   virtual void Describe(const store::Container& container,
                         std::vector<store::FileDescription>* out) const = 0;
   // Names this kind answers in the container directory without listing them
-  // (view, .zgroup).
+  // (.zgroup).
   virtual std::vector<std::string> UnlistedNames() const { return {}; }
 };
 
@@ -127,6 +128,12 @@ class Registry : public store::FileCatalog {
   // data.hdr, data.nii, view/, zarr/, data.tiff, images/, and the
   // unlisted .zgroup and .zmetadata that make the directory a Zarr group.
   static std::shared_ptr<const Registry> Default();
+  // The kinds Default() has, by name ("meta", "npy", "zarr" ...) with the
+  // files each adds ("meta.json", "data.npy", "zarr/" ...), in order.
+  static std::vector<std::pair<std::string, std::string>> Kinds();
+  // Default() with only the kinds named (views=LIST); EINVAL naming the
+  // first unknown one.
+  static Result<std::shared_ptr<const Registry>> WithKinds(const std::vector<std::string>& kinds);
   void Add(std::unique_ptr<RootEntry> entry);
 
   // The container directory itself.
