@@ -8,7 +8,8 @@
 # out-of-range names are ENOENT, and the first ten of them in a minute are
 # logged at info with their reason (the daemon's stderr and .b2ndfs/log);
 # spaces are accepted where Python accepts them (`3, 4`); view is listed in
-# the container directory, its contents are not. Stepped
+# the container directory, its contents are not; views=meta,data,npy shows
+# only those, and an unknown kind is an error before anything is mounted. Stepped
 # hyperslabs decompress exactly the blocks they touch (reads.blocks_decompressed
 # of a container no one read before). Skips (77) when /usr/bin/python3 has no numpy.
 # Usage: fuse_view.sh BUILD_DIR [SEED]
@@ -213,4 +214,20 @@ for k, expr in enumerate(["::4", "::-9,1:17:5,::7", "2,::6,-1", "...,::13"]):
     failures += delta != touched
 sys.exit(1 if failures else 0)
 EOF
+
+# views=LIST: only the kinds named appear (README.md, "Which files appear").
+MV=$TMP/mnt_views
+mount_fs "$S" "$MV" -o views=meta,data,npy || exit 1
+got=$(ls "$MV/a.b2nd" | tr '\n' ' ')
+[[ $got == "data data.npy meta.json " ]] || fail "views=meta,data,npy lists [$got]"
+[[ -e $MV/a.b2nd/view/0 ]] && fail "views=meta,data,npy still has view/0"
+check "views=: data.npy equals the full mount's" cmp -s "$MV/a.b2nd/data.npy" "$M/a.b2nd/data.npy"
+unmount_fs "$MV"
+mkdir -p "$TMP/mnt_bad"
+ITEST_MOUNTS+=("$TMP/mnt_bad")
+"$B2NDFS" -o views=nope "$S" "$TMP/mnt_bad" 2>"$TMP/bad.err"
+rc=$?
+((rc == 2)) || fail "views=nope: exit $rc, expected 2"
+grep -q "'nope' is not a kind of view" "$TMP/bad.err" || fail "views=nope: $(cat "$TMP/bad.err")"
+is_mounted "$TMP/mnt_bad" && fail "views=nope mounted"
 finish
