@@ -52,19 +52,18 @@ void ReopenLogFileOnSignal(int) { b2ndfs::ReopenLogFile(); }
 
 // Signals, before libfuse installs its handlers (which it does only where a
 // signal has its default action).
-void SetUpSignals(bool log_file) {
+void SetUpSignals() {
   // A foreground daemon started with `&` from a script inherits an ignored
   // SIGINT, which libfuse would keep: Ctrl-C and `kill -INT` must stop it.
   signal(SIGINT, SIG_DFL);
-  if (log_file) {
-    // logrotate's usual "postrotate kill -HUP": open the file's path again
-    // (instead of libfuse's stop on SIGHUP).
-    struct sigaction sa {};
-    sa.sa_handler = ReopenLogFileOnSignal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGHUP, &sa, nullptr);
-  }
+  // logrotate's usual "postrotate kill -HUP": the log file's path is opened
+  // again. Every daemon takes it so (none stops on it, as libfuse's handler
+  // would), so that signalling all b2ndfs processes unmounts none.
+  struct sigaction sa {};
+  sa.sa_handler = ReopenLogFileOnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGHUP, &sa, nullptr);
 }
 
 }  // namespace
@@ -270,7 +269,7 @@ int main(int argc, char** argv) {
                  "last %zu) once detached; -o log_file=PATH keeps them all\n",
                  cl.mountpoint.c_str(), kRecentLogCapacity);
   }
-  SetUpSignals(!cl.log_file.empty());
+  SetUpSignals();
   const int rc = fuse::Serve(filesystem, session);
   if (served) Log(LogLevel::kInfo, "unmounted " + cl.mountpoint);
   // The request threads are gone; stop the read-ahead still queued or

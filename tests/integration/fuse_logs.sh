@@ -3,7 +3,8 @@
 # - log_file=PATH (foreground): the "mounted" info line when the mount is
 #   ready, a refused view/ name with its reason, and the "unmounted" line at
 #   the end, in the file and on stderr; after `mv` of the file and SIGHUP (what
-#   logrotate does) the daemon keeps serving and writes a new file of that name.
+#   logrotate does) the daemon keeps serving and writes a new file of that name;
+#   SIGHUP stops no daemon, also one without log_file.
 # - MOUNTPOINT/.b2ndfs/log holds the recent messages, also of a daemon that
 #   detached; without /dev/log, a detaching daemon says once, on stderr
 #   before it detaches, where its messages go.
@@ -71,6 +72,19 @@ fi
 stat "$M2/a.b2nd/view/99" >/dev/null 2>&1
 check ".b2ndfs/log of a detached daemon has its messages" \
   has "$M2/.b2ndfs/log" "info: .*a.b2nd: view/99: index 99 is out of range"
+# SIGHUP (logrotate's postrotate may signal every b2ndfs) stops none.
+PID2=$(daemon_pid "$M2")
+# hup_delivered PID: no SIGHUP (bit 1) pending for the process any more.
+hup_delivered() {
+  local pending
+  pending=$(awk '/^ShdPnd/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 0
+  [[ -z $pending ]] || (((16#$pending & 1) == 0))
+}
+kill -HUP "$PID2"
+check "SIGHUP was delivered" wait_until 5 hup_delivered "$PID2"
+check "SIGHUP leaves a daemon without log_file serving" test -s "$M2/a.b2nd/meta.json"
+check "and running" pid_alive "$PID2"
+check "and mounted" is_mounted "$M2"
 check "unmount the detached daemon" unmount_fs "$M2"
 
 # --- SIGINT to a foreground daemon started with & by a script ---------------
