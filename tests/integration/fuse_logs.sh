@@ -7,7 +7,8 @@
 #   SIGHUP stops no daemon, also one without log_file.
 # - MOUNTPOINT/.b2ndfs/log holds the recent messages, also of a daemon that
 #   detached; without /dev/log, a detaching daemon says once, on stderr
-#   before it detaches, where its messages go.
+#   before it detaches, where its messages go. README's "Runtime statistics"
+#   names every counter of .b2ndfs/stats.
 # - A foreground daemon started with `&` from a script (which ignores SIGINT
 #   for it) stops and unmounts on SIGINT.
 # Usage: fuse_logs.sh BUILD_DIR
@@ -72,6 +73,34 @@ fi
 stat "$M2/a.b2nd/view/99" >/dev/null 2>&1
 check ".b2ndfs/log of a detached daemon has its messages" \
   has "$M2/.b2ndfs/log" "info: .*a.b2nd: view/99: index 99 is out of range"
+# README's "Runtime statistics" names every counter .b2ndfs/stats has.
+README=$(dirname "${BASH_SOURCE[0]}")/../../README.md
+check "README documents every .b2ndfs/stats counter" "$PY" - "$M2/.b2ndfs/stats" "$README" <<'EOF'
+import json
+import re
+import sys
+
+stats = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+section = text[text.index("## Runtime statistics"):]
+section = section[:section.index("\n## ", 1)]
+named = set(re.findall(r"`([^`]+)`", section))
+missing = []
+for group, value in stats.items():
+    if not isinstance(value, dict):
+        if group not in named:
+            missing.append(group)
+        continue
+    for key in value:
+        # `group.key`, or `.key` in a row that starts with another of the group.
+        if f"{group}.{key}" not in named and f".{key}" not in named and \
+                not (key in named and f"`{group}" in section):
+            missing.append(f"{group}.{key}")
+if missing:
+    print("README.md, Runtime statistics: not documented:", ", ".join(missing))
+sys.exit(1 if missing else 0)
+EOF
+
 # SIGHUP (logrotate's postrotate may signal every b2ndfs) stops none.
 PID2=$(daemon_pid "$M2")
 # hup_delivered PID: no SIGHUP (bit 1) pending for the process any more.
