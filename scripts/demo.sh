@@ -20,8 +20,9 @@ case "${1:-}" in
     ;;
 esac
 
-# Only what the demo runs is built (the tests build the rest).
-B2NDFS_BUILD_TARGETS="b2ndfs b2ndfs-make-samples b2ndfs-inspect" bash "$ROOT/scripts/build.sh"
+# Only what the demo runs is built (the tests build the rest), and the man
+# pages, so that `man -l build/docs/b2ndfs.1` works after it.
+B2NDFS_BUILD_TARGETS="b2ndfs b2ndfs-make-samples b2ndfs-inspect man_pages" bash "$ROOT/scripts/build.sh"
 WORK="${B2NDFS_DEMO_DIR:-$ROOT/build/demo}"
 SRC="$WORK/arrays"
 MNT="$WORK/mnt"
@@ -68,8 +69,10 @@ cat <<EOF
 What next:
   binaries      $BUILD/src/app/b2ndfs, $BUILD/src/tools/b2ndfs-inspect
   install       bash scripts/build_deb.sh && apt install ./build-deb/b2ndfs_*.deb
-                (or cmake --install $BUILD; then: mount -t fuse.b2ndfs SOURCE MOUNTPOINT, fstab, systemd)
-  docs          man b2ndfs (once installed), README.md
+                (or sudo cmake --install $BUILD: /usr/local/bin/b2ndfs, where mount.fuse3
+                finds it; then: mount -t fuse.b2ndfs SOURCE MOUNTPOINT, fstab, systemd)
+  docs          man -l $BUILD/docs/b2ndfs.1, man -l $BUILD/docs/b2ndfs-inspect.1
+                (man b2ndfs once installed), README.md
   explore       bash scripts/demo.sh --keep   (leaves the sample mount in place)
   help          $BUILD/src/app/b2ndfs --help
 EOF

@@ -19,7 +19,8 @@
 #   minbase_demo ROOT LOG   the README's main command (scripts/demo.sh) in
 #                           ROOT/root/b2ndfs, its output into LOG; fails,
 #                           saying why on stderr, unless it ran to its end,
-#                           showed its slice check and left no mount
+#                           showed its slice check, left build/docs/b2ndfs.1
+#                           (for man -l) and left no mount
 #   minbase_release ROOT    stops every process whose root is ROOT and
 #                           unmounts everything below it, deepest first,
 #                           then ROOT's bind mount onto itself
@@ -95,6 +96,10 @@ minbase_demo() {
     ok=1
   elif ! grep -q "slice 384 == row 384 of data" "$log"; then
     echo "the demo did not show its slice check" >&2
+    ok=1
+  elif ! grep -q '^\.TH B2NDFS 1' "$root/root/b2ndfs/build/docs/b2ndfs.1" 2>/dev/null; then
+    # What its 'What next' lines tell a person to read (man -l).
+    echo "the demo left no man page in build/docs/b2ndfs.1" >&2
     ok=1
   fi
   if awk -v r="$root/root/b2ndfs" 'index($5, r) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then

@@ -1,10 +1,12 @@
 // b2ndfs: the command-line entry point. Wires the core (cache, decompressor
 // pool, workers) to the vfs and the FUSE session.
 #include <malloc.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +26,7 @@
 #include "b2ndfs/store/worker_pool.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/views/view.h"
 #include "options.h"
 #include "preflight.h"
 
@@ -45,15 +48,35 @@ std::string EscapeOption(const std::string& value) {
   return out;
 }
 
+void ReopenLogFileOnSignal(int) { b2ndfs::ReopenLogFile(); }
+
+// Signals, before libfuse installs its handlers (which it does only where a
+// signal has its default action).
+void SetUpSignals() {
+  // A foreground daemon started with `&` from a script inherits an ignored
+  // SIGINT, which libfuse would keep: Ctrl-C and `kill -INT` must stop it.
+  signal(SIGINT, SIG_DFL);
+  // logrotate's usual "postrotate kill -HUP": the log file's path is opened
+  // again. Every daemon takes it so (none stops on it, as libfuse's handler
+  // would), so that signalling all b2ndfs processes unmounts none.
+  struct sigaction sa {};
+  sa.sa_handler = ReopenLogFileOnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGHUP, &sa, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace b2ndfs;
   const std::string program = argc > 0 ? argv[0] : "b2ndfs";
+  const std::string program_name = program.substr(program.rfind('/') + 1);
   auto parsed = app::ParseCommandLine(argc, argv);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "b2ndfs: %s\n%s", parsed.status().message().c_str(),
-                 app::Usage(program).c_str());
+    // One line, not the whole help, which would scroll the error away.
+    std::fprintf(stderr, "b2ndfs: %s\nsee '%s --help'\n", parsed.status().message().c_str(),
+                 program_name.c_str());
     return 2;
   }
   app::CommandLine cl = std::move(parsed).value();
@@ -71,6 +94,28 @@ int main(int argc, char** argv) {
     SetLogLevel(*cl.log_level);
   } else if (cl.debug) {
     SetLogLevel(LogLevel::kDebug);
+  }
+  if (!cl.log_file.empty()) {
+    // Absolute: the daemon changes to / (and reopens it by path on SIGHUP).
+    if (cl.log_file[0] != '/') {
+      char* cwd = ::getcwd(nullptr, 0);
+      if (cwd != nullptr) cl.log_file = std::string(cwd) + "/" + cl.log_file;
+      std::free(cwd);
+    }
+    if (Status s = SetLogFile(cl.log_file); !s.ok()) {
+      std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  std::shared_ptr<const views::Registry> view_kinds;
+  if (!cl.views.empty()) {
+    auto filtered = views::Registry::WithKinds(cl.views);
+    if (!filtered.ok()) {
+      std::fprintf(stderr, "b2ndfs: %s\nsee '%s --help'\n", filtered.status().message().c_str(),
+                   program_name.c_str());
+      return 2;
+    }
+    view_kinds = std::move(filtered).value();
   }
   // The source is checked (a remote one answers) before the daemon detaches.
   std::shared_ptr<source::Tree> tree;
@@ -179,6 +224,7 @@ int main(int argc, char** argv) {
   vfs::Options fs_options;
   fs_options.source = cl.source;
   fs_options.tree = tree;
+  fs_options.views = view_kinds;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;
   // A background thread per four connections asks the server about known
@@ -195,7 +241,13 @@ int main(int argc, char** argv) {
       static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
   // Worker threads and decompression contexts are made when the session
   // starts (after the fork into the background), not in the first read.
-  session.on_start = [&workers, &io_workers, &decompressors, threads] {
+  // A remote source's name without credentials (mount tables are public).
+  const std::string fsname = tree ? tree->root() : cl.source;
+  std::atomic<bool> served{false};
+  session.on_start = [&workers, &io_workers, &decompressors, threads, &fsname, &cl, &served] {
+    // The kernel's INIT: from now on the mount answers.
+    served = true;
+    Log(LogLevel::kInfo, "mounted " + fsname + " on " + cl.mountpoint);
     workers.Start();
     if (io_workers) io_workers->Start();
     // Zeroed memory for the first reads' blocks, made while none is asked.
@@ -204,15 +256,22 @@ int main(int argc, char** argv) {
   };
   session.fuse_args.push_back(program);
   if (cl.debug) session.fuse_args.push_back("-d");
-  // A remote source's name without credentials (mount tables are public).
-  const std::string fsname = tree ? tree->root() : cl.source;
   std::string options = "ro,fsname=" + EscapeOption(fsname) + ",subtype=b2ndfs";
   // allow_other must never expose what the source's permissions do not.
   if (cl.allow_other && !cl.has_default_permissions) options += ",default_permissions";
   for (const auto& o : cl.fuse_options) options += "," + EscapeOption(o);
   session.fuse_args.push_back("-o");
   session.fuse_args.push_back(options);
+  if (!cl.foreground && cl.log_file.empty() && !SyslogAvailable()) {
+    // Said once, before stderr goes: otherwise every later message is lost.
+    std::fprintf(stderr,
+                 "b2ndfs: no syslog here (no /dev/log): messages go to %s/.b2ndfs/log (the "
+                 "last %zu) once detached; -o log_file=PATH keeps them all\n",
+                 cl.mountpoint.c_str(), kRecentLogCapacity);
+  }
+  SetUpSignals();
   const int rc = fuse::Serve(filesystem, session);
+  if (served) Log(LogLevel::kInfo, "unmounted " + cl.mountpoint);
   // The request threads are gone; stop the read-ahead still queued or
   // running before the filesystem, the containers and the store go.
   if (io_workers) io_workers->Shutdown();

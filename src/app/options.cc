@@ -9,6 +9,7 @@
 #include "b2ndfs/remote/azure_tree.h"
 #include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/views/view.h"
 
 namespace b2ndfs::app {
 namespace {
@@ -49,6 +50,13 @@ std::vector<std::string> SplitOptions(const std::string& text) {
   }
   out.push_back(current);
   return out;
+}
+
+bool IsViewKind(const std::string& name) {
+  for (const auto& [kind, files] : views::Registry::Kinds()) {
+    if (name == kind) return true;
+  }
+  return false;
 }
 
 // Parses the value of "name=N" as an integer in [min, max].
@@ -169,6 +177,27 @@ Status AddOption(CommandLine& cl, const std::string& option) {
         "list): use the AWS environment variables, ~/.aws/credentials (profile=) or "
         "credentials=FILE");
   }
+  if (StartsWith(option, "log_file=")) {
+    cl.log_file = option.substr(9);
+    if (cl.log_file.empty()) return InvalidArgument("'" + option + "' needs a file name");
+    return Status::Ok();
+  }
+  if (StartsWith(option, "views=")) {
+    // views=meta,data,npy arrives split on its commas: the first kind here,
+    // the others through ParseCommandLine's continuation (also views=a\,b).
+    for (const std::string& kind : SplitOptions(option.substr(6))) {
+      if (!IsViewKind(kind)) {
+        std::string known;
+        for (const auto& [name, files] : views::Registry::Kinds()) {
+          known += (known.empty() ? "" : ", ") + name;
+        }
+        return InvalidArgument("bad value in '" + option + "': '" + kind +
+                               "' is not a kind of view (known: " + known + ")");
+      }
+      cl.views.push_back(kind);
+    }
+    return Status::Ok();
+  }
   if (StartsWith(option, "log_level=")) {
     cl.log_level = ParseLogLevel(option.substr(10));
     if (!cl.log_level) {
@@ -267,7 +296,17 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
       } else {
         value = arg.substr(2);
       }
-      for (const auto& option : SplitOptions(value)) B2NDFS_RETURN_IF_ERROR(AddOption(cl, option));
+      // In "views=meta,data,npy" the names after the first are kinds too,
+      // up to the first option that is not one.
+      bool views_list = false;
+      for (const auto& option : SplitOptions(value)) {
+        if (views_list && IsViewKind(option)) {
+          cl.views.push_back(option);
+          continue;
+        }
+        views_list = StartsWith(option, "views=");
+        B2NDFS_RETURN_IF_ERROR(AddOption(cl, option));
+      }
     } else if (arg == "--") {
       for (++i; i < argc; ++i) positional.emplace_back(argv[i]);
     } else if (StartsWith(arg, "-") && arg.size() > 1) {
@@ -320,6 +359,24 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   }
   return cl;
 }
+
+namespace {
+
+// "meta, data, npy, ..." wrapped to the help's column.
+std::string ViewKindList() {
+  std::string out, line;
+  for (const auto& [kind, files] : views::Registry::Kinds()) {
+    if (!line.empty() && line.size() + kind.size() + 2 > 48) {
+      out += line + "\n                         ";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + kind + ",";
+  }
+  line.pop_back();
+  return out + line;
+}
+
+}  // namespace
 
 std::string Usage(const std::string& program) {
   return "usage: " + program +
@@ -393,6 +450,15 @@ std::string Usage(const std::string& program) {
          "  -o disk_cache_size=SIZE  remote sources: the bound of disk_cache, least recently\n"
          "                         used ranges deleted first (default 1G)\n"
          "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
+         "  -o log_file=PATH       append messages to PATH instead of syslog, reopened on\n"
+         "                         SIGHUP (logrotate); the last 500 are also in\n"
+         "                         MOUNTPOINT/.b2ndfs/log (default: syslog once detached)\n"
+         "  -o views=KIND[,KIND...]  only these kinds of virtual files in container\n"
+         "                         directories, for mounts that indexers and backups\n"
+         "                         walk: " +
+         ViewKindList() +
+         "\n"
+         "                         (default: all)\n"
          "  -o allow_other         let other users in (default: only the mounting user);\n"
          "                         default_permissions is added, so permission bits apply\n"
          "  -o OPTION              any other libfuse mount option; fstab/systemd options\n"

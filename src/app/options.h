@@ -23,6 +23,10 @@ struct CommandLine {
   int max_open = 0;                   // containers kept open at once; 0: the vfs default
   bool no_hugepages = false;          // block memory in 4 KiB pages only
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
+  std::string log_file;               // log_file=PATH: messages appended there; empty: none
+  // views=LIST: the kinds of virtual files in container directories
+  // (views::Registry::Kinds() names); empty: every kind.
+  std::vector<std::string> views;
   // Remote sources (http://, https://, s3://, az://).
   double timeout = 0;   // seconds a remote request may take, retries included; 0: default
   int retries = -1;     // further attempts after a transient failure; -1: default

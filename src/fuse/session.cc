@@ -536,7 +536,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     fuse_session_destroy(session);
     return 1;
   }
-  if (!options.foreground) SetLogToSyslog(true);
+  if (!options.foreground) LogDetached();
   // Started after fuse_daemonize(): threads do not survive its fork.
   auto invalidator = std::make_unique<Invalidator>(session);
   filesystem.SetInvalidateCallback(

@@ -113,7 +113,9 @@ class ViewListing : public DirListing {
 }  // namespace
 
 Filesystem::Filesystem(Options options, store::StoreContext* store)
-    : options_(std::move(options)), store_(store), views_(views::Registry::Default()) {
+    : options_(std::move(options)),
+      store_(store),
+      views_(options_.views ? options_.views : views::Registry::Default()) {
   tree_ = options_.tree ? options_.tree
                         : source::MakeLocalTree(options_.source, options_.max_descriptors);
   // Opened containers may hold up to a quarter of the cache in metadata.
@@ -243,7 +245,7 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
         st.st_blocks = 0;
       } else {
         st.st_mode = S_IFREG | 0444;
-        st.st_size = static_cast<off_t>(StatsJson().size());
+        st.st_size = static_cast<off_t>(ControlFileText(target.ino).size());
       }
       attr.timeout = 0;
       return attr;
@@ -370,8 +372,8 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
     case NodeType::kStatsFile:
       return Status(ENOTDIR, "not a directory");
     case NodeType::kControlDir:
-      return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(
-          std::vector<DirEntry>{DirEntry{"stats", S_IFREG, kStatsFileIno}}));
+      return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(std::vector<DirEntry>{
+          DirEntry{"stats", S_IFREG, kStatsFileIno}, DirEntry{"log", S_IFREG, kLogFileIno}}));
     case NodeType::kDir:
       return ListMirrored(target);
     case NodeType::kContainer:
@@ -431,7 +433,8 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
       return handle;
     }
     case NodeType::kStatsFile:
-      handle.file = SnapshotHandle{std::make_shared<const std::string>(StatsJson())};
+      handle.file =
+          SnapshotHandle{std::make_shared<const std::string>(ControlFileText(target.ino))};
       handle.remote = false;    // made here, in memory
       handle.direct_io = true;  // its size changes between opens
       return handle;

@@ -1,7 +1,7 @@
 // Private to vfs: inode numbers, and the little the daemon keeps per number.
 //
 // Numbers come in four kinds, told apart by value alone:
-// - fixed: the root (1), .b2ndfs (2) and .b2ndfs/stats (3);
+// - fixed: the root (1), .b2ndfs (2), .b2ndfs/stats (3) and .b2ndfs/log (4);
 // - path-bound (mirrored directories, plain files, container directories):
 //   computed from the path and its kind (a 31-bit hash in [2^31, 2^32), so
 //   that 32-bit programs can still readdir and stat), so a listing of the
@@ -46,6 +46,7 @@ class Generation;
 
 constexpr Ino kControlDirIno = 2;
 constexpr Ino kStatsFileIno = 3;
+constexpr Ino kLogFileIno = 4;
 
 enum class NodeType {
   kDir,         // a mirrored directory
@@ -53,7 +54,7 @@ enum class NodeType {
   kContainer,   // a container directory (bound to its path)
   kInside,      // a file or directory inside a container (bound to a generation)
   kControlDir,  // .b2ndfs at the root: looked up, never listed
-  kStatsFile,   // .b2ndfs/stats
+  kStatsFile,   // .b2ndfs/stats or .b2ndfs/log (told apart by number)
 };
 
 // A mirrored node the kernel holds.

@@ -97,7 +97,7 @@ Result<Target> Resolver::Find(Ino ino, bool allow_dead) {
     target.path = root_;
     return target;
   }
-  if (ino == kControlDirIno || ino == kStatsFileIno) {
+  if (ino == kControlDirIno || ino == kStatsFileIno || ino == kLogFileIno) {
     target.type = ino == kControlDirIno ? NodeType::kControlDir : NodeType::kStatsFile;
     return target;
   }
@@ -143,10 +143,10 @@ Result<Target> Resolver::Lookup(const Target& parent, const std::string& name) {
   }
   switch (parent.type) {
     case NodeType::kControlDir: {
-      if (name != "stats") return NotFound(name);
+      if (name != "stats" && name != "log") return NotFound(name);
       Target target;
       target.type = NodeType::kStatsFile;
-      target.ino = kStatsFileIno;
+      target.ino = name == "log" ? kLogFileIno : kStatsFileIno;
       return target;
     }
     case NodeType::kDir:

@@ -1,9 +1,11 @@
-// .b2ndfs/stats: the runtime statistics document.
+// .b2ndfs/stats: the runtime statistics document; .b2ndfs/log: the recent
+// messages util/log keeps.
 #include <cstdio>
 #include <ctime>
 
 #include "b2ndfs/cache/buffer_memory.h"
 #include "b2ndfs/source/tree.h"
+#include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "generation.h"
 #include "inode_table.h"
@@ -11,6 +13,10 @@
 #include "resolver.h"
 
 namespace b2ndfs::vfs {
+
+std::string Filesystem::ControlFileText(Ino ino) const {
+  return ino == kLogFileIno ? RecentLogText() : StatsJson();
+}
 
 std::string Filesystem::StatsJson() const {
   const cache::CacheStats c =

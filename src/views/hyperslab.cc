@@ -1,6 +1,7 @@
 // view/EXPR and view/EXPR.npy: any NumPy basic-indexing hyperslab by name.
-// view/ is looked up, never listed (its names are unbounded), so neither it
-// nor its files take ordinals. A hyperslab without steps is a box of the
+// view/ itself is listed (so that `ls` and tab completion find it), its
+// contents never are (their names are unbounded), so its files take no
+// ordinals. A hyperslab without steps is a box of the
 // array and streams like any other file; one with steps or reversed axes is
 // gathered: only the array rows it selects are read (skipped rows and planes
 // never are), and along the last axis only the blocks holding selected items.
@@ -18,6 +19,8 @@ namespace b2ndfs::views {
 namespace {
 
 constexpr std::string_view kNpySuffix = ".npy";
+// Refused view/ names logged at info, at most, in a minute.
+constexpr int kRefusedPerMinute = 10;
 // Array bytes one gather reads at once: bounds the scratch buffer whatever
 // the steps (a long step along the last axis makes covering boxes sparse).
 constexpr int64_t kMaxScratchBytes = int64_t{1} << 20;
@@ -235,7 +238,7 @@ class HyperslabFile : public Node {
 
 class ViewDir : public Node {
  public:
-  ViewDir() : Node("view", kNoOrdinal) {}
+  explicit ViewDir(uint64_t ordinal) : Node("view", ordinal) {}
   bool IsDirectory() const override { return true; }
 
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
@@ -246,8 +249,17 @@ class ViewDir : public Node {
     if (npy) expr.remove_suffix(kNpySuffix.size());
     auto slab = ParseIndexExpr(expr, c.layout().shape());
     if (!slab.ok()) {
-      // Shells and file managers probe many names: not worth more than debug.
-      if (GetLogLevel() == LogLevel::kDebug) {
+      // A person who mistyped an expression learns why here; shells and file
+      // managers that probe names must not flood the log (README.md,
+      // "view/EXPR"), so at most kRefusedPerMinute a minute reach info.
+      static LogRateLimit limit(kRefusedPerMinute, int64_t{60} * 1000000000);
+      uint64_t suppressed = 0;
+      if (limit.Allow(&suppressed)) {
+        Log(LogLevel::kInfo, c.name() + ": " + slab.status().message() +
+                                 (suppressed > 0 ? " (and " + std::to_string(suppressed) +
+                                                       " more refused names not logged)"
+                                                 : ""));
+      } else if (GetLogLevel() == LogLevel::kDebug) {
         Log(LogLevel::kDebug, c.name() + ": " + slab.status().message());
       }
       return slab.status();
@@ -275,13 +287,16 @@ class ViewDir : public Node {
 
 class ViewEntry : public RootEntry {
  public:
-  std::vector<ListEntry> Names(const store::Container&, uint64_t) const override { return {}; }
-  uint64_t OrdinalCount(const store::Container&) const override { return 0; }
-  std::vector<std::string> UnlistedNames() const override { return {"view"}; }
+  std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
+    if (!c.ok()) return {};
+    return {ListEntry{"view", true, base}};
+  }
+  // view/ itself; the names below it have none.
+  uint64_t OrdinalCount(const store::Container& c) const override { return c.ok() ? 1 : 0; }
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
-                                             uint64_t) const override {
+                                             uint64_t base) const override {
     if (name != "view" || !c.ok()) return std::shared_ptr<const Node>();
-    return std::shared_ptr<const Node>(std::make_shared<ViewDir>());
+    return std::shared_ptr<const Node>(std::make_shared<ViewDir>(base));
   }
   // view/EXPR can be anything up to the whole array: described as view/...
   void Describe(const store::Container& c,

@@ -19,14 +19,26 @@ Status Malformed(std::string_view text, const std::string& why) {
   return NotFound("view/" + std::string(text) + ": " + why);
 }
 
-// An optionally signed decimal; values beyond int64 saturate (Python clamps
-// slice bounds to Py_ssize_t the same way, and such an integer index is out
-// of range either way).
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+// Python allows spaces (and tabs) between the tokens of a subscript, so a
+// term copied from code (`3, 4`, ` 1 : 5 `) means what it does there.
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// An optionally signed decimal (Python allows spaces between a sign and its
+// number, never inside the number); values beyond int64 saturate (Python
+// clamps slice bounds to Py_ssize_t the same way, and such an integer index
+// is out of range either way).
 std::optional<int64_t> ParseInteger(std::string_view s) {
+  s = Trim(s);
   bool negative = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
     negative = s[0] == '-';
-    s.remove_prefix(1);
+    s = Trim(s.substr(1));
   }
   if (s.empty()) return std::nullopt;
   int64_t value = 0;
@@ -59,7 +71,7 @@ Result<AxisSelection> ParseSlice(std::string_view expr, std::string_view term, i
   while (true) {
     const size_t colon = term.find(':', pos);
     if (nparts == 3) return Malformed(expr, "more than two ':' in '" + std::string(term) + "'");
-    parts[nparts++] = term.substr(pos, colon == std::string_view::npos ? colon : colon - pos);
+    parts[nparts++] = Trim(term.substr(pos, colon == std::string_view::npos ? colon : colon - pos));
     if (colon == std::string_view::npos) break;
     pos = colon + 1;
   }
@@ -108,13 +120,14 @@ int64_t Hyperslab::NumItems() const {
 Result<Hyperslab> ParseIndexExpr(std::string_view text, const std::vector<int64_t>& shape) {
   if (text.empty()) return Malformed(text, "empty expression");
   if (text.size() > kMaxNameLength) return Malformed(text.substr(0, 32), "name too long");
-  std::string_view body = text;
+  std::string_view body = Trim(text);
+  if (body.empty()) return Malformed(text, "empty expression");
   if (body.size() > 1 && body.back() == ',') body.remove_suffix(1);
   std::vector<std::string_view> terms;
   size_t pos = 0;
   while (true) {
     const size_t comma = body.find(',', pos);
-    terms.push_back(body.substr(pos, comma == std::string_view::npos ? comma : comma - pos));
+    terms.push_back(Trim(body.substr(pos, comma == std::string_view::npos ? comma : comma - pos)));
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }

@@ -3,8 +3,10 @@
 // EXPR is one term per axis separated by commas: `i` (drops the axis),
 // `start:stop` or `start:stop:step` (parts may be omitted or negative, as in
 // NumPy; steps may be negative), and at most one `...`; missing trailing axes
-// mean `:`. One trailing comma is accepted, as Python accepts `a[1,]`. No
-// spaces, no `None`/newaxis, no fancy indexing. Parsing resolves the
+// mean `:`. One trailing comma is accepted, as Python accepts `a[1,]`.
+// Spaces and tabs are accepted where Python accepts them (around terms,
+// commas, colons and `...`, between a sign and its number; `3, 4`), never
+// inside a number or `...`. No `None`/newaxis, no fancy indexing. Parsing resolves the
 // expression against a shape exactly as NumPy does (slices clamp, integers
 // must be in range), so the selection's items are `a[EXPR]` in C order.
 // Pure: no I/O, no state.

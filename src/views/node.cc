@@ -196,28 +196,61 @@ Registry::Registry() : root_(std::make_shared<RootDir>(this)) {}
 
 void Registry::Add(std::unique_ptr<RootEntry> entry) { entries_.push_back(std::move(entry)); }
 
+namespace {
+
+// Every kind, in the order of the container directory (README.md, "Which
+// files appear": views=LIST names them).
+struct KindDef {
+  const char* name;
+  const char* files;
+  std::unique_ptr<RootEntry> (*make)();
+};
+constexpr KindDef kKinds[] = {
+    {"meta", "meta.json", MakeMetaJsonEntry}, {"data", "data", MakeDataEntry},
+    {"npy", "data.npy", MakeDataNpyEntry},    {"chunks", "chunks/", MakeChunksEntry},
+    {"slices", "slices/", MakeSlicesEntry},   {"nrrd", "data.nhdr", MakeNrrdEntry},
+    {"mhd", "data.mhd", MakeMetaImageEntry},  {"envi", "data.hdr", MakeEnviEntry},
+    {"nifti", "data.nii", MakeNiftiEntry},    {"view", "view/", MakeViewEntry},
+    {"zarr", "zarr/", MakeZarrEntry},         {"tiff", "data.tiff", MakeDataTiffEntry},
+    {"images", "images/", MakeImagesEntry},   {"zgroup", ".zgroup, .zmetadata", MakeZarrGroupEntry},
+    {"zarr3", "data.zarr/", MakeZarrV3Entry}, {"preview", "preview.png, preview/", MakePreviewEntry},
+    {"items", "items/", MakeItemsEntry},      {"batches", "batches/", MakeBatchesEntry},
+};
+
+}  // namespace
+
 std::shared_ptr<const Registry> Registry::Default() {
   auto registry = std::make_shared<Registry>();
-  registry->Add(MakeMetaJsonEntry());
-  registry->Add(MakeDataEntry());
-  registry->Add(MakeDataNpyEntry());
-  registry->Add(MakeChunksEntry());
-  registry->Add(MakeSlicesEntry());
-  registry->Add(MakeNrrdEntry());
-  registry->Add(MakeMetaImageEntry());
-  registry->Add(MakeEnviEntry());
-  registry->Add(MakeNiftiEntry());
-  registry->Add(MakeViewEntry());
-  registry->Add(MakeZarrEntry());
-  registry->Add(MakeDataTiffEntry());
-  registry->Add(MakeImagesEntry());
-  registry->Add(MakeZarrGroupEntry());
-  registry->Add(MakeZarrV3Entry());
-  registry->Add(MakePreviewEntry());
-  registry->Add(MakeItemsEntry());
-  registry->Add(MakeBatchesEntry());
+  for (const KindDef& kind : kKinds) registry->Add(kind.make());
+  // (Carriers' meta.json says why they hold no data: with every set of kinds.)
   registry->Add(MakeCarrierEntry());
   return registry;
+}
+
+std::vector<std::pair<std::string, std::string>> Registry::Kinds() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const KindDef& kind : kKinds) out.emplace_back(kind.name, kind.files);
+  return out;
+}
+
+Result<std::shared_ptr<const Registry>> Registry::WithKinds(const std::vector<std::string>& kinds) {
+  for (const std::string& name : kinds) {
+    if (std::none_of(std::begin(kKinds), std::end(kKinds),
+                     [&](const KindDef& kind) { return name == kind.name; })) {
+      std::string known;
+      for (const KindDef& kind : kKinds)
+        known += std::string(known.empty() ? "" : ", ") + kind.name;
+      return InvalidArgument("unknown kind of view '" + name + "' (known: " + known + ")");
+    }
+  }
+  auto registry = std::make_shared<Registry>();
+  for (const KindDef& kind : kKinds) {
+    if (std::find(kinds.begin(), kinds.end(), kind.name) != kinds.end()) {
+      registry->Add(kind.make());
+    }
+  }
+  registry->Add(MakeCarrierEntry());
+  return std::shared_ptr<const Registry>(std::move(registry));
 }
 
 uint64_t Registry::OrdinalCount(const store::Container& container) const {

@@ -231,10 +231,11 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const 
   const std::string& c = e.rel;
   const bool zero_d = ref.ndim() == 0;
   if (zero_d) {
-    ExpectListing(dir, {"meta.json", "data", "data.npy"}, c, "/", report, kOptionalRootNames);
-  } else {
-    ExpectListing(dir, {"meta.json", "data", "data.npy", "chunks", "slices"}, c, "/", report,
+    ExpectListing(dir, {"meta.json", "data", "data.npy", "view"}, c, "/", report,
                   kOptionalRootNames);
+  } else {
+    ExpectListing(dir, {"meta.json", "data", "data.npy", "chunks", "slices", "view"}, c, "/",
+                  report, kOptionalRootNames);
   }
   // meta.json: stat size == bytes read, valid JSON describing the array.
   const ReadResult meta = ReadFileChunked(dir + "/meta.json", 333);

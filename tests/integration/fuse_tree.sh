@@ -76,8 +76,8 @@ expect_size() {  # FILE SIZE
   got=$(stat -c %s "$M/$1" 2>&1)
   [[ $got == "$2" ]] || fail "stat -c %s $1: $got, expected $2"
 }
-expect_ls ndim/0d_f8.b2nd data data.hdr data.mhd data.nhdr data.nii data.npy data.zarr meta.json zarr
-expect_ls ndim/3d_f4.b2nd chunks data data.hdr data.mhd data.nhdr data.nii data.npy data.tiff data.zarr images meta.json preview preview.png slices zarr
+expect_ls ndim/0d_f8.b2nd data data.hdr data.mhd data.nhdr data.nii data.npy data.zarr meta.json view zarr
+expect_ls ndim/3d_f4.b2nd chunks data data.hdr data.mhd data.nhdr data.nii data.npy data.tiff data.zarr images meta.json preview preview.png slices view zarr
 expect_ls ndim/3d_f4.b2nd/slices 0 1 2
 [[ $(ls "$M/ndim/3d_f4.b2nd/chunks" | wc -l) == 36 ]] || fail "ndim/3d_f4.b2nd has not 36 chunks"
 [[ $(ls "$M/ndim/3d_f4.b2nd/chunks" | head -3 | tr '\n' ' ') == "0.0.0 0.0.1 0.0.2 " ]] ||

@@ -5,7 +5,11 @@
 # expressions (steps, negatives, dropped axes, `...`, empty results), the
 # bytes of view/EXPR (read whole and at odd offsets) and numpy.load of
 # view/EXPR.npy must equal NumPy's a[EXPR] of data.npy. Malformed or
-# out-of-range names are ENOENT; view/ is looked up, not listed. Stepped
+# out-of-range names are ENOENT, and the first ten of them in a minute are
+# logged at info with their reason (the daemon's stderr and .b2ndfs/log);
+# spaces are accepted where Python accepts them (`3, 4`); view is listed in
+# the container directory, its contents are not; views=meta,data,npy shows
+# only those, and an unknown kind is an error before anything is mounted. Stepped
 # hyperslabs decompress exactly the blocks they touch (reads.blocks_decompressed
 # of a container no one read before). Skips (77) when /usr/bin/python3 has no numpy.
 # Usage: fuse_view.sh BUILD_DIR [SEED]
@@ -91,7 +95,9 @@ def random_expr():
 fixed = ["...", "0", "-1", ":", "::-1", "22,18,30", "-23,-19,-31", "0,0,0,...", "...,0,0,0",
          "1,...,2", "...,::-3", "::2,::3,::4", "::-7,::5,::-11", "5:2", "::-1,3:3", "...,30:31:5",
          "2:20:6,-1,::-2", ":,10", "...,4", "1:-1,1:-1,1:-1", ":,::-1,:", "::99999999999999999999",
-         "-99999999999999999999:99999999999999999999", "3,", "::40,::-40,::40"]
+         "-99999999999999999999:99999999999999999999", "3,", "::40,::-40,::40",
+         # Spaces where Python allows them, as copied from code.
+         "3, 4", " 1 : 5 , ...", "- 1, ::2 ", "0, 1", "2 , ", "... , 0"]
 expressions = fixed + [random_expr() for _ in range(50)]
 checked = 0
 for expr in expressions:
@@ -134,7 +140,7 @@ for expr in expressions:
 
 malformed = ["0,0,0,0", ":,:,:,:", "::0", "1:2:0", "...,...", "23", "-24", "0,19", "0,0,31",
              "a", "1:2:3:4", ",", "1,,2", ",1", "1.5", "....", "-", "None", "[0]",
-             "0, 1", ".npy", "0.npy.npy", "::0.npy", "0" * 256]
+             "1 0", ". ..", " , ", ".npy", "0.npy.npy", "::0.npy", "0" * 256]
 for name in malformed:
     try:
         os.stat(f"{base}/view/{name}")
@@ -148,8 +154,8 @@ if not os.path.isdir(f"{base}/view"):
     fail("view/ is not a directory")
 if os.listdir(f"{base}/view") != []:
     fail(f"view/ lists {os.listdir(f'{base}/view')[:5]}; it must list nothing")
-if "view" in os.listdir(base):
-    fail("view is listed in the container directory")
+if "view" not in os.listdir(base):
+    fail("view is not listed in the container directory")
 with open(f"{base}/meta.json") as f:
     files = json.load(f)["files"]
 if files.get("view", {}).get("size") != a.nbytes:
@@ -158,6 +164,14 @@ if files.get("view", {}).get("size") != a.nbytes:
 print(f"view: {checked} of {len(expressions)} expressions checked, {len(failures)} failures")
 sys.exit(1 if failures else 0)
 EOF
+
+# The refused names above, logged at info with their reason, rate-limited.
+refused=$(grep -c ': info: .*a.b2nd: view/.*: ' "$M.log")
+if ((refused < 1 || refused > 10)); then
+  fail "$refused refused view/ names logged at info (expected 1 to 10): $(head -c 2000 "$M.log")"
+fi
+check "the refused 0,0,0,0 logged with its reason" grep -q 'view/0,0,0,0: 4 indices for 3 axes' "$M.log"
+check ".b2ndfs/log has the refused names too" grep -q 'info: .*a.b2nd: view/0,0,0,0: 4 indices' "$M/.b2ndfs/log"
 
 # Blocks a stepped hyperslab touches: per axis, the (chunk, block) pairs of
 # its selected indices; the touched blocks are their product.
@@ -200,4 +214,20 @@ for k, expr in enumerate(["::4", "::-9,1:17:5,::7", "2,::6,-1", "...,::13"]):
     failures += delta != touched
 sys.exit(1 if failures else 0)
 EOF
+
+# views=LIST: only the kinds named appear (README.md, "Which files appear").
+MV=$TMP/mnt_views
+mount_fs "$S" "$MV" -o views=meta,data,npy || exit 1
+got=$(ls "$MV/a.b2nd" | tr '\n' ' ')
+[[ $got == "data data.npy meta.json " ]] || fail "views=meta,data,npy lists [$got]"
+[[ -e $MV/a.b2nd/view/0 ]] && fail "views=meta,data,npy still has view/0"
+check "views=: data.npy equals the full mount's" cmp -s "$MV/a.b2nd/data.npy" "$M/a.b2nd/data.npy"
+unmount_fs "$MV"
+mkdir -p "$TMP/mnt_bad"
+ITEST_MOUNTS+=("$TMP/mnt_bad")
+"$B2NDFS" -o views=nope "$S" "$TMP/mnt_bad" 2>"$TMP/bad.err"
+rc=$?
+((rc == 2)) || fail "views=nope: exit $rc, expected 2"
+grep -q "'nope' is not a kind of view" "$TMP/bad.err" || fail "views=nope: $(cat "$TMP/bad.err")"
+is_mounted "$TMP/mnt_bad" && fail "views=nope mounted"
 finish

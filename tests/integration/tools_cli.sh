@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # tools.cli: the command-line contract of the helper programs: --help prints
 # usage on stdout and succeeds, a wrong command line fails with 2 on stderr,
-# and no option is ever taken for a file or directory name.
+# and no option is ever taken for a file or directory name. A bad b2ndfs
+# option value is one line and "see 'b2ndfs --help'", not the whole help.
+# b2ndfs-inspect says each problem once: meta of a broken container prints
+# its {"error": ...} and fails, read names the reason, check lists every
+# container below a directory (ok / BROKEN, one line each) and fails when one
+# is broken.
 set -uo pipefail
 BUILD=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,5 +37,48 @@ expect 0 stdout "libfuse " -- "$BUILD/src/app/b2ndfs" --version
 expect 0 stdout "demo.sh --keep" -- bash "$ROOT/scripts/demo.sh" --help
 expect 2 stderr "unknown argument" -- bash "$ROOT/scripts/demo.sh" --bogus
 [[ -z $(ls -A "$TMP" | grep -v '^out$\|^err$') ]] || fail "an option became a file: $(ls -A "$TMP")"
+
+# lines FILE: its number of lines.
+lines() { wc -l <"$1" | tr -d ' '; }
+for bad in threads=x cache_size=lots views=bogus log_level=loud; do
+  expect 2 stderr "^see 'b2ndfs --help'\$" -- "$BUILD/src/app/b2ndfs" -o "$bad" /nonexistent /mnt
+  [[ $(lines "$TMP/err") == 2 ]] || fail "-o $bad: $(lines "$TMP/err") lines on stderr, expected 2"
+  grep -q "^b2ndfs: bad value in '$bad'" "$TMP/err" || fail "-o $bad: $(head -1 "$TMP/err")"
+done
+expect 2 stderr "known: meta, data, npy" -- "$BUILD/src/app/b2ndfs" -o views=bogus /a /b
+
+C=$(mktemp -d)
+trap 'rm -rf "$TMP" "$C"' EXIT
+INSPECT=$BUILD/src/tools/b2ndfs-inspect
+FIXTURE=$BUILD/tests/fixtures/b2nd_fixture
+mkdir -p "$C/ok/sub" "$C/mixed"
+head -c 3000 /dev/zero | tr '\0' x >"$C/mixed/broken.b2nd"
+expect 1 stdout '"error": "not a Blosc2 frame' -- "$INSPECT" meta "$C/mixed/broken.b2nd"
+[[ -s $TMP/err ]] && fail "meta of a broken container: stderr repeats it: $(cat "$TMP/err")"
+expect 1 stderr "cannot be decoded (not a Blosc2 frame" -- "$INSPECT" read "$C/mixed/broken.b2nd" data
+[[ $(lines "$TMP/err") == 1 ]] || fail "read of a broken container: $(lines "$TMP/err") lines"
+grep -q "data: data" "$TMP/err" && fail "read of a broken container says 'data: data'"
+if [[ -x $FIXTURE ]]; then
+  "$FIXTURE" write "$C/ok/sub/a.b2nd" --shape 20,30 --chunks 10,10 --blocks 5,5 >/dev/null
+  cp "$C/ok/sub/a.b2nd" "$C/mixed/a.b2nd"
+  # A chunk of the copy overwritten: the metadata decodes, the data does not.
+  size=$(stat -c %s "$C/mixed/a.b2nd")
+  cp "$C/mixed/a.b2nd" "$C/mixed/corrupt.b2nd"
+  printf 'garbage%.0s' $(seq 40) |
+    dd of="$C/mixed/corrupt.b2nd" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+  expect 0 stdout '"shape"' -- "$INSPECT" meta "$C/ok/sub/a.b2nd"
+  expect 1 stderr "no file datax in it" -- "$INSPECT" read "$C/ok/sub/a.b2nd" datax
+  expect 0 stdout "^ok      $C/ok/sub/a.b2nd\$" -- "$INSPECT" check "$C/ok"
+  expect 1 stdout "^BROKEN  $C/mixed/broken.b2nd: not a Blosc2 frame" -- "$INSPECT" check "$C/mixed"
+  [[ $(lines "$TMP/out") == 3 ]] || fail "check: $(lines "$TMP/out") lines for 3 containers"
+  grep -q "^ok      $C/mixed/a.b2nd\$" "$TMP/out" || fail "check: $(cat "$TMP/out")"
+  grep -q "^BROKEN  $C/mixed/corrupt.b2nd: chunk" "$TMP/out" || fail "check: $(cat "$TMP/out")"
+  grep -q "3 container(s), 2 broken" "$TMP/err" || fail "check: $(cat "$TMP/err")"
+  # --quick reads the metadata only: the corrupt chunk goes unnoticed.
+  expect 1 stdout "^ok      $C/mixed/corrupt.b2nd\$" -- "$INSPECT" check --quick "$C/mixed"
+  expect 1 stderr "chunk" -- "$INSPECT" read "$C/mixed/corrupt.b2nd" data
+  [[ $(lines "$TMP/err") == 1 ]] || fail "read of a corrupt chunk: said $(lines "$TMP/err") times"
+fi
+expect 2 stderr usage -- "$INSPECT" check
 ((failures == 0)) && echo "[tools.cli] passed"
 exit $((failures > 0))

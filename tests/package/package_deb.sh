@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # package.deb: the Debian package installs and mounts on a minimal machine.
-# Builds the .deb (scripts/build_deb.sh: dpkg-buildpackage, lintian without
-# errors), makes a minimal Debian root of this machine's release
+# Builds the .deb (scripts/build_deb.sh: dpkg-buildpackage as any Debian
+# builder runs it, so dh_auto_test builds and passes the unit tests; lintian
+# without errors), makes a minimal Debian root of this machine's release
 # (debootstrap --variant=minbase, from the archive this machine's apt uses),
 # installs the .deb there with apt (which must find every dependency the
 # package declares), and inside that root: checks the installed files (man
@@ -60,6 +61,14 @@ if [[ ! -f $deb ]]; then
   exit 1
 fi
 log "built $(basename "$deb"); $(grep -o 'lintian: .*errors, [0-9]* warnings' "$TMP/build_deb.log")"
+# Built as every Debian builder builds it (no nocheck): dh_auto_test ran the
+# unit tests.
+build_log=$BUILD/deb/work/build.log
+if grep -q 'dh_auto_test' "$build_log" && grep -qE '100% tests passed, 0 tests failed out of [1-9]' "$build_log"; then
+  log "dh_auto_test: $(grep -E 'tests passed' "$build_log" | tail -n1)"
+else
+  fail "the package build ran no unit tests in dh_auto_test (see $build_log)"
+fi
 
 log "debootstrap --variant=minbase of this machine's release"
 minbase_make "$R" "$TMP/debootstrap.log" 2>"$TMP/minbase.err"
@@ -94,11 +103,13 @@ fi
 for f in /usr/bin/b2ndfs /usr/bin/b2ndfs-inspect /usr/share/man/man1/b2ndfs.1.gz \
   /usr/share/man/man1/b2ndfs-inspect.1.gz /usr/lib/systemd/system/b2ndfs@.service \
   /usr/share/doc/b2ndfs/examples/mnt-arrays.mount /usr/share/doc/b2ndfs/examples/fstab.example \
-  /usr/share/doc/b2ndfs/copyright; do
+  /usr/share/doc/b2ndfs/copyright /usr/share/doc/b2ndfs/README.Debian; do
   [[ -e $R$f ]] || fail "the package installs no $f"
 done
 grep -q '^ExecStart=/usr/bin/b2ndfs ' "$R/usr/lib/systemd/system/b2ndfs@.service" ||
   fail "b2ndfs@.service does not run /usr/bin/b2ndfs: $(grep ExecStart "$R/usr/lib/systemd/system/b2ndfs@.service")"
+grep -q 'PRUNEFS="fuse.b2ndfs ' "$R/usr/share/doc/b2ndfs/README.Debian" ||
+  fail "README.Debian does not say how to keep updatedb out"
 grep -q 'Blosc Development Team' "$R/usr/share/doc/b2ndfs/copyright" ||
   fail "the copyright file does not carry c-blosc2's notice"
 version=$(in_root b2ndfs --version 2>&1) || fail "b2ndfs --version fails in the root: $version"

@@ -136,6 +136,31 @@ TEST_CASE("a trailing comma is Python's one-element tuple", "[index_expr]") {
   CHECK(Fails("1,,", {2, 3}));
 }
 
+// What Python accepts between a subscript's tokens, as copied from code:
+// a[3, 4], a[ 1 : 5 , ... ], a[- 1], a[1, ].
+TEST_CASE("spaces are accepted where Python accepts them", "[index_expr]") {
+  const Ints shape{5, 6, 7};
+  auto same = [&](const std::string& spaced, const std::string& plain) {
+    INFO("'" << spaced << "' against '" << plain << "'");
+    auto a = ParseIndexExpr(spaced, shape);
+    auto b = ParseIndexExpr(plain, shape);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->axes == b->axes);
+  };
+  same("3, 4", "3,4");
+  same(" 1 : 5 , ...", "1:5,...");
+  same("1 : 5 : 2 , ... , - 1", "1:5:2,...,-1");
+  same(" 1", "1");
+  same("1 ", "1");
+  same("\t2\t,\t:\t", "2,:");
+  same("- 1", "-1");
+  same("+ 2", "2");
+  same("1, ", "1,");
+  same(":: -1, 2 :", "::-1,2:");
+  same(" ... ", "...");
+}
+
 TEST_CASE("malformed expressions are ENOENT", "[index_expr]") {
   const Ints shape{5, 6, 7};
   CHECK(Fails("", shape));
@@ -156,8 +181,12 @@ TEST_CASE("malformed expressions are ENOENT", "[index_expr]") {
   CHECK(Fails("-", shape));
   CHECK(Fails("1:-", shape));
   CHECK(Fails("--1", shape));
-  CHECK(Fails(" 1", shape));
-  CHECK(Fails("1 ", shape));
+  CHECK(Fails("1 2", shape));  // spaces never inside a number
+  CHECK(Fails(". ..", shape));
+  CHECK(Fails("1 :2 3", shape));
+  CHECK(Fails("- ", shape));
+  CHECK(Fails("  ", shape));
+  CHECK(Fails(" , ", shape));
   CHECK(Fails("None", shape));
   CHECK(Fails("[1]", shape));
   CHECK(Fails("0x1", shape));

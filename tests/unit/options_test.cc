@@ -126,6 +126,31 @@ TEST_CASE("bad max_threads, max_open and log_level values are reported") {
   }
 }
 
+TEST_CASE("log_file= and views=, whose kinds may follow it after commas") {
+  auto cl =
+      Parse({"-o", "log_file=/var/log/b2ndfs.log,views=meta,data,npy,allow_other", "/a", "/b"});
+  REQUIRE(cl.ok());
+  CHECK(cl->log_file == "/var/log/b2ndfs.log");
+  CHECK(cl->views == std::vector<std::string>{"meta", "data", "npy"});
+  CHECK(cl->allow_other);
+  cl = Parse({"-o", "views=zarr\\,view", "-o", "views=slices", "/a", "/b"});
+  REQUIRE(cl.ok());
+  CHECK(cl->views == std::vector<std::string>{"zarr", "view", "slices"});
+  // Kinds continue a views= list only: elsewhere "data" is no option of ours.
+  cl = Parse({"-o", "ro,data", "/a", "/b"});
+  REQUIRE(cl.ok());
+  CHECK(cl->views.empty());
+  for (const char* option : {"views=", "views=bogus", "views=meta\\,bogus", "log_file="}) {
+    INFO(option);
+    auto bad = Parse({"-o", option, "/a", "/b"});
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message().find(option[0] == 'v' ? "views=" : "log_file=") !=
+          std::string::npos);
+  }
+  CHECK(Parse({"-o", "views=bogus", "/a", "/b"}).status().message().find("known: meta, data") !=
+        std::string::npos);
+}
+
 TEST_CASE("the default number of request threads") {
   using b2ndfs::app::DefaultMaxThreads;
   CHECK(DefaultMaxThreads(1) == 10);  // never below libfuse's own default
@@ -135,9 +160,10 @@ TEST_CASE("the default number of request threads") {
 
 TEST_CASE("--help lists every option with its default") {
   const std::string usage = b2ndfs::app::Usage("b2ndfs");
-  for (const char* option : {"\n  -f ", "\n  -d ", "\n  -s ", "\n  -o cache_size=",
-                             "\n  -o threads=", "\n  -o max_threads=", "\n  -o max_open=",
-                             "\n  -o readahead=", "\n  -o log_level=", "\n  -o allow_other"}) {
+  for (const char* option :
+       {"\n  -f ", "\n  -d ", "\n  -s ", "\n  -o cache_size=", "\n  -o threads=",
+        "\n  -o max_threads=", "\n  -o max_open=", "\n  -o readahead=", "\n  -o log_level=",
+        "\n  -o log_file=", "\n  -o views=", "\n  -o allow_other"}) {
     INFO(option);
     const size_t at = usage.find(option);
     REQUIRE(at != std::string::npos);

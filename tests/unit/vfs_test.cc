@@ -3,6 +3,7 @@
 // fail and walks visit every name (README.md, "Containers that change").
 #include <fcntl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/views/view.h"
 #include "fake_tree.h"
 #include "generation.h"
 #include "temp_dir.h"
@@ -68,7 +70,17 @@ struct Mount {
     options.tree = tree;
     options.healthy_grace_ms = healthy_grace_ms;
     options.suspect_grace_ms = suspect_grace_ms;
+    options.views = views;
     fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
+  }
+  std::shared_ptr<const views::Registry> views;  // null: every kind
+  std::vector<std::string> ListNames(vfs::Ino dir) {
+    auto listing = fs->OpenDir(dir);
+    REQUIRE(listing.ok());
+    std::vector<std::string> names;
+    for (size_t i = 0; i < (*listing)->size(); ++i) names.push_back((*listing)->at(i).name);
+    std::sort(names.begin(), names.end());
+    return names;
   }
   vfs::Ino Lookup(vfs::Ino parent, const std::string& name) {
     auto attr = fs->Lookup(parent, name);
@@ -522,6 +534,55 @@ TEST_CASE("a source directory is a Zarr group of its containers, unlisted", "[vf
   CHECK(m.LookupError(run, "c") == 0);  // the real directory
   CHECK(m.LookupError(run, "nothing") == ENOENT);
   CHECK(m.LookupError(m.Lookup(vfs::kRootIno, "empty"), ".zgroup") == ENOENT);
+}
+
+TEST_CASE("views= keeps only the kinds named; meta.json describes those", "[vfs]") {
+  const std::vector<std::string> kinds{"meta", "data", "view"};
+  auto registry = views::Registry::WithKinds(kinds);
+  REQUIRE(registry.ok());
+  CHECK_FALSE(views::Registry::WithKinds({"data", "bogus"}).ok());
+  Mount m;
+  m.views = *registry;
+  m.tree->PutFile("a.b2nd", MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f).frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  CHECK(m.ListNames(dir) == std::vector<std::string>{"data", "meta.json", "view"});
+  for (const char* absent : {"data.npy", "chunks", "slices", "zarr", "data.nhdr", ".zgroup"}) {
+    INFO(absent);
+    CHECK(m.LookupError(dir, absent) == ENOENT);
+  }
+  CHECK(m.Lookup(m.Lookup(dir, "view"), "1,2") != 0);
+  const vfs::Ino meta = m.Lookup(dir, "meta.json");
+  auto attr = m.fs->GetAttr(meta);
+  REQUIRE(attr.ok());
+  const Bytes bytes = m.ReadAll(m.Open(meta), static_cast<size_t>(attr->st.st_size));
+  const std::string text(bytes.begin(), bytes.end());
+  CHECK(text.find("\"view\"") != std::string::npos);
+  CHECK(text.find("\"data.npy\"") == std::string::npos);
+  // Every kind that Kinds() names can be chosen alone.
+  for (const auto& [kind, files] : views::Registry::Kinds()) {
+    INFO(kind);
+    CHECK(views::Registry::WithKinds({kind}).ok());
+  }
+}
+
+TEST_CASE(".b2ndfs lists stats and log; log holds the recent messages", "[vfs]") {
+  Mount m;
+  m.Start();
+  SetLogToStderr(false);
+  Log(LogLevel::kWarning, "a message for .b2ndfs/log");
+  SetLogToStderr(true);
+  const vfs::Ino control = m.Lookup(vfs::kRootIno, ".b2ndfs");
+  CHECK(m.ListNames(control) == std::vector<std::string>{"log", "stats"});
+  const vfs::Ino log = m.Lookup(control, "log");
+  CHECK(log != m.Lookup(control, "stats"));
+  auto attr = m.fs->GetAttr(log);
+  REQUIRE(attr.ok());
+  CHECK(S_ISREG(attr->st.st_mode));
+  const Bytes bytes = m.ReadAll(m.Open(log), static_cast<size_t>(attr->st.st_size));
+  const std::string text(bytes.begin(), bytes.end());
+  CHECK(text == RecentLogText());
+  CHECK(text.find("warning: a message for .b2ndfs/log\n") != std::string::npos);
 }
 
 }  // namespace

@@ -138,6 +138,9 @@ struct Options {
   // The source tree; null: a local tree of `source`, holding at most
   // `max_descriptors` descriptors.
   std::shared_ptr<source::Tree> tree;
+  // The kinds of virtual files in container directories (views=LIST); null:
+  // views::Registry::Default(), every kind.
+  std::shared_ptr<const views::Registry> views;
   double attr_timeout = 60.0;       // seconds the kernel may cache attributes inside containers
   int64_t max_readahead = 8 << 20;  // bytes of blocks decompressed ahead of a reader
   int max_open = 0;                 // containers kept open at once (LRU); 0: default
@@ -214,6 +217,8 @@ class Filesystem {
   void SetPagePushCallback(std::function<bool(PagePush)> callback);
   // The JSON document served as .b2ndfs/stats.
   std::string StatsJson() const;
+  // .b2ndfs/stats, or .b2ndfs/log (the daemon's recent messages) for its number.
+  std::string ControlFileText(Ino ino) const;
   const Options& options() const { return options_; }
   // Reads may wait on the network (Tree::remote()).
   bool remote() const;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/store/container.h"
@@ -118,7 +119,7 @@ class RootEntry {
   virtual void Describe(const store::Container& container,
                         std::vector<store::FileDescription>* out) const = 0;
   // Names this kind answers in the container directory without listing them
-  // (view, .zgroup).
+  // (.zgroup).
   virtual std::vector<std::string> UnlistedNames() const { return {}; }
   // The same for one container, where the names depend on it (the Zarr
   // variable named after the container).
@@ -140,6 +141,12 @@ class Registry : public store::FileCatalog {
   // data.zarr/, preview.png and preview/; items/ (object arrays) and
   // batches/ (batch arrays).
   static std::shared_ptr<const Registry> Default();
+  // The kinds Default() has, by name ("meta", "npy", "zarr" ...) with the
+  // files each adds ("meta.json", "data.npy", "zarr/" ...), in order.
+  static std::vector<std::pair<std::string, std::string>> Kinds();
+  // Default() with only the kinds named (views=LIST); EINVAL naming the
+  // first unknown one.
+  static Result<std::shared_ptr<const Registry>> WithKinds(const std::vector<std::string>& kinds);
   void Add(std::unique_ptr<RootEntry> entry);
 
   // The container directory itself.
