@@ -340,9 +340,9 @@ Result<std::shared_ptr<DirListing>> Filesystem::ListMirrored(const Target& targe
   std::vector<DirEntry> out;
   out.reserve(entries.size());
   for (auto& e : entries) {
-    const auto kind = MirroredKind(e.name, e.st);
-    if (!kind) continue;
     const std::string path = target.path->path + "/" + e.name;
+    const auto kind = MirroredKind(*tree_, path, e.name, e.st);
+    if (!kind) continue;
     const mode_t type = *kind == MirroredType::kFile ? S_IFREG : S_IFDIR;
     // The number a lookup gives, computed: a listing remembers nothing.
     Ino ino = inodes_->PathIno(path, type);

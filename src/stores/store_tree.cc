@@ -1,0 +1,356 @@
+// The store tree: a source::Tree decorator that shows python-blosc2's stores
+// as directories (store_tree.h).
+#include "b2ndfs/stores/store_tree.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "b2ndfs/util/log.h"
+#include "leaf_sources.h"
+#include "store_index.h"
+
+namespace b2ndfs::stores {
+namespace {
+
+using internal::Leaf;
+using internal::Node;
+using internal::StoreIndex;
+using internal::StoreKind;
+
+bool EndsWith(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::optional<StoreKind> KindByName(const std::string& name) {
+  if (EndsWith(name, ".b2z")) return StoreKind::kZip;
+  if (EndsWith(name, ".b2e")) return StoreKind::kEmbed;
+  if (EndsWith(name, ".b2d")) return StoreKind::kDir;
+  return std::nullopt;
+}
+
+bool KindMatches(StoreKind kind, const struct stat& st) {
+  return kind == StoreKind::kDir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+}
+
+// A store, or anything below it, shown as a directory: x where r.
+struct stat AsDirectory(struct stat st) {
+  const mode_t perm = st.st_mode & 0444;
+  st.st_mode = S_IFDIR | perm | (perm >> 2);
+  st.st_nlink = 2;
+  st.st_size = 4096;
+  return st;
+}
+struct stat AsFile(struct stat st, int64_t size) {
+  st.st_mode = S_IFREG | (st.st_mode & 0444);
+  st.st_nlink = 1;
+  st.st_size = size;
+  return st;
+}
+
+// A plain file held in memory (a meta.json).
+class TextFile final : public source::PlainFile {
+ public:
+  TextFile(std::string text, source::Signature version)
+      : text_(std::move(text)), version_(std::move(version)) {}
+  const source::Signature& version() const override { return version_; }
+  Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const override {
+    if (offset < 0) return Status(EINVAL, "negative offset");
+    if (offset >= static_cast<int64_t>(text_.size())) return size_t{0};
+    const size_t n = std::min(length, text_.size() - static_cast<size_t>(offset));
+    std::memcpy(out, text_.data() + offset, n);
+    return n;
+  }
+
+ private:
+  const std::string text_;
+  const source::Signature version_;
+};
+
+struct Located {
+  std::string store;  // the store's path
+  StoreKind kind = StoreKind::kZip;
+  struct stat st {};  // the store's
+  std::string rel;    // below the store ("": the store itself)
+};
+
+class StoreTree final : public source::Tree {
+ public:
+  explicit StoreTree(std::shared_ptr<source::Tree> base) : base_(std::move(base)) {}
+
+  const std::string& root() const override { return base_->root(); }
+  std::string StatsJson() const override { return base_->StatsJson(); }
+  bool remote() const override { return base_->remote(); }
+  double revalidate_seconds() const override { return base_->revalidate_seconds(); }
+
+  Result<struct stat> Stat(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->Stat(path);
+    if (at->rel.empty()) return AsDirectory(at->st);
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    B2NDFS_ASSIGN_OR_RETURN(const Node* node, Find(*index, at->rel, path));
+    if (node != nullptr) {
+      if (node->directory) return AsDirectory(at->st);
+      return AsFile(at->st, node->leaf->length);
+    }
+    B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
+    return AsFile(at->st, static_cast<int64_t>(meta->size()));
+  }
+
+  Result<std::vector<source::TreeEntry>> List(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) {
+      B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, base_->List(path));
+      for (auto& e : entries) {
+        auto kind = KindByName(e.name);
+        if (kind && KindMatches(*kind, e.st)) e.st = AsDirectory(e.st);
+      }
+      return entries;
+    }
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    B2NDFS_ASSIGN_OR_RETURN(const Node* node, Find(*index, at->rel, path));
+    if (node == nullptr) return Status(ENOTDIR, path + ": not a directory");
+    if (!node->directory) return Status(ENOTDIR, path + ": not a directory");
+    std::vector<source::TreeEntry> out;
+    if (!node->meta_json.empty()) {
+      out.push_back({"meta.json", AsFile(at->st, static_cast<int64_t>(node->meta_json.size()))});
+    }
+    if (node->problem.empty()) {
+      const std::string prefix = at->rel.empty() ? "" : at->rel + "/";
+      for (const auto& name : node->children) {
+        const Node& child = index->nodes.at(prefix + name);
+        out.push_back(
+            {name, child.directory ? AsDirectory(at->st) : AsFile(at->st, child.leaf->length)});
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return out;
+  }
+
+  bool IsContainer(const std::string& path) const override {
+    auto at = Locate(path);
+    if (!at.ok() || !*at || (*at)->rel.empty()) return false;
+    auto index = Index(**at);
+    if (!index.ok()) return false;
+    auto it = (*index)->nodes.find((*at)->rel);
+    return it != (*index)->nodes.end() && it->second.leaf.has_value();
+  }
+
+  Result<source::Signature> Probe(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->Probe(path);
+    B2NDFS_ASSIGN_OR_RETURN(LeafAt leaf, FindLeaf(*at, path));
+    if (leaf.leaf.where == Leaf::Where::kFile)
+      return base_->Probe(at->store + "/" + leaf.leaf.file);
+    return LeafSignature(*leaf.index, at->rel);
+  }
+
+  Result<std::shared_ptr<const source::ByteSource>> OpenContainer(
+      const std::string& path, const source::Signature* probed) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->OpenContainer(path, probed);
+    // The store is opened, then its index checked against the version
+    // opened: a store replaced in between is parsed again (twice at most).
+    for (int attempt = 0;; ++attempt) {
+      B2NDFS_ASSIGN_OR_RETURN(LeafAt found, FindLeaf(*at, path));
+      const Leaf& leaf = found.leaf;
+      if (leaf.where == Leaf::Where::kFile) {
+        return base_->OpenContainer(at->store + "/" + leaf.file, nullptr);
+      }
+      const bool embed_file = at->kind == StoreKind::kDir;
+      B2NDFS_ASSIGN_OR_RETURN(
+          std::shared_ptr<const source::ByteSource> src,
+          base_->OpenContainer(embed_file ? internal::EmbedFilePath(at->store) : at->store,
+                               nullptr));
+      if (!(src->signature() == found.index->signature)) {
+        Forget(at->store);
+        if (attempt < 2) continue;
+        return Status(EAGAIN, at->store + ": changed while being opened");
+      }
+      source::Signature signature = LeafSignature(*found.index, at->rel);
+      if (leaf.where == Leaf::Where::kMember) {
+        const auto& m = found.index->zip.members[leaf.member];
+        return internal::MakeSliceSource(std::move(src), leaf.offset, leaf.length,
+                                         std::move(signature), at->store + ":" + m.name);
+      }
+      return internal::MakeEmbedLeafSource(
+          std::move(src), found.index->embed_offset, found.index->embed_size, found.index->embed,
+          leaf.offset, leaf.length, std::move(signature), at->store + ":/" + at->rel);
+    }
+  }
+
+  Result<std::shared_ptr<const source::PlainFile>> OpenFile(
+      const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->OpenFile(path);
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
+    return std::shared_ptr<const source::PlainFile>(
+        std::make_shared<TextFile>(*meta, index->signature));
+  }
+
+ private:
+  struct LeafAt {
+    std::shared_ptr<const StoreIndex> index;
+    Leaf leaf;
+  };
+
+  // The store `path` lies in, if any: its first component named like a
+  // store whose kind agrees (a regular .b2z or .b2e, a .b2d directory).
+  Result<std::optional<Located>> Locate(const std::string& path) const {
+    const std::string& root = base_->root();
+    if (path.size() <= root.size() + 1 || path.compare(0, root.size(), root) != 0 ||
+        path[root.size()] != '/') {
+      return std::optional<Located>();
+    }
+    size_t start = root.size() + 1;
+    while (start < path.size()) {
+      size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      const std::string name = path.substr(start, end - start);
+      if (auto kind = KindByName(name)) {
+        const std::string store = path.substr(0, end);
+        auto st = base_->Stat(store);
+        if (!st.ok()) {
+          // The store's own path: the base answers for it.
+          if (end == path.size()) return std::optional<Located>();
+          return st.status();
+        }
+        if (KindMatches(*kind, *st)) {
+          Located at;
+          at.store = store;
+          at.kind = *kind;
+          at.st = *st;
+          at.rel = end == path.size() ? "" : path.substr(end + 1);
+          return std::optional<Located>(std::move(at));
+        }
+      }
+      start = end + 1;
+    }
+    return std::optional<Located>();
+  }
+
+  // The node at `rel`; nullptr when `rel` names a meta.json instead.
+  static Result<const Node*> Find(const StoreIndex& index, const std::string& rel,
+                                  const std::string& path) {
+    auto it = index.nodes.find(rel);
+    if (it != index.nodes.end()) {
+      // Below a broken node, nothing but its meta.json.
+      return &it->second;
+    }
+    if (rel == "meta.json" || EndsWith(rel, "/meta.json")) return static_cast<const Node*>(nullptr);
+    return Status(ENOENT, path);
+  }
+
+  static Result<const std::string*> MetaJson(const StoreIndex& index, const std::string& rel,
+                                             const std::string& path) {
+    const std::string dir = rel == "meta.json"            ? ""
+                            : EndsWith(rel, "/meta.json") ? rel.substr(0, rel.size() - 10)
+                                                          : "\n";
+    auto it = index.nodes.find(dir);
+    if (it == index.nodes.end() || !it->second.directory || it->second.meta_json.empty()) {
+      return Status(ENOENT, path);
+    }
+    return &it->second.meta_json;
+  }
+
+  Result<LeafAt> FindLeaf(const Located& at, const std::string& path) const {
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(at));
+    auto it = index->nodes.find(at.rel);
+    if (it == index->nodes.end() || !it->second.leaf) return Status(ENOENT, path);
+    return LeafAt{index, *it->second.leaf};
+  }
+
+  static source::Signature LeafSignature(const StoreIndex& index, const std::string& rel) {
+    source::Signature s = index.signature;
+    s.tag += "#/" + rel;
+    return s;
+  }
+
+  // What the index of a store is keyed by: the version of its file (or of a
+  // .b2d's embed.b2e, and the directory's own times, which change as leaf
+  // files come and go).
+  Result<source::Signature> Version(const Located& at) const {
+    if (at.kind != StoreKind::kDir) return base_->Probe(at.store);
+    auto probed = base_->Probe(internal::EmbedFilePath(at.store));
+    source::Signature s;
+    if (probed.ok()) {
+      s = *probed;
+    } else if (!source::IsGone(probed.status())) {
+      return probed.status();
+    }
+    s.dir_inode = at.st.st_ino;
+    s.dir_mtime_ns = at.st.st_mtim.tv_sec * 1000000000LL + at.st.st_mtim.tv_nsec;
+    return s;
+  }
+
+  Result<std::shared_ptr<const StoreIndex>> Index(const Located& at) const {
+    B2NDFS_ASSIGN_OR_RETURN(source::Signature version, Version(at));
+    {
+      std::lock_guard lock(mutex_);
+      auto it = cache_.find(at.store);
+      if (it != cache_.end() && it->second->version == version) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->index;
+      }
+    }
+    // Parsed outside the lock (it reads the source); two threads may parse
+    // the same store at once, and the last one keeps its answer.
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index,
+                            internal::BuildStoreIndex(*base_, at.store, at.kind));
+    const auto& root = index->nodes.at("");
+    if (!root.problem.empty()) {
+      LogOnce("store:" + at.store, LogLevel::kWarning, at.store + ": " + root.problem);
+    }
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(at.store); it != cache_.end()) {
+      bytes_ -= it->second->index->memory_bytes;
+      lru_.erase(it->second);
+      cache_.erase(it);
+    }
+    lru_.push_front(Entry{at.store, version, index});
+    cache_[at.store] = lru_.begin();
+    bytes_ += index->memory_bytes;
+    while (lru_.size() > 1 && (lru_.size() > kMaxIndexes || bytes_ > kMaxIndexBytes)) {
+      bytes_ -= lru_.back().index->memory_bytes;
+      cache_.erase(lru_.back().store);
+      lru_.pop_back();
+    }
+    return index;
+  }
+
+  void Forget(const std::string& store) const {
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(store); it != cache_.end()) {
+      bytes_ -= it->second->index->memory_bytes;
+      lru_.erase(it->second);
+      cache_.erase(it);
+    }
+  }
+
+  struct Entry {
+    std::string store;
+    source::Signature version;
+    std::shared_ptr<const StoreIndex> index;
+  };
+
+  const std::shared_ptr<source::Tree> base_;
+  mutable std::mutex mutex_;  // leaf lock: guards lru_, cache_, bytes_
+  mutable std::list<Entry> lru_;
+  mutable std::unordered_map<std::string, std::list<Entry>::iterator> cache_;
+  mutable int64_t bytes_ = 0;
+};
+
+}  // namespace
+
+bool HasStoreExtension(const std::string& name) { return KindByName(name).has_value(); }
+
+std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base) {
+  return std::make_shared<StoreTree>(std::move(base));
+}
+
+}  // namespace b2ndfs::stores
