@@ -211,7 +211,13 @@ Result<ZipDirectory> ParseCentralDirectory(std::span<const uint8_t> cd, const En
     const auto need =
         CheckedAdd(m.header_offset, kZipLocalHeaderSize + static_cast<int64_t>(m.name.size()));
     const auto data_end = need ? CheckedAdd(*need, m.compressed_size) : std::nullopt;
-    if (m.header_offset >= end.cd_offset || !data_end || *data_end > m.limit) {
+    if (m.header_offset >= end.cd_offset) {
+      if (m.problem.empty()) {
+        m.problem = "its local header offset " + std::to_string(m.header_offset) +
+                    " lies past the members (the central directory begins at " +
+                    std::to_string(end.cd_offset) + ")";
+      }
+    } else if (!data_end || *data_end > m.limit) {
       if (m.problem.empty()) {
         m.problem = "its bytes (local header at " + std::to_string(m.header_offset) + ", " +
                     std::to_string(m.compressed_size) +
