@@ -1,6 +1,7 @@
 #include "b2ndfs/stores/embed_frame.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "b2ndfs/codec/decompressor.h"
@@ -11,6 +12,9 @@ namespace b2ndfs::stores {
 namespace {
 
 constexpr int64_t kMaxEmbedChunks = int64_t{1} << 20;
+
+// Bytes of decompressed chunks kept by every EmbedFrame of the process.
+std::atomic<int64_t> g_kept_bytes{0};
 
 Status Bad(const std::string& what) { return InvalidData("embed store frame: " + what); }
 
@@ -115,6 +119,8 @@ Result<std::shared_ptr<const EmbedFrame>> EmbedFrame::Open(const FrameReadAt& re
   return std::shared_ptr<const EmbedFrame>(std::move(frame));
 }
 
+EmbedFrame::~EmbedFrame() { g_kept_bytes.fetch_sub(kept_bytes_, std::memory_order_relaxed); }
+
 int64_t EmbedFrame::memory_bytes() const {
   int64_t bytes = static_cast<int64_t>(sizeof(*this) + chunk_positions_.capacity() * 8 +
                                        vlmeta_json_.capacity());
@@ -122,8 +128,8 @@ int64_t EmbedFrame::memory_bytes() const {
     bytes += static_cast<int64_t>(sizeof(e) + e.key.capacity() + e.urlbase.capacity() +
                                   e.path.capacity() + e.problem.capacity());
   }
-  // Kept chunks are bounded apart: kKeptChunks * chunksize.
-  return bytes + static_cast<int64_t>(kKeptChunks) * chunksize_;
+  // Kept chunks are bounded apart (kMaxKeptBytes).
+  return bytes;
 }
 
 Result<std::shared_ptr<const std::vector<uint8_t>>> EmbedFrame::Chunk(const FrameReadAt& read,
@@ -153,8 +159,19 @@ Result<std::shared_ptr<const std::vector<uint8_t>>> EmbedFrame::Chunk(const Fram
     B2NDFS_RETURN_IF_ERROR(d.DecompressAll(chunk, *out).WithContext(what));
   }
   std::lock_guard lock(mutex_);
-  kept_.emplace_front(index, out);
-  if (kept_.size() > kKeptChunks) kept_.pop_back();
+  const int64_t size = static_cast<int64_t>(out->size());
+  if (kept_.size() >= kKeptChunks) {
+    const int64_t dropped = static_cast<int64_t>(kept_.back().second->size());
+    kept_.pop_back();
+    kept_bytes_ -= dropped;
+    g_kept_bytes.fetch_sub(dropped, std::memory_order_relaxed);
+  }
+  if (g_kept_bytes.fetch_add(size, std::memory_order_relaxed) + size <= kMaxKeptBytes) {
+    kept_.emplace_front(index, out);
+    kept_bytes_ += size;
+  } else {
+    g_kept_bytes.fetch_sub(size, std::memory_order_relaxed);
+  }
   return std::shared_ptr<const std::vector<uint8_t>>(std::move(out));
 }
 

@@ -383,7 +383,12 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     // External leaf files, found by listing the directory tree (bounded).
     std::vector<std::string> pending{""};
     size_t listed = 0;
-    while (!pending.empty() && listed < 4096) {
+    while (!pending.empty()) {
+      if (listed == 4096) {
+        builder.Problem("/",
+                        "more than 4096 directories (a cycle of links?): the rest are not shown");
+        break;
+      }
       const std::string rel = pending.back();
       pending.pop_back();
       ++listed;

@@ -10,7 +10,8 @@
 // decompresses the chunks a byte range covers, through c-blosc2 checked by
 // the codec module (a chunk naming a codec or filter that is not built in is
 // an error, never a plugin load), keeping the last few decompressed chunks
-// (kKeptChunks, each at most kMaxEmbedChunkSize bytes).
+// (kKeptChunks per frame, and kMaxKeptBytes for every frame of the process
+// together: a chunk that does not fit is decompressed again when read).
 // Errors: Status(EIO) naming what is wrong; a failed read's Status passes on.
 // Thread-safety: every const method may be called from any thread.
 #pragma once
@@ -30,6 +31,7 @@ namespace b2ndfs::stores {
 
 constexpr int64_t kMaxEmbedChunkSize = int64_t{64} << 20;
 constexpr size_t kKeptChunks = 4;
+constexpr int64_t kMaxKeptBytes = int64_t{32} << 20;
 // Bytes of variable-length metalayers decompressed for meta.json at most.
 constexpr int64_t kVlmetaBudget = 4 << 20;
 
@@ -46,6 +48,9 @@ class EmbedFrame {
  public:
   static Result<std::shared_ptr<const EmbedFrame>> Open(const FrameReadAt& read,
                                                         int64_t frame_size);
+  ~EmbedFrame();
+  EmbedFrame(const EmbedFrame&) = delete;
+  EmbedFrame& operator=(const EmbedFrame&) = delete;
 
   // "b2embed", "b2dict" or "b2tree": the metalayer python-blosc2 tags it
   // with (embed_store.py, dict_store.py, tree_store.py); empty for a frame
@@ -74,7 +79,8 @@ class EmbedFrame {
   int64_t frame_size_ = 0;
   // Where each chunk lies in the frame; -1: a run of zeros.
   std::vector<int64_t> chunk_positions_;
-  mutable std::mutex mutex_;  // leaf lock: guards kept_
+  mutable std::mutex mutex_;  // leaf lock: guards kept_ and kept_bytes_
+  mutable int64_t kept_bytes_ = 0;
   mutable std::list<std::pair<int64_t, std::shared_ptr<const std::vector<uint8_t>>>> kept_;
 };
 
