@@ -38,6 +38,20 @@ std::string ValueJson(std::span<const uint8_t> bytes) {
 
 }  // namespace
 
+Result<std::vector<std::pair<std::string, std::vector<uint8_t>>>> FrameVlmeta(
+    const FrameReadAt& read, int64_t frame_size) {
+  B2NDFS_ASSIGN_OR_RETURN(format::FrameInfo info, format::ParseFrame(read, frame_size));
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> out;
+  int64_t spent = 0;
+  for (const auto& vl : info.vlmetalayers) {
+    auto value = DecompressVlmeta(vl.content, kVlmetaBudget - spent);
+    if (!value.ok()) continue;
+    spent += static_cast<int64_t>(value->size());
+    out.emplace_back(vl.name, std::move(value).value());
+  }
+  return out;
+}
+
 Result<std::string> FrameVlmetaJson(const FrameReadAt& read, int64_t frame_size,
                                     const std::vector<std::string>& skip) {
   B2NDFS_ASSIGN_OR_RETURN(format::FrameInfo info, format::ParseFrame(read, frame_size));

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "b2ndfs/format/meta_json.h"
+#include "ctable.h"
 #include "leaf_sources.h"
 
 namespace b2ndfs::stores::internal {
@@ -282,6 +283,68 @@ Status ResolveMembers(const source::ByteSource& src, int64_t size, ZipDirectory*
   return failed;
 }
 
+// columns.json for every directory that is a CTable's root (ctable.h).
+Status AddTables(const source::Tree& base, const std::string& store, const Watched* src,
+                 StoreIndex* index) {
+  std::vector<std::unique_ptr<Watched>> files;
+  Status failed;
+  LeafFrames frames = [&](const std::string& path) -> std::optional<FrameRef> {
+    auto it = index->nodes.find(path);
+    if (it == index->nodes.end() || !it->second.leaf) return std::nullopt;
+    const Leaf& leaf = *it->second.leaf;
+    switch (leaf.where) {
+      case Leaf::Where::kMember:
+        return FrameRef{src->Reader(leaf.offset, leaf.length), leaf.length};
+      case Leaf::Where::kEmbed: {
+        const EmbedFrame* frame = index->embed.get();
+        FrameReadAt stream = src->Reader(index->embed_offset, index->embed_size);
+        const int64_t offset = leaf.offset;
+        const int64_t length = leaf.length;
+        FrameReadAt read = [frame, stream, offset, length](
+                               int64_t at, int64_t n) -> Result<std::vector<uint8_t>> {
+          if (at < 0 || n < 0 || at > length || n > length - at) {
+            return Status(EIO, "read past the end of an embedded leaf");
+          }
+          std::vector<uint8_t> out(static_cast<size_t>(n));
+          B2NDFS_RETURN_IF_ERROR(frame->ReadStream(stream, offset + at, out.size(), out.data()));
+          return out;
+        };
+        return FrameRef{std::move(read), length};
+      }
+      case Leaf::Where::kFile: {
+        auto opened = base.OpenContainer(store + "/" + leaf.file, nullptr);
+        if (!opened.ok()) {
+          if (failed.ok()) failed = opened.status();
+          return std::nullopt;
+        }
+        auto size = (*opened)->PartSize(source::kFramePart);
+        if (!size.ok()) {
+          if (failed.ok()) failed = size.status();
+          return std::nullopt;
+        }
+        files.push_back(
+            std::make_unique<Watched>(Watched{std::move(opened).value(), Status::Ok()}));
+        return FrameRef{files.back()->Reader(0, *size), *size};
+      }
+    }
+    return std::nullopt;
+  };
+  std::vector<std::string> dirs;
+  for (const auto& [p, node] : index->nodes) {
+    if (node.directory && node.problem.empty()) dirs.push_back(p);
+  }
+  for (const auto& dir : dirs) {
+    auto json = CTableColumnsJson(*index, dir, frames);
+    if (!src->read_error.ok()) return src->read_error;
+    if (!failed.ok()) return failed;
+    for (const auto& f : files) {
+      if (!f->read_error.ok()) return f->read_error;
+    }
+    if (json) index->nodes[dir].columns_json = std::move(*json);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string EmbedFilePath(const std::string& store_path) { return store_path + "/embed.b2e"; }
@@ -426,6 +489,7 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     AddEmbedded(&builder, *index->embed, src.Reader(index->embed_offset, index->embed_size));
     if (!src.read_error.ok()) return src.read_error;
   }
+  B2NDFS_RETURN_IF_ERROR(AddTables(base, path, &src, index.get()));
   builder.Finish(kind_name, tag, embed_vlmeta);
   int64_t bytes = sizeof(StoreIndex) + (index->embed ? index->embed->memory_bytes() : 0);
   for (const auto& [p, node] : index->nodes) {

@@ -32,6 +32,7 @@ struct Node {
   std::optional<Leaf> leaf;           // a leaf container
   std::string problem;                // non-empty: a directory holding only meta.json saying why
   std::string meta_json;              // a directory's meta.json (empty: none)
+  std::string columns_json;           // a CTable root's columns.json (empty: none)
   std::vector<std::string> children;  // a directory's names, sorted (meta.json not included)
 };
 

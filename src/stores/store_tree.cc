@@ -21,6 +21,9 @@ using internal::Node;
 using internal::StoreIndex;
 using internal::StoreKind;
 
+// The files a directory of a store may hold besides its entries.
+constexpr const char* kDirectoryFiles[] = {"meta.json", "columns.json"};
+
 bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
@@ -118,6 +121,10 @@ class StoreTree final : public source::Tree {
     std::vector<source::TreeEntry> out;
     if (!node->meta_json.empty()) {
       out.push_back({"meta.json", AsFile(at->st, static_cast<int64_t>(node->meta_json.size()))});
+    }
+    if (!node->columns_json.empty()) {
+      out.push_back(
+          {"columns.json", AsFile(at->st, static_cast<int64_t>(node->columns_json.size()))});
     }
     if (node->problem.empty()) {
       const std::string prefix = at->rel.empty() ? "" : at->rel + "/";
@@ -234,28 +241,32 @@ class StoreTree final : public source::Tree {
     return std::optional<Located>();
   }
 
-  // The node at `rel`; nullptr when `rel` names a meta.json instead.
+  // The node at `rel`; nullptr when `rel` names a file of a directory
+  // (meta.json, columns.json) instead.
   static Result<const Node*> Find(const StoreIndex& index, const std::string& rel,
                                   const std::string& path) {
     auto it = index.nodes.find(rel);
-    if (it != index.nodes.end()) {
-      // Below a broken node, nothing but its meta.json.
-      return &it->second;
+    if (it != index.nodes.end()) return &it->second;
+    for (const char* file : kDirectoryFiles) {
+      if (rel == file || EndsWith(rel, (std::string("/") + file).c_str())) {
+        return static_cast<const Node*>(nullptr);
+      }
     }
-    if (rel == "meta.json" || EndsWith(rel, "/meta.json")) return static_cast<const Node*>(nullptr);
     return Status(ENOENT, path);
   }
 
+  // The text of the directory file `rel` names (DIR/meta.json, DIR/columns.json).
   static Result<const std::string*> MetaJson(const StoreIndex& index, const std::string& rel,
                                              const std::string& path) {
-    const std::string dir = rel == "meta.json"            ? ""
-                            : EndsWith(rel, "/meta.json") ? rel.substr(0, rel.size() - 10)
-                                                          : "\n";
+    const size_t slash = rel.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
     auto it = index.nodes.find(dir);
-    if (it == index.nodes.end() || !it->second.directory || it->second.meta_json.empty()) {
-      return Status(ENOENT, path);
-    }
-    return &it->second.meta_json;
+    if (it == index.nodes.end() || !it->second.directory) return Status(ENOENT, path);
+    if (name != "meta.json" && name != "columns.json") return Status(ENOENT, path);
+    const std::string& text = name == "meta.json" ? it->second.meta_json : it->second.columns_json;
+    if (text.empty()) return Status(ENOENT, path);
+    return &text;
   }
 
   Result<LeafAt> FindLeaf(const Located& at, const std::string& path) const {

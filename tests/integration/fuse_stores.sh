@@ -9,7 +9,10 @@
 # data.npy (numpy.load, mmap), zarr/ (zarr.open) and the directory itself
 # (xarray.open_zarr) give the bytes c-blosc2 reads from the same leaf's
 # frame; the store's meta.json holds its attributes (/__vlmeta__), a group's
-# meta.json the group's, and the C2Array reference; stores list as
+# meta.json the group's, and the C2Array reference; a CTable (/table: _meta
+# of kind "ctable", _valid_rows, _cols/x, _cols/y, _cols/pos/z) has a
+# columns.json with its columns' names, dtypes and shapes, its rows and live
+# rows as numpy counts them, and its schema; stores list as
 # directories; hostile stores (not a zip, no embed.b2e, a central directory
 # claiming 65535 members) hold only a meta.json {"error": ...}, and hostile
 # members (deflated, a local header past the end, overlapping members, embed
@@ -65,7 +68,8 @@ def ref(store, key):
 
 
 leaves = {
-    "tree": ["arr2d", "group/temp", "sc", "small", "group/sub/emb3d"],
+    "tree": ["arr2d", "group/temp", "sc", "small", "group/sub/emb3d", "table/_valid_rows",
+             "table/_cols/x", "table/_cols/y", "table/_cols/pos/z"],
     "emb": ["node1", "dir1/node2"],
 }
 count = 0
@@ -93,8 +97,10 @@ for store, names in [("tree.b2z", "tree"), ("tree64.b2z", "tree"), ("tree.b2d", 
             fail(d, f"{type(e).__name__}: {e}")
 
 root = json.load(open(os.path.join(mnt, "tree.b2z", "meta.json")))
-want_root = {"store": "b2z", "type": "TreeStore", "leaves": 5,
+want_root = {"store": "b2z", "type": "TreeStore", "leaves": 10,
              "vlmeta": {"n": 3, "title": "fixture store"},
+             "embed_vlmeta": {"_object_registry": {"/table": {
+                 "kind": "ctable", "version": 1, "layout": "inline-tree-subtree"}}},
              "references": {"/remote": {"urlbase": "https://cat2.cloud/demo",
                                         "path": "@public/examples/ds-1d.b2nd"}}}
 if root != want_root:
@@ -102,11 +108,24 @@ if root != want_root:
 group = json.load(open(os.path.join(mnt, "tree.b2d", "group", "meta.json")))
 if group != {"vlmeta": {"units": "K"}}:
     fail("tree.b2d/group/meta.json", group)
+# The CTable at /table: columns.json from its _meta, _valid_rows and _cols.
+valid = ref("tree", "table/_valid_rows")
+for store in ("tree.b2z", "tree64.b2z", "tree.b2d"):
+    cols = json.load(open(os.path.join(mnt, store, "table", "columns.json")))
+    want_cols = [{"name": "pos.z", "path": "_cols/pos/z", "dtype": "<f4", "shape": [12]},
+                 {"name": "x", "path": "_cols/x", "dtype": "<i8", "shape": [12]},
+                 {"name": "y", "path": "_cols/y", "dtype": "<f8", "shape": [12]}]
+    if (cols["rows"] != len(valid) or cols["valid_rows"] != int(np.count_nonzero(valid))
+            or cols["columns"] != want_cols or cols["table"] != "/table"):
+        fail(f"{store}/table/columns.json", cols)
+    schema = json.loads(cols["schema"])
+    if [c["name"] for c in schema["columns"]] != ["x", "y", "pos.z"]:
+        fail(f"{store}/table/columns.json", f"schema {schema}")
 if sorted(os.listdir(os.path.join(mnt, "tree.b2z"))) != ["arr2d", "group", "meta.json", "sc",
-                                                          "small"]:
+                                                          "small", "table"]:
     fail("tree.b2z", f"lists {sorted(os.listdir(os.path.join(mnt, 'tree.b2z')))}")
 print(f"{count} leaves read; {len(failures)} failures")
-sys.exit(1 if failures or count != 17 else 0)
+sys.exit(1 if failures or count != 29 else 0)
 EOF2
 
 # error_of PATH WORDS: PATH/meta.json is {"error": ...} mentioning WORDS, and

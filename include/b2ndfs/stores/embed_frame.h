@@ -44,6 +44,12 @@ using FrameReadAt = std::function<Result<std::vector<uint8_t>>(int64_t offset, i
 Result<std::string> FrameVlmetaJson(const FrameReadAt& read, int64_t frame_size,
                                     const std::vector<std::string>& skip);
 
+// The frame's variable-length metalayers by name, decompressed (each is a
+// Blosc2 chunk in the frame), within kVlmetaBudget bytes in all: those past
+// it are left out.
+Result<std::vector<std::pair<std::string, std::vector<uint8_t>>>> FrameVlmeta(
+    const FrameReadAt& read, int64_t frame_size);
+
 class EmbedFrame {
  public:
   static Result<std::shared_ptr<const EmbedFrame>> Open(const FrameReadAt& read,
