@@ -208,12 +208,26 @@ class StoreTree final : public source::Tree {
 
   // The store `path` lies in, if any: its first component named like a
   // store whose kind agrees (a regular .b2z or .b2e, a .b2d directory).
+  // SOURCE itself may be a store (b2ndfs run.b2z /mnt): its root is then the
+  // store's directory.
   Result<std::optional<Located>> Locate(const std::string& path) const {
     const std::string& root = base_->root();
-    if (path.size() <= root.size() + 1 || path.compare(0, root.size(), root) != 0 ||
-        path[root.size()] != '/') {
+    if (path.compare(0, root.size(), root) != 0 ||
+        (path.size() > root.size() && path[root.size()] != '/')) {
       return std::optional<Located>();
     }
+    if (auto kind = KindByName(root)) {
+      auto st = base_->Stat(root);
+      if (st.ok() && KindMatches(*kind, *st)) {
+        Located at;
+        at.store = root;
+        at.kind = *kind;
+        at.st = *st;
+        at.rel = path.size() > root.size() ? path.substr(root.size() + 1) : "";
+        return std::optional<Located>(std::move(at));
+      }
+    }
+    if (path.size() <= root.size() + 1) return std::optional<Located>();
     size_t start = root.size() + 1;
     while (start < path.size()) {
       size_t end = path.find('/', start);

@@ -19,7 +19,8 @@
 # map ranges outside the stream) are directories whose meta.json says why,
 # while their intact neighbours still read right; replacing tree.b2z by
 # rename is seen by the next open while an open leaf file keeps its bytes.
-# Also run through http, s3 and az (lib.sh's B2NDFS_ITEST_THROUGH).
+# A .b2z mounted as SOURCE shows its leaves at the root. Also run through
+# http, s3 and az (lib.sh's B2NDFS_ITEST_THROUGH).
 # Skips (77) when /dev/fuse is unusable or /usr/bin/python3 lacks numpy,
 # zarr or xarray.
 # Usage: fuse_stores.sh BUILD_DIR
@@ -161,6 +162,13 @@ check "bad_map.b2e: the intact leaf reads" cmp "$M/bad_map.b2e/good/data" "$TMP/
 # that the two versions differ). Local sources only: a remote run serves
 # what was uploaded at mount.
 if [[ -n ${ITEST_THROUGH:-} ]]; then finish; fi
+
+# A store as SOURCE: its leaves at the mount's root.
+M2=$TMP/mnt_store
+mount_fs "$TMP/src/tree.b2z" "$M2" || exit 1
+check "a .b2z as SOURCE" cmp "$M2/group/temp/data" "$TMP/ref/tree/group/temp.raw"
+check "its meta.json at the root" grep -q '"store": "b2z"' "$M2/meta.json"
+
 exec 7<"$M/tree.b2z/arr2d/data"
 mkdir -p "$TMP/swap"
 cp -r "$TMP/src/tree.b2d" "$TMP/swap/"
