@@ -337,6 +337,14 @@ class StoreTree final : public source::Tree {
       lru_.erase(it->second);
       cache_.erase(it);
     }
+    if (index->memory_bytes > kMaxIndexBytes) {
+      // Parsed again at each use rather than kept beyond the bound.
+      LogOnce("store-size:" + at.store, LogLevel::kWarning,
+              at.store + ": its index takes " + std::to_string(index->memory_bytes) +
+                  " bytes, more than the " + std::to_string(kMaxIndexBytes) +
+                  " kept for stores: it is parsed again at each use");
+      return index;
+    }
     lru_.push_front(Entry{at.store, version, index});
     cache_[at.store] = lru_.begin();
     bytes_ += index->memory_bytes;

@@ -27,8 +27,10 @@
 
 namespace b2ndfs::stores {
 
-constexpr int64_t kMaxZipMembers = 1 << 20;
-constexpr int64_t kMaxCentralDirectorySize = int64_t{64} << 20;
+// python-blosc2's stores hold a member per leaf (a CTable: a few per column):
+// these bound what a hostile archive makes the daemon parse and keep.
+constexpr int64_t kMaxZipMembers = 1 << 18;
+constexpr int64_t kMaxCentralDirectorySize = int64_t{32} << 20;
 // The end of central directory record and its longest comment.
 constexpr int64_t kZipEndRecordSize = 22;
 constexpr int64_t kZipMaxCommentSize = 65535;
