@@ -138,13 +138,19 @@ class StoreTree final : public source::Tree {
     return out;
   }
 
+  // Below a store, the regular files this tree shows are its leaves and the
+  // directories' meta.json and columns.json: no index is needed to tell them
+  // apart (and a store that cannot be reached now still has its leaves
+  // called containers).
   bool IsContainer(const std::string& path) const override {
+    const size_t slash = path.rfind('/');
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    for (const char* file : kDirectoryFiles) {
+      if (name == file) return false;
+    }
     auto at = Locate(path);
-    if (!at.ok() || !*at || (*at)->rel.empty()) return false;
-    auto index = Index(**at);
-    if (!index.ok()) return false;
-    auto it = (*index)->nodes.find((*at)->rel);
-    return it != (*index)->nodes.end() && it->second.leaf.has_value();
+    if (!at.ok()) return true;
+    return *at && !(*at)->rel.empty();
   }
 
   Result<source::Signature> Probe(const std::string& path) const override {
@@ -196,8 +202,11 @@ class StoreTree final : public source::Tree {
     if (!at) return base_->OpenFile(path);
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
     B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
+    // The index's version (a .b2d's includes its directory's times, which
+    // change with its leaf files, and so does meta.json).
+    auto version = Version(*at);
     return std::shared_ptr<const source::PlainFile>(
-        std::make_shared<TextFile>(*meta, index->signature));
+        std::make_shared<TextFile>(*meta, version.ok() ? *version : index->signature));
   }
 
  private:

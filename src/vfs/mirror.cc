@@ -21,7 +21,7 @@ bool HasContainerExtension(const std::string& name) {
 
 std::optional<MirroredType> MirroredKind(const source::Tree& tree, const std::string& path,
                                          const std::string& name, const struct stat& st) {
-  if ((S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) && tree.IsContainer(path)) {
+  if (S_ISREG(st.st_mode) && tree.IsContainer(path)) {
     return MirroredType::kContainer;
   }
   if (S_ISDIR(st.st_mode)) {

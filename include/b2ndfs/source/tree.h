@@ -77,8 +77,8 @@ class Tree {
       const std::string& path, const Signature* probed) const = 0;
   // The current version of a plain file.
   virtual Result<std::shared_ptr<const PlainFile>> OpenFile(const std::string& path) const = 0;
-  // True when the entry at `path` (as Stat or List just gave it) is a
-  // container whatever its name says. Cheap: no source I/O beyond what
+  // True when the regular file at `path` (as Stat or List just gave it) is
+  // a container whatever its name says. Cheap: no source I/O beyond what
   // describing the entry took.
   virtual bool IsContainer(const std::string& /*path*/) const { return false; }
   // The tree's own members of .b2ndfs/stats: JSON object members, each line
