@@ -17,6 +17,7 @@
 # claiming 65535 members) hold only a meta.json {"error": ...}, and hostile
 # members (deflated, a local header past the end, overlapping members, embed
 # map ranges outside the stream) are directories whose meta.json says why,
+# a table whose _valid_rows are not bools says so in its columns.json,
 # while their intact neighbours still read right; replacing tree.b2z by
 # rename is seen by the next open while an open leaf file keeps its bytes.
 # A .b2z mounted as SOURCE shows its leaves at the root. Also run through
@@ -152,6 +153,17 @@ check "overlapping members" error_of "$M/overlap.b2z/arr2d" "overlap"
 check "overlapping members (the other)" error_of "$M/overlap.b2z/group/temp" "names another member"
 check "an embed range outside the stream" error_of "$M/bad_map.b2e/outside" "outside the embed"
 check "a huge embed length" error_of "$M/bad_map.b2e/huge" "outside the embed"
+check "a table whose _valid_rows are not bools" "$PY" - "$M/badtable.b2d" <<'EOF2'
+import json, os, sys
+d = sys.argv[1]
+cols = json.load(open(os.path.join(d, "t", "columns.json")))
+ok = (cols["rows"] == 12 and cols["valid_rows"] is None and "not bools" in cols["valid_rows_error"]
+      and cols["schema"] == "not json" and [c["name"] for c in cols["columns"]] == ["x"]
+      and not os.path.exists(os.path.join(d, "other", "columns.json")))
+if not ok:
+    print(cols, os.listdir(os.path.join(d, "other")))
+sys.exit(0 if ok else 1)
+EOF2
 for s in deflated offsets overlap; do
   check "$s.b2z: intact neighbours read" cmp "$M/$s.b2z/sc/data" "$TMP/ref/tree/sc.raw"
 done
