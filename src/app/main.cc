@@ -24,6 +24,7 @@
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/store/worker_pool.h"
+#include "b2ndfs/stores/store_tree.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "b2ndfs/views/view.h"
@@ -223,7 +224,9 @@ int main(int argc, char** argv) {
 
   vfs::Options fs_options;
   fs_options.source = cl.source;
-  fs_options.tree = tree;
+  // python-blosc2's stores (.b2z, .b2d, .b2e) shown as directories of their
+  // leaves, whatever the source.
+  fs_options.tree = stores::MakeStoreTree(tree ? tree : source::MakeLocalTree(cl.source));
   fs_options.views = view_kinds;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;

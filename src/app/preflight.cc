@@ -16,6 +16,7 @@
 #include "b2ndfs/remote/disk_cache.h"
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/remote/s3_tree.h"
+#include "b2ndfs/stores/store_tree.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 
@@ -93,10 +94,10 @@ Status CheckSourceKind(const std::string& source) {
   if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return Status::Ok();
   const size_t slash = source.find_last_of('/');
   const std::string name = slash == std::string::npos ? source : source.substr(slash + 1);
-  if (vfs::HasContainerExtension(name)) return Status::Ok();
+  if (vfs::HasContainerExtension(name) || stores::HasStoreExtension(name)) return Status::Ok();
   return InvalidArgument("source " + source +
                          " is a plain file, not a container (expected a directory or a "
-                         ".b2nd, .b2frame, .b2f, .b2, .caterva or .cat file)");
+                         ".b2nd, .b2frame, .b2f, .b2, .caterva, .cat, .b2z or .b2e file)");
 }
 
 std::optional<std::string> MountedTypeAt(const std::string& mountinfo, const std::string& path) {

@@ -48,7 +48,7 @@ Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
   for (const auto& e : entries) taken.insert(e.name);
   std::map<std::string, std::pair<int, std::string>> chosen;
   for (const auto& e : entries) {
-    const auto kind = MirroredKind(e.name, e.st);
+    const auto kind = MirroredKind(tree, dir + "/" + e.name, e.name, e.st);
     if (!kind || *kind != MirroredType::kContainer) continue;
     for (int rank = 0; rank < static_cast<int>(std::size(kExtensions)); ++rank) {
       const std::string ext = kExtensions[rank];
@@ -100,14 +100,27 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     return Unlisted(inodes, std::move(*host), views::MakeTextFile(name, std::move(text)));
   }
   if (name.empty() || name[0] == '.') return NotFound(dir + "/" + name);
+  // A remote directory's names come from its listing (one request per
+  // `revalidate=`), not from a request per extension.
+  std::optional<std::map<std::string, struct stat>> listed;
+  if (tree.remote()) {
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
+    listed.emplace();
+    for (auto& e : entries) listed->emplace(std::move(e.name), e.st);
+  }
   for (const char* ext : kExtensions) {
     const std::string path = dir + "/" + name + ext;
-    auto st = tree.Stat(path);
+    Result<struct stat> st = Status(ENOENT, path);
+    if (listed) {
+      if (auto it = listed->find(name + ext); it != listed->end()) st = it->second;
+    } else {
+      st = tree.Stat(path);
+    }
     if (!st.ok()) {
       if (source::IsGone(st.status())) continue;
       return st.status();
     }
-    const auto kind = MirroredKind(name + ext, *st);
+    const auto kind = MirroredKind(tree, path, name + ext, *st);
     if (!kind || *kind != MirroredType::kContainer) continue;
     B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
     if (!opened.container->ok()) return NotFound(dir + "/" + name);

@@ -339,13 +339,14 @@ Result<std::string> Filesystem::ListXattr(Ino ino) {
 
 Result<std::shared_ptr<DirListing>> Filesystem::ListMirrored(const Target& target) {
   const std::string dir = target.path->path;
-  auto convert = [inodes = inodes_.get(), dir](std::vector<source::TreeEntry> entries) {
+  auto convert = [inodes = inodes_.get(), tree = tree_.get(),
+                  dir](std::vector<source::TreeEntry> entries) {
     std::vector<DirEntry> out;
     out.reserve(entries.size());
     for (auto& e : entries) {
-      const auto kind = MirroredKind(e.name, e.st);
-      if (!kind) continue;
       const std::string path = dir + "/" + e.name;
+      const auto kind = MirroredKind(*tree, path, e.name, e.st);
+      if (!kind) continue;
       const mode_t type = *kind == MirroredType::kFile ? S_IFREG : S_IFDIR;
       // The number a lookup gives, computed: a listing remembers nothing.
       Ino ino = inodes->PathIno(path, type);

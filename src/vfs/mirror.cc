@@ -20,7 +20,11 @@ bool HasContainerExtension(const std::string& name) {
   return false;
 }
 
-std::optional<MirroredType> MirroredKind(const std::string& name, const struct stat& st) {
+std::optional<MirroredType> MirroredKind(const source::Tree& tree, const std::string& path,
+                                         const std::string& name, const struct stat& st) {
+  if (S_ISREG(st.st_mode) && tree.IsContainer(path)) {
+    return MirroredType::kContainer;
+  }
   if (S_ISDIR(st.st_mode)) {
     return HasContainerExtension(name) ? MirroredType::kContainer : MirroredType::kDir;
   }

@@ -21,8 +21,12 @@ enum class MirroredType { kDir, kFile, kContainer };
 
 // Regular files and directories with a container extension are containers
 // (a directory is a sparse frame; one without chunks.b2frame shows as a
-// broken container saying so); devices, fifos and sockets are not shown.
-std::optional<MirroredType> MirroredKind(const std::string& name, const struct stat& st);
+// broken container saying so), and so is a regular file the tree says is
+// one (source::Tree::IsContainer: a python-blosc2 store's leaves, which have
+// no extension); devices, fifos and sockets are not shown. `path` is the
+// entry's tree path, `name` its last component.
+std::optional<MirroredType> MirroredKind(const source::Tree& tree, const std::string& path,
+                                         const std::string& name, const struct stat& st);
 
 class VectorListing : public DirListing {
  public:

@@ -178,7 +178,7 @@ Result<Target> Resolver::LookupMirrored(const Target& parent, const std::string&
     if (e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
     return st.status();
   }
-  const auto kind = MirroredKind(name, *st);
+  const auto kind = MirroredKind(*tree_, path, name, *st);
   if (!kind) return NotFound(path);  // devices, fifos, sockets are not mirrored
   auto candidate = std::make_shared<PathNode>();
   candidate->path = path;

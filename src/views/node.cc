@@ -206,15 +206,24 @@ struct KindDef {
   std::unique_ptr<RootEntry> (*make)();
 };
 constexpr KindDef kKinds[] = {
-    {"meta", "meta.json", MakeMetaJsonEntry}, {"data", "data", MakeDataEntry},
-    {"npy", "data.npy", MakeDataNpyEntry},    {"chunks", "chunks/", MakeChunksEntry},
-    {"slices", "slices/", MakeSlicesEntry},   {"nrrd", "data.nhdr", MakeNrrdEntry},
-    {"mhd", "data.mhd", MakeMetaImageEntry},  {"envi", "data.hdr", MakeEnviEntry},
-    {"nifti", "data.nii", MakeNiftiEntry},    {"view", "view/", MakeViewEntry},
-    {"zarr", "zarr/", MakeZarrEntry},         {"tiff", "data.tiff", MakeDataTiffEntry},
-    {"images", "images/", MakeImagesEntry},   {"zgroup", ".zgroup, .zmetadata", MakeZarrGroupEntry},
-    {"zarr3", "data.zarr/", MakeZarrV3Entry}, {"preview", "preview.png, preview/", MakePreviewEntry},
-    {"items", "items/", MakeItemsEntry},      {"batches", "batches/", MakeBatchesEntry},
+    {"meta", "meta.json", MakeMetaJsonEntry},
+    {"data", "data", MakeDataEntry},
+    {"npy", "data.npy", MakeDataNpyEntry},
+    {"chunks", "chunks/", MakeChunksEntry},
+    {"slices", "slices/", MakeSlicesEntry},
+    {"nrrd", "data.nhdr", MakeNrrdEntry},
+    {"mhd", "data.mhd", MakeMetaImageEntry},
+    {"envi", "data.hdr", MakeEnviEntry},
+    {"nifti", "data.nii", MakeNiftiEntry},
+    {"view", "view/", MakeViewEntry},
+    {"zarr", "zarr/", MakeZarrEntry},
+    {"tiff", "data.tiff", MakeDataTiffEntry},
+    {"images", "images/", MakeImagesEntry},
+    {"zgroup", ".zgroup, .zmetadata", MakeZarrGroupEntry},
+    {"zarr3", "data.zarr/", MakeZarrV3Entry},
+    {"preview", "preview.png, preview/", MakePreviewEntry},
+    {"items", "items/", MakeItemsEntry},
+    {"batches", "batches/", MakeBatchesEntry},
 };
 
 }  // namespace

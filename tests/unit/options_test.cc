@@ -234,11 +234,12 @@ TEST_CASE("a mountpoint without a FUSE file system on it is free") {
   CHECK(b2ndfs::app::CheckMountpointFree("/proc").ok());  // mounted, but not FUSE
 }
 
-TEST_CASE("a plain file is a SOURCE only if its extension names a container") {
+TEST_CASE("a plain file is a SOURCE only if its extension names a container or a store") {
   using b2ndfs::app::CheckSourceKind;
   TempDir dir;
   CHECK(CheckSourceKind(dir.path).ok());
-  for (const char* name : {"a.b2nd", "a.b2frame", "a.b2f", "a.b2", "a.caterva", "a.cat"}) {
+  for (const char* name :
+       {"a.b2nd", "a.b2frame", "a.b2f", "a.b2", "a.caterva", "a.cat", "s.b2z", "s.b2e"}) {
     INFO(name);
     CHECK(CheckSourceKind(dir.Touch(name)).ok());
   }

@@ -10,7 +10,8 @@
 // (S_IFREG) with the owner, group, permission bits and times the source gives
 // (a remote tree makes them up: the mounting user, read-only, Last-Modified).
 // Whether an entry is a container is decided by vfs from its name, never by
-// opening it.
+// opening it, unless the tree says so itself (IsContainer: the leaves of a
+// python-blosc2 store, named by their keys, without an extension).
 // Errors: Status with the errno of the failure. Probe(), Stat(),
 // OpenContainer() and List() say "gone" only with ENOENT or ENOTDIR: the
 // path no longer exists (a local path, or a remote answer of 404 or 410, or
@@ -90,6 +91,10 @@ class Tree {
       const std::string& path, const Signature* probed) const = 0;
   // The current version of a plain file.
   virtual Result<std::shared_ptr<const PlainFile>> OpenFile(const std::string& path) const = 0;
+  // True when the regular file at `path` (as Stat or List just gave it) is
+  // a container whatever its name says. Cheap: no source I/O beyond what
+  // describing the entry took.
+  virtual bool IsContainer(const std::string& /*path*/) const { return false; }
   // The tree's own members of .b2ndfs/stats: JSON object members, each line
   // indented by two spaces and ending with ",\n" (empty if none).
   virtual std::string StatsJson() const = 0;

@@ -1,0 +1,38 @@
+// stores: python-blosc2's stores shown as directories of their leaves
+// (README.md, "Stores"), for any source tree (local, http, s3, az).
+//
+// MakeStoreTree() wraps a source::Tree: entries named NAME.b2z (a regular
+// file: a ZIP_STORED archive), NAME.b2e (a regular file: an EmbedStore
+// frame) and NAME.b2d (a directory with embed.b2e) list and stat as
+// directories, recognised by name alone. Below one, the key /a/b is the path
+// a/b; each leaf is a container (IsContainer) whose bytes are a range of the
+// store's (a zip member read in place) or of the embed frame's decompressed
+// stream; a group is a directory; the store (and a group with attributes)
+// has a meta.json. What cannot be read (the store, or one member) is a
+// directory holding only a meta.json {"error": ...}.
+// Versions: a leaf's signature is its store file's (for a .b2d, its
+// embed.b2e's, or the leaf file's own), so replacing the store ends its
+// leaves' generations, and an open leaf keeps reading the store version it
+// opened (its ByteSource holds the store's).
+// Memory: parsed stores are kept per store and version in an LRU of at most
+// kMaxIndexes entries and kMaxIndexBytes bytes.
+// Errors: as source::Tree's; content errors are meta.json's, never errors.
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "b2ndfs/source/tree.h"
+
+namespace b2ndfs::stores {
+
+constexpr size_t kMaxIndexes = 64;
+constexpr int64_t kMaxIndexBytes = int64_t{64} << 20;
+
+// True for names of stores: NAME.b2z, NAME.b2e, NAME.b2d.
+bool HasStoreExtension(const std::string& name);
+
+std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base);
+
+}  // namespace b2ndfs::stores

@@ -1,0 +1,59 @@
+// Private to stores: what one version of a python-blosc2 store holds, parsed
+// once (StoreTree caches it per store and version): every key as a path
+// below the store's directory, where each leaf's bytes lie, and the
+// meta.json of the store and of its groups. Immutable once built.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "b2ndfs/source/tree.h"
+#include "b2ndfs/stores/embed_frame.h"
+#include "b2ndfs/stores/zip_directory.h"
+
+namespace b2ndfs::stores::internal {
+
+enum class StoreKind { kZip, kDir, kEmbed };
+
+// Where a leaf's bytes are.
+struct Leaf {
+  enum class Where { kMember, kFile, kEmbed } where = Where::kMember;
+  size_t member = 0;   // kMember: index in the zip directory
+  std::string file;    // kFile: path below the .b2d directory
+  int64_t offset = 0;  // kEmbed: range of the embed stream
+  int64_t length = 0;  // kMember, kEmbed: bytes
+};
+
+struct Node {
+  bool directory = true;
+  std::optional<Leaf> leaf;           // a leaf container
+  std::string problem;                // non-empty: a directory holding only meta.json saying why
+  std::string meta_json;              // a directory's meta.json (empty: none)
+  std::string columns_json;           // a CTable root's columns.json (empty: none)
+  std::vector<std::string> children;  // a directory's names, sorted (meta.json not included)
+};
+
+struct StoreIndex {
+  StoreKind kind = StoreKind::kZip;
+  // The version read: of the store file (.b2z, .b2e) or of its embed.b2e (.b2d).
+  source::Signature signature;
+  std::map<std::string, Node> nodes;  // by path below the store ("" is the store itself)
+  ZipDirectory zip;
+  std::shared_ptr<const EmbedFrame> embed;  // null: none (or broken)
+  int64_t embed_offset = 0;                 // where the embed frame lies in its file
+  int64_t embed_size = 0;
+  int64_t memory_bytes = 0;
+};
+
+std::string EmbedFilePath(const std::string& store_path);  // a .b2d's embed.b2e
+
+// Parses one version of the store at `path` of `base`. A store whose content
+// is wrong is an index whose root carries a problem; only trouble reaching
+// the source (transient, or the store gone) is an error.
+Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
+                                                          const std::string& path, StoreKind kind);
+
+}  // namespace b2ndfs::stores::internal

@@ -1,0 +1,428 @@
+// The store tree: a source::Tree decorator that shows python-blosc2's stores
+// as directories (store_tree.h).
+#include "b2ndfs/stores/store_tree.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "b2ndfs/util/log.h"
+#include "leaf_sources.h"
+#include "store_index.h"
+
+namespace b2ndfs::stores {
+namespace {
+
+using internal::Leaf;
+using internal::Node;
+using internal::StoreIndex;
+using internal::StoreKind;
+
+// The files a directory of a store may hold besides its entries.
+constexpr const char* kDirectoryFiles[] = {"meta.json", "columns.json"};
+
+bool EndsWith(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::optional<StoreKind> KindByName(const std::string& name) {
+  if (EndsWith(name, ".b2z")) return StoreKind::kZip;
+  if (EndsWith(name, ".b2e")) return StoreKind::kEmbed;
+  if (EndsWith(name, ".b2d")) return StoreKind::kDir;
+  return std::nullopt;
+}
+
+bool KindMatches(StoreKind kind, const struct stat& st) {
+  return kind == StoreKind::kDir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+}
+
+// A store, or anything below it, shown as a directory: x where r.
+struct stat AsDirectory(struct stat st) {
+  const mode_t perm = st.st_mode & 0444;
+  st.st_mode = S_IFDIR | perm | (perm >> 2);
+  st.st_nlink = 2;
+  st.st_size = 4096;
+  return st;
+}
+struct stat AsFile(struct stat st, int64_t size) {
+  st.st_mode = S_IFREG | (st.st_mode & 0444);
+  st.st_nlink = 1;
+  st.st_size = size;
+  return st;
+}
+
+// A plain file held in memory (a meta.json).
+class TextFile final : public source::PlainFile {
+ public:
+  TextFile(std::string text, source::Signature version)
+      : text_(std::move(text)), version_(std::move(version)) {}
+  const source::Signature& version() const override { return version_; }
+  Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const override {
+    if (offset < 0) return Status(EINVAL, "negative offset");
+    if (offset >= static_cast<int64_t>(text_.size())) return size_t{0};
+    const size_t n = std::min(length, text_.size() - static_cast<size_t>(offset));
+    std::memcpy(out, text_.data() + offset, n);
+    return n;
+  }
+
+ private:
+  const std::string text_;
+  const source::Signature version_;
+};
+
+struct Located {
+  std::string store;  // the store's path
+  StoreKind kind = StoreKind::kZip;
+  struct stat st {};  // the store's
+  std::string rel;    // below the store ("": the store itself)
+};
+
+// Pages of a directory outside any store, its store files shown as
+// directories (as StoreTree::List shows them).
+class StoreFilesAsDirectories final : public source::ListCursor {
+ public:
+  explicit StoreFilesAsDirectories(std::unique_ptr<source::ListCursor> base)
+      : base_(std::move(base)) {}
+  Result<std::vector<source::TreeEntry>> Next() override {
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, base_->Next());
+    for (auto& e : entries) {
+      auto kind = KindByName(e.name);
+      if (kind && KindMatches(*kind, e.st)) e.st = AsDirectory(e.st);
+    }
+    return entries;
+  }
+  bool done() const override { return base_->done(); }
+
+ private:
+  std::unique_ptr<source::ListCursor> base_;
+};
+
+class StoreTree final : public source::Tree {
+ public:
+  explicit StoreTree(std::shared_ptr<source::Tree> base) : base_(std::move(base)) {}
+
+  const std::string& root() const override { return base_->root(); }
+  std::string StatsJson() const override { return base_->StatsJson(); }
+  bool remote() const override { return base_->remote(); }
+  double revalidate_seconds() const override { return base_->revalidate_seconds(); }
+
+  Result<struct stat> Stat(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->Stat(path);
+    if (at->rel.empty()) return AsDirectory(at->st);
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    B2NDFS_ASSIGN_OR_RETURN(const Node* node, Find(*index, at->rel, path));
+    if (node != nullptr) {
+      if (node->directory) return AsDirectory(at->st);
+      return AsFile(at->st, node->leaf->length);
+    }
+    B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
+    return AsFile(at->st, static_cast<int64_t>(meta->size()));
+  }
+
+  // A directory outside the stores is read page by page, as its tree gives
+  // it; one inside a store is listed whole (its index is in memory).
+  Result<std::unique_ptr<source::ListCursor>> OpenList(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (at) return source::Tree::OpenList(path);
+    B2NDFS_ASSIGN_OR_RETURN(std::unique_ptr<source::ListCursor> base, base_->OpenList(path));
+    return std::unique_ptr<source::ListCursor>(
+        std::make_unique<StoreFilesAsDirectories>(std::move(base)));
+  }
+
+  Result<std::vector<source::TreeEntry>> List(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) {
+      B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, base_->List(path));
+      for (auto& e : entries) {
+        auto kind = KindByName(e.name);
+        if (kind && KindMatches(*kind, e.st)) e.st = AsDirectory(e.st);
+      }
+      return entries;
+    }
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    B2NDFS_ASSIGN_OR_RETURN(const Node* node, Find(*index, at->rel, path));
+    if (node == nullptr) return Status(ENOTDIR, path + ": not a directory");
+    if (!node->directory) return Status(ENOTDIR, path + ": not a directory");
+    std::vector<source::TreeEntry> out;
+    if (!node->meta_json.empty()) {
+      out.push_back({"meta.json", AsFile(at->st, static_cast<int64_t>(node->meta_json.size()))});
+    }
+    if (!node->columns_json.empty()) {
+      out.push_back(
+          {"columns.json", AsFile(at->st, static_cast<int64_t>(node->columns_json.size()))});
+    }
+    if (node->problem.empty()) {
+      const std::string prefix = at->rel.empty() ? "" : at->rel + "/";
+      for (const auto& name : node->children) {
+        const Node& child = index->nodes.at(prefix + name);
+        out.push_back(
+            {name, child.directory ? AsDirectory(at->st) : AsFile(at->st, child.leaf->length)});
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return out;
+  }
+
+  // Below a store, the regular files this tree shows are its leaves and the
+  // directories' meta.json and columns.json: no index is needed to tell them
+  // apart (and a store that cannot be reached now still has its leaves
+  // called containers).
+  bool IsContainer(const std::string& path) const override {
+    const size_t slash = path.rfind('/');
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    for (const char* file : kDirectoryFiles) {
+      if (name == file) return false;
+    }
+    auto at = Locate(path);
+    if (!at.ok()) return true;
+    return *at && !(*at)->rel.empty();
+  }
+
+  Result<source::Signature> Probe(const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->Probe(path);
+    B2NDFS_ASSIGN_OR_RETURN(LeafAt leaf, FindLeaf(*at, path));
+    if (leaf.leaf.where == Leaf::Where::kFile)
+      return base_->Probe(at->store + "/" + leaf.leaf.file);
+    return LeafSignature(*leaf.index, at->rel);
+  }
+
+  Result<std::shared_ptr<const source::ByteSource>> OpenContainer(
+      const std::string& path, const source::Signature* probed) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->OpenContainer(path, probed);
+    // The store is opened, then its index checked against the version
+    // opened: a store replaced in between is parsed again (twice at most).
+    for (int attempt = 0;; ++attempt) {
+      B2NDFS_ASSIGN_OR_RETURN(LeafAt found, FindLeaf(*at, path));
+      const Leaf& leaf = found.leaf;
+      if (leaf.where == Leaf::Where::kFile) {
+        return base_->OpenContainer(at->store + "/" + leaf.file, nullptr);
+      }
+      const bool embed_file = at->kind == StoreKind::kDir;
+      B2NDFS_ASSIGN_OR_RETURN(
+          std::shared_ptr<const source::ByteSource> src,
+          base_->OpenContainer(embed_file ? internal::EmbedFilePath(at->store) : at->store,
+                               nullptr));
+      if (!(src->signature() == found.index->signature)) {
+        Forget(at->store);
+        if (attempt < 2) continue;
+        return Status(EAGAIN, at->store + ": changed while being opened");
+      }
+      source::Signature signature = LeafSignature(*found.index, at->rel);
+      if (leaf.where == Leaf::Where::kMember) {
+        const auto& m = found.index->zip.members[leaf.member];
+        return internal::MakeSliceSource(std::move(src), leaf.offset, leaf.length,
+                                         std::move(signature), at->store + ":" + m.name);
+      }
+      return internal::MakeEmbedLeafSource(
+          std::move(src), found.index->embed_offset, found.index->embed_size, found.index->embed,
+          leaf.offset, leaf.length, std::move(signature), at->store + ":/" + at->rel);
+    }
+  }
+
+  Result<std::shared_ptr<const source::PlainFile>> OpenFile(
+      const std::string& path) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->OpenFile(path);
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
+    // The index's version (a .b2d's includes its directory's times, which
+    // change with its leaf files, and so does meta.json).
+    auto version = Version(*at);
+    return std::shared_ptr<const source::PlainFile>(
+        std::make_shared<TextFile>(*meta, version.ok() ? *version : index->signature));
+  }
+
+ private:
+  struct LeafAt {
+    std::shared_ptr<const StoreIndex> index;
+    Leaf leaf;
+  };
+
+  // The store `path` lies in, if any: its first component named like a
+  // store whose kind agrees (a regular .b2z or .b2e, a .b2d directory).
+  // SOURCE itself may be a store (b2ndfs run.b2z /mnt): its root is then the
+  // store's directory.
+  Result<std::optional<Located>> Locate(const std::string& path) const {
+    const std::string& root = base_->root();
+    if (path.compare(0, root.size(), root) != 0 ||
+        (path.size() > root.size() && path[root.size()] != '/')) {
+      return std::optional<Located>();
+    }
+    if (auto kind = KindByName(root)) {
+      auto st = base_->Stat(root);
+      if (st.ok() && KindMatches(*kind, *st)) {
+        Located at;
+        at.store = root;
+        at.kind = *kind;
+        at.st = *st;
+        at.rel = path.size() > root.size() ? path.substr(root.size() + 1) : "";
+        return std::optional<Located>(std::move(at));
+      }
+    }
+    if (path.size() <= root.size() + 1) return std::optional<Located>();
+    size_t start = root.size() + 1;
+    while (start < path.size()) {
+      size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      const std::string name = path.substr(start, end - start);
+      if (auto kind = KindByName(name)) {
+        const std::string store = path.substr(0, end);
+        auto st = base_->Stat(store);
+        if (!st.ok()) {
+          // The store's own path: the base answers for it.
+          if (end == path.size()) return std::optional<Located>();
+          return st.status();
+        }
+        if (KindMatches(*kind, *st)) {
+          Located at;
+          at.store = store;
+          at.kind = *kind;
+          at.st = *st;
+          at.rel = end == path.size() ? "" : path.substr(end + 1);
+          return std::optional<Located>(std::move(at));
+        }
+      }
+      start = end + 1;
+    }
+    return std::optional<Located>();
+  }
+
+  // The node at `rel`; nullptr when `rel` names a file of a directory
+  // (meta.json, columns.json) instead.
+  static Result<const Node*> Find(const StoreIndex& index, const std::string& rel,
+                                  const std::string& path) {
+    auto it = index.nodes.find(rel);
+    if (it != index.nodes.end()) return &it->second;
+    for (const char* file : kDirectoryFiles) {
+      if (rel == file || EndsWith(rel, (std::string("/") + file).c_str())) {
+        return static_cast<const Node*>(nullptr);
+      }
+    }
+    return Status(ENOENT, path);
+  }
+
+  // The text of the directory file `rel` names (DIR/meta.json, DIR/columns.json).
+  static Result<const std::string*> MetaJson(const StoreIndex& index, const std::string& rel,
+                                             const std::string& path) {
+    const size_t slash = rel.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    auto it = index.nodes.find(dir);
+    if (it == index.nodes.end() || !it->second.directory) return Status(ENOENT, path);
+    if (name != "meta.json" && name != "columns.json") return Status(ENOENT, path);
+    const std::string& text = name == "meta.json" ? it->second.meta_json : it->second.columns_json;
+    if (text.empty()) return Status(ENOENT, path);
+    return &text;
+  }
+
+  Result<LeafAt> FindLeaf(const Located& at, const std::string& path) const {
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(at));
+    auto it = index->nodes.find(at.rel);
+    if (it == index->nodes.end() || !it->second.leaf) return Status(ENOENT, path);
+    return LeafAt{index, *it->second.leaf};
+  }
+
+  static source::Signature LeafSignature(const StoreIndex& index, const std::string& rel) {
+    source::Signature s = index.signature;
+    s.tag += "#/" + rel;
+    return s;
+  }
+
+  // What the index of a store is keyed by: the version of its file (or of a
+  // .b2d's embed.b2e, and the directory's own times, which change as leaf
+  // files come and go).
+  Result<source::Signature> Version(const Located& at) const {
+    if (at.kind != StoreKind::kDir) return base_->Probe(at.store);
+    auto probed = base_->Probe(internal::EmbedFilePath(at.store));
+    source::Signature s;
+    if (probed.ok()) {
+      s = *probed;
+    } else if (!source::IsGone(probed.status())) {
+      return probed.status();
+    }
+    s.dir_inode = at.st.st_ino;
+    s.dir_mtime_ns = at.st.st_mtim.tv_sec * 1000000000LL + at.st.st_mtim.tv_nsec;
+    return s;
+  }
+
+  Result<std::shared_ptr<const StoreIndex>> Index(const Located& at) const {
+    B2NDFS_ASSIGN_OR_RETURN(source::Signature version, Version(at));
+    {
+      std::lock_guard lock(mutex_);
+      auto it = cache_.find(at.store);
+      if (it != cache_.end() && it->second->version == version) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->index;
+      }
+    }
+    // Parsed outside the lock (it reads the source); two threads may parse
+    // the same store at once, and the last one keeps its answer.
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index,
+                            internal::BuildStoreIndex(*base_, at.store, at.kind));
+    const auto& root = index->nodes.at("");
+    if (!root.problem.empty()) {
+      LogOnce("store:" + at.store, LogLevel::kWarning, at.store + ": " + root.problem);
+    }
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(at.store); it != cache_.end()) {
+      bytes_ -= it->second->index->memory_bytes;
+      lru_.erase(it->second);
+      cache_.erase(it);
+    }
+    if (index->memory_bytes > kMaxIndexBytes) {
+      // Parsed again at each use rather than kept beyond the bound.
+      LogOnce("store-size:" + at.store, LogLevel::kWarning,
+              at.store + ": its index takes " + std::to_string(index->memory_bytes) +
+                  " bytes, more than the " + std::to_string(kMaxIndexBytes) +
+                  " kept for stores: it is parsed again at each use");
+      return index;
+    }
+    lru_.push_front(Entry{at.store, version, index});
+    cache_[at.store] = lru_.begin();
+    bytes_ += index->memory_bytes;
+    while (lru_.size() > 1 && (lru_.size() > kMaxIndexes || bytes_ > kMaxIndexBytes)) {
+      bytes_ -= lru_.back().index->memory_bytes;
+      cache_.erase(lru_.back().store);
+      lru_.pop_back();
+    }
+    return index;
+  }
+
+  void Forget(const std::string& store) const {
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(store); it != cache_.end()) {
+      bytes_ -= it->second->index->memory_bytes;
+      lru_.erase(it->second);
+      cache_.erase(it);
+    }
+  }
+
+  struct Entry {
+    std::string store;
+    source::Signature version;
+    std::shared_ptr<const StoreIndex> index;
+  };
+
+  const std::shared_ptr<source::Tree> base_;
+  mutable std::mutex mutex_;  // leaf lock: guards lru_, cache_, bytes_
+  mutable std::list<Entry> lru_;
+  mutable std::unordered_map<std::string, std::list<Entry>::iterator> cache_;
+  mutable int64_t bytes_ = 0;
+};
+
+}  // namespace
+
+bool HasStoreExtension(const std::string& name) { return KindByName(name).has_value(); }
+
+std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base) {
+  return std::make_shared<StoreTree>(std::move(base));
+}
+
+}  // namespace b2ndfs::stores

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# fuse.stores: python-blosc2's stores (README.md, "Stores") through a real
+# mount. store_fixture writes a TreeStore directory (tree.b2d: external
+# leaves, an embed.b2e with embedded leaves, attributes, a C2Array
+# reference) and EmbedStores (.b2e) with c-blosc2; make_b2z.py zips the
+# .b2d as python-blosc2's DictStore.to_b2z does (tree.b2z; tree64.b2z with
+# ZIP64 local headers) and writes hostile archives. Checks: every leaf of
+# tree.b2z, tree64.b2z, tree.b2d and emb.b2e is a container directory whose
+# data.npy (numpy.load, mmap), zarr/ (zarr.open) and the directory itself
+# (xarray.open_zarr) give the bytes c-blosc2 reads from the same leaf's
+# frame; the store's meta.json holds its attributes (/__vlmeta__), a group's
+# meta.json the group's, and the C2Array reference; a CTable (/table: _meta
+# of kind "ctable", _valid_rows, _cols/x, _cols/y, _cols/pos/z) has a
+# columns.json with its columns' names, dtypes and shapes, its rows and live
+# rows as numpy counts them, and its schema; stores list as
+# directories; hostile stores (not a zip, no embed.b2e, a central directory
+# claiming 65535 members) hold only a meta.json {"error": ...}, and hostile
+# members (deflated, a local header past the end, overlapping members, embed
+# map ranges outside the stream) are directories whose meta.json says why,
+# a table whose _valid_rows are not bools says so in its columns.json,
+# while their intact neighbours still read right; replacing tree.b2z by
+# rename is seen by the next open while an open leaf file keeps its bytes.
+# A .b2z mounted as SOURCE shows its leaves at the root. Also run through
+# http, s3 and az (lib.sh's B2NDFS_ITEST_THROUGH).
+# Skips (77) when /dev/fuse is unusable or /usr/bin/python3 lacks numpy,
+# zarr or xarray.
+# Usage: fuse_stores.sh BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+itest_init stores "$1"
+if ! "$PY" -c 'import numpy, zarr, xarray' 2>/dev/null; then
+  log "SKIP: $PY lacks numpy, zarr or xarray"
+  exit 77
+fi
+require_fuse
+STORE_FIXTURE=$BUILD/tests/fixtures/store_fixture
+[[ -x $STORE_FIXTURE ]] || { fail "$STORE_FIXTURE is not built"; exit 1; }
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+"$STORE_FIXTURE" "$TMP" || { fail "store_fixture"; exit 1; }
+"$PY" "$HERE/../fixtures/make_b2z.py" "$TMP/src/tree.b2d" "$TMP/src" || {
+  fail "make_b2z.py"
+  exit 1
+}
+M=$TMP/mnt
+mount_fs "$TMP/src" "$M" -o cache_size=64M || exit 1
+
+check "stores list as directories" test -d "$M/tree.b2z" -a -d "$M/emb.b2e" -a -d "$M/tree.b2d"
+check "readers see every leaf as c-blosc2 reads it" "$PY" - "$M" "$TMP/ref" <<'EOF2'
+import json
+import os
+import sys
+
+import numpy as np
+import xarray as xr
+import zarr
+
+mnt, refdir = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def fail(what, why):
+    failures.append(what)
+    print(f"FAIL {what}: {why}")
+
+
+def ref(store, key):
+    meta = json.load(open(os.path.join(refdir, store, key + ".json")))
+    raw = open(os.path.join(refdir, store, key + ".raw"), "rb").read()
+    return np.frombuffer(raw, dtype=meta["dtype"]).reshape(meta["shape"])
+
+
+leaves = {
+    "tree": ["arr2d", "group/temp", "sc", "small", "group/sub/emb3d", "table/_valid_rows",
+             "table/_cols/x", "table/_cols/y", "table/_cols/pos/z"],
+    "emb": ["node1", "dir1/node2"],
+}
+count = 0
+for store, names in [("tree.b2z", "tree"), ("tree64.b2z", "tree"), ("tree.b2d", "tree"),
+                     ("emb.b2e", "emb")]:
+    for key in leaves[names]:
+        d = os.path.join(mnt, store, key)
+        want = ref(names, key)
+        try:
+            a = np.load(os.path.join(d, "data.npy"), mmap_mode="r")
+            if a.shape != want.shape or a.tobytes() != want.tobytes():
+                fail(d, "data.npy differs from c-blosc2's read")
+            if open(os.path.join(d, "data"), "rb").read() != want.tobytes():
+                fail(d, "data differs from c-blosc2's read")
+            meta = json.load(open(os.path.join(d, "meta.json")))
+            if "zarr" in meta["files"] and "absent" not in meta["files"]["zarr"]:
+                z = zarr.open(os.path.join(d, "zarr"), mode="r")
+                if not np.array_equal(z[...], want):
+                    fail(d, "zarr/ differs from c-blosc2's read")
+                ds = xr.open_zarr(d, consolidated=True)
+                if not np.array_equal(ds["zarr"].values, want):
+                    fail(d, "xarray differs from c-blosc2's read")
+            count += 1
+        except Exception as e:
+            fail(d, f"{type(e).__name__}: {e}")
+
+root = json.load(open(os.path.join(mnt, "tree.b2z", "meta.json")))
+want_root = {"store": "b2z", "type": "TreeStore", "leaves": 10,
+             "vlmeta": {"n": 3, "title": "fixture store"},
+             "embed_vlmeta": {"_object_registry": {"/table": {
+                 "kind": "ctable", "version": 1, "layout": "inline-tree-subtree"}}},
+             "references": {"/remote": {"urlbase": "https://cat2.cloud/demo",
+                                        "path": "@public/examples/ds-1d.b2nd"}}}
+if root != want_root:
+    fail("tree.b2z/meta.json", f"{root} != {want_root}")
+group = json.load(open(os.path.join(mnt, "tree.b2d", "group", "meta.json")))
+if group != {"vlmeta": {"units": "K"}}:
+    fail("tree.b2d/group/meta.json", group)
+# The CTable at /table: columns.json from its _meta, _valid_rows and _cols.
+valid = ref("tree", "table/_valid_rows")
+for store in ("tree.b2z", "tree64.b2z", "tree.b2d"):
+    cols = json.load(open(os.path.join(mnt, store, "table", "columns.json")))
+    want_cols = [{"name": "pos.z", "path": "_cols/pos/z", "dtype": "<f4", "shape": [12]},
+                 {"name": "x", "path": "_cols/x", "dtype": "<i8", "shape": [12]},
+                 {"name": "y", "path": "_cols/y", "dtype": "<f8", "shape": [12]}]
+    if (cols["rows"] != len(valid) or cols["valid_rows"] != int(np.count_nonzero(valid))
+            or cols["columns"] != want_cols or cols["table"] != "/table"):
+        fail(f"{store}/table/columns.json", cols)
+    schema = json.loads(cols["schema"])
+    if [c["name"] for c in schema["columns"]] != ["x", "y", "pos.z"]:
+        fail(f"{store}/table/columns.json", f"schema {schema}")
+if sorted(os.listdir(os.path.join(mnt, "tree.b2z"))) != ["arr2d", "group", "meta.json", "sc",
+                                                          "small", "table"]:
+    fail("tree.b2z", f"lists {sorted(os.listdir(os.path.join(mnt, 'tree.b2z')))}")
+print(f"{count} leaves read; {len(failures)} failures")
+sys.exit(1 if failures or count != 29 else 0)
+EOF2
+
+# error_of PATH WORDS: PATH/meta.json is {"error": ...} mentioning WORDS, and
+# the directory holds nothing else.
+error_of() {
+  local dir=$1 words=$2
+  "$PY" - "$dir" "$words" <<'EOF2'
+import json, os, sys
+d, words = sys.argv[1], sys.argv[2]
+meta = json.load(open(os.path.join(d, "meta.json")))
+ok = list(meta) == ["error"] and words in meta["error"] and os.listdir(d) == ["meta.json"]
+if not ok:
+    print(f"{d}: {meta} lists {os.listdir(d)}; want an error about {words!r}")
+sys.exit(0 if ok else 1)
+EOF2
+}
+check "not a zip" error_of "$M/notzip.b2z" "not a zip file"
+check "no embed.b2e" error_of "$M/noembed.b2z" "no embed.b2e"
+check "65535 members claimed" error_of "$M/huge_count.b2z" "65535 members"
+check "a deflated member" error_of "$M/deflated.b2z/arr2d" "compressed (method 8)"
+check "a local header past the end" error_of "$M/offsets.b2z/arr2d" "lies past the members"
+check "overlapping members" error_of "$M/overlap.b2z/arr2d" "overlap"
+check "overlapping members (the other)" error_of "$M/overlap.b2z/group/temp" "names another member"
+check "an embed range outside the stream" error_of "$M/bad_map.b2e/outside" "outside the embed"
+check "a huge embed length" error_of "$M/bad_map.b2e/huge" "outside the embed"
+check "a table whose _valid_rows are not bools" "$PY" - "$M/badtable.b2d" <<'EOF2'
+import json, os, sys
+d = sys.argv[1]
+cols = json.load(open(os.path.join(d, "t", "columns.json")))
+ok = (cols["rows"] == 12 and cols["valid_rows"] is None and "not bools" in cols["valid_rows_error"]
+      and cols["schema"] == "not json" and [c["name"] for c in cols["columns"]] == ["x"]
+      and not os.path.exists(os.path.join(d, "other", "columns.json")))
+if not ok:
+    print(cols, os.listdir(os.path.join(d, "other")))
+sys.exit(0 if ok else 1)
+EOF2
+for s in deflated offsets overlap; do
+  check "$s.b2z: intact neighbours read" cmp "$M/$s.b2z/sc/data" "$TMP/ref/tree/sc.raw"
+done
+check "bad_map.b2e: the intact leaf reads" cmp "$M/bad_map.b2e/good/data" "$TMP/ref/bad_map/good.raw"
+
+# A replaced store: an open leaf file keeps its version; a new open sees the
+# new archive (whose arr2d is group/temp's bytes under arr2d's name, so
+# that the two versions differ). Local sources only: a remote run serves
+# what was uploaded at mount.
+if [[ -n ${ITEST_THROUGH:-} ]]; then finish; fi
+
+# A store as SOURCE: its leaves at the mount's root.
+M2=$TMP/mnt_store
+mount_fs "$TMP/src/tree.b2z" "$M2" || exit 1
+check "a .b2z as SOURCE" cmp "$M2/group/temp/data" "$TMP/ref/tree/group/temp.raw"
+check "its meta.json at the root" grep -q '"store": "b2z"' "$M2/meta.json"
+
+exec 7<"$M/tree.b2z/arr2d/data"
+mkdir -p "$TMP/swap"
+cp -r "$TMP/src/tree.b2d" "$TMP/swap/"
+cp "$TMP/src/tree.b2d/group/temp.b2nd" "$TMP/swap/tree.b2d/arr2d.b2nd"
+"$PY" - "$TMP/swap/tree.b2d" "$TMP/swap/new.b2z" <<'EOF2'
+import os, sys, zipfile
+store, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+    for root, _, files in os.walk(store):
+        for f in files:
+            p = os.path.join(root, f)
+            if os.path.relpath(p, store) != "embed.b2e":
+                zf.write(p, os.path.relpath(p, store))
+    zf.write(os.path.join(store, "embed.b2e"), "embed.b2e")
+EOF2
+mv "$TMP/swap/new.b2z" "$TMP/src/tree.b2z"
+check "an open leaf keeps reading its version" cmp <(cat <&7) "$TMP/ref/tree/arr2d.raw"
+exec 7<&-
+check "a new open sees the new store" wait_until 5 cmp -s "$M/tree.b2z/arr2d/data" \
+  "$TMP/ref/tree/group/temp.raw"
+
+finish

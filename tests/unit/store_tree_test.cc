@@ -1,0 +1,181 @@
+// The stores tree (stores/store_tree.h) under vfs::Filesystem, over a fake
+// source tree holding a .b2z archive in memory: the store is a directory, a
+// leaf named without an extension is a container (source::Tree::IsContainer,
+// asked by vfs), its data reads the member's array in place, and a replaced
+// archive is a new version while an open file reads on the one it opened.
+#include "b2ndfs/stores/store_tree.h"
+
+#include <fcntl.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "b2nd_writer.h"
+#include "b2ndfs/util/log.h"
+#include "b2ndfs/vfs/filesystem.h"
+#include "fake_tree.h"
+#include "temp_dir.h"
+#include "test_store.h"
+#include "zip_test_archive.h"
+
+namespace b2ndfs {
+namespace {
+
+using testing::Bytes;
+using testing::FakeTree;
+
+// A float32 array of 100 items (value + i) as c-blosc2 writes it: frame bytes
+// and C-order bytes.
+std::pair<std::string, Bytes> MakeLeaf(float value) {
+  testing::TempDir dir("b2ndfs_store_tree");
+  const std::string path = (dir.path / "a.b2nd").string();
+  std::vector<float> values(100);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = value + static_cast<float>(i);
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  cparams.typesize = 4;
+  cparams.nthreads = 1;
+  int64_t shape[] = {100};
+  int32_t chunks[] = {40};
+  int32_t blocks[] = {10};
+  b2nd_free(
+      testing::WriteContiguous(path, cparams, 1, shape, chunks, blocks, "<f4", values.data(), 400));
+  std::ifstream in(path, std::ios::binary);
+  std::string frame((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Bytes data(400);
+  std::memcpy(data.data(), values.data(), 400);
+  return {frame, data};
+}
+
+// An empty EmbedStore frame tagged as a TreeStore's (tree_store.py).
+std::string EmptyEmbedStore() {
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
+  blosc2_storage storage = {.contiguous = true, .cparams = &cparams, .dparams = &dparams};
+  blosc2_schunk* s = blosc2_schunk_new(&storage);
+  REQUIRE(s != nullptr);
+  uint8_t tag[] = {0x81, 0xa7, 'v', 'e', 'r', 's', 'i', 'o', 'n', 0x01};  // {"version": 1}
+  REQUIRE(blosc2_meta_add(s, "b2tree", tag, sizeof(tag)) >= 0);
+  uint8_t* cframe = nullptr;
+  bool needs_free = false;
+  const int64_t len = blosc2_schunk_to_buffer(s, &cframe, &needs_free);
+  REQUIRE(len > 0);
+  std::string out(reinterpret_cast<char*>(cframe), static_cast<size_t>(len));
+  if (needs_free) free(cframe);
+  blosc2_schunk_free(s);
+  return out;
+}
+
+Bytes Archive(const std::string& leaf_frame, const std::string& embed, bool deflated = false) {
+  testing::TestArchive a = testing::MakeTestArchive(
+      {{"grp/leaf.b2nd", leaf_frame, deflated ? 8 : 0}, {"embed.b2e", embed}});
+  return a.bytes;
+}
+
+struct StoreMount {
+  StoreMount() : fake(std::make_shared<FakeTree>()), store(64 << 20, 4, 0) {}
+  void Start() {
+    SetLogLevel(LogLevel::kError);
+    vfs::Options options;
+    options.source = FakeTree::kRoot;
+    options.tree = stores::MakeStoreTree(fake);
+    fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
+  }
+  Result<vfs::Attr> Lookup(const std::vector<std::string>& path) {
+    vfs::Ino ino = vfs::kRootIno;
+    Result<vfs::Attr> attr = Status(ENOENT, "empty path");
+    for (const auto& name : path) {
+      attr = fs->Lookup(ino, name);
+      if (!attr.ok()) return attr;
+      ino = attr->st.st_ino;
+    }
+    return attr;
+  }
+  Bytes ReadAll(const vfs::FileHandle& handle, size_t length) {
+    Bytes out(length);
+    auto n = fs->Read(handle, 0, length, out.data());
+    INFO((n.ok() ? "" : n.status().message()));
+    REQUIRE(n.ok());
+    out.resize(*n);
+    return out;
+  }
+  std::shared_ptr<FakeTree> fake;
+  testing::TestStore store;
+  std::unique_ptr<vfs::Filesystem> fs;
+};
+
+Bytes ToBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+}  // namespace
+
+TEST_CASE("a .b2z is a directory whose extensionless leaf is a container", "[stores]") {
+  auto [frame, data] = MakeLeaf(1.5f);
+  StoreMount m;
+  m.fake->PutFile("s.b2z", Archive(frame, EmptyEmbedStore()));
+  m.Start();
+  auto store = m.Lookup({"s.b2z"});
+  REQUIRE(store.ok());
+  CHECK(S_ISDIR(store->st.st_mode));
+  auto leaf = m.Lookup({"s.b2z", "grp", "leaf"});
+  REQUIRE(leaf.ok());
+  CHECK(S_ISDIR(leaf->st.st_mode));  // a container directory, not the member's bytes
+  auto file = m.Lookup({"s.b2z", "grp", "leaf", "data"});
+  REQUIRE(file.ok());
+  CHECK(file->st.st_size == 400);
+  auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
+  REQUIRE(handle.ok());
+  CHECK(m.ReadAll(*handle, 400) == data);
+  auto meta = m.Lookup({"s.b2z", "meta.json"});
+  REQUIRE(meta.ok());
+  CHECK(S_ISREG(meta->st.st_mode));
+}
+
+TEST_CASE("a replaced .b2z is a new version; an open leaf file reads the one it opened",
+          "[stores]") {
+  auto [frame1, data1] = MakeLeaf(1.0f);
+  auto [frame2, data2] = MakeLeaf(500.0f);
+  StoreMount m;
+  const std::string embed = EmptyEmbedStore();
+  m.fake->PutFile("s.b2z", Archive(frame1, embed));
+  m.Start();
+  auto file = m.Lookup({"s.b2z", "grp", "leaf", "data"});
+  REQUIRE(file.ok());
+  auto old_handle = m.fs->Open(file->st.st_ino, O_RDONLY);
+  REQUIRE(old_handle.ok());
+  m.fake->PutFile("s.b2z", Archive(frame2, embed));
+  CHECK(m.ReadAll(*old_handle, 400) == data1);
+  // The names are looked up again (the kernel would, after ESTALE).
+  auto fresh = m.Lookup({"s.b2z", "grp", "leaf", "data"});
+  REQUIRE(fresh.ok());
+  auto new_handle = m.fs->Open(fresh->st.st_ino, O_RDONLY);
+  REQUIRE(new_handle.ok());
+  CHECK(m.ReadAll(*new_handle, 400) == data2);
+}
+
+TEST_CASE("what cannot be read in place is a directory holding a meta.json error", "[stores]") {
+  auto [frame, data] = MakeLeaf(2.0f);
+  StoreMount m;
+  m.fake->PutFile("deflated.b2z", Archive(frame, EmptyEmbedStore(), true));
+  m.fake->PutFile("junk.b2z", ToBytes("not a zip archive at all, just words"));
+  m.Start();
+  auto leaf = m.Lookup({"deflated.b2z", "grp", "leaf"});
+  REQUIRE(leaf.ok());
+  CHECK(S_ISDIR(leaf->st.st_mode));
+  CHECK_FALSE(m.Lookup({"deflated.b2z", "grp", "leaf", "data"}).ok());
+  for (const auto& path : std::vector<std::vector<std::string>>{
+           {"deflated.b2z", "grp", "leaf", "meta.json"}, {"junk.b2z", "meta.json"}}) {
+    auto meta = m.Lookup(path);
+    REQUIRE(meta.ok());
+    auto handle = m.fs->Open(meta->st.st_ino, O_RDONLY);
+    REQUIRE(handle.ok());
+    const Bytes text = m.ReadAll(*handle, static_cast<size_t>(meta->st.st_size));
+    CHECK(std::string(text.begin(), text.end()).find("\"error\"") != std::string::npos);
+  }
+  auto listing = m.fs->OpenDir(m.Lookup({"junk.b2z"})->st.st_ino);
+  REQUIRE(listing.ok());
+  REQUIRE((*listing)->size() == 1);
+  CHECK((*listing)->at(0).name == "meta.json");
+}
+
+}  // namespace b2ndfs
