@@ -216,13 +216,12 @@ class StoreTree final : public source::Tree {
       }
       source::Signature signature = LeafSignature(*found.index, at->rel);
       if (leaf.where == Leaf::Where::kMember) {
-        const auto& m = found.index->zip.members[leaf.member];
         return internal::MakeSliceSource(std::move(src), leaf.offset, leaf.length,
-                                         std::move(signature), at->store + ":" + m.name);
+                                         std::move(signature), at->store + "/" + at->rel);
       }
       return internal::MakeEmbedLeafSource(
           std::move(src), found.index->embed_offset, found.index->embed_size, found.index->embed,
-          leaf.offset, leaf.length, std::move(signature), at->store + ":/" + at->rel);
+          leaf.offset, leaf.length, std::move(signature), at->store + "/" + at->rel);
     }
   }
 
