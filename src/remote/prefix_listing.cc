@@ -149,18 +149,4 @@ Result<bool> PrefixHasEntries(const std::string& prefix, const FetchListedPage& 
   return page.more && !page.keys.empty();
 }
 
-Result<std::vector<IndexEntry>> ListAllPages(const std::string& prefix, int64_t dir_mtime,
-                                             const FetchListedPage& fetch, bool* marked) {
-  PrefixPager pager(prefix, dir_mtime, fetch);
-  std::vector<IndexEntry> out;
-  while (!pager.done()) {
-    B2NDFS_ASSIGN_OR_RETURN(std::vector<IndexEntry> page, pager.Next());
-    std::move(page.begin(), page.end(), std::back_inserter(out));
-  }
-  if (marked != nullptr) *marked = pager.marked();
-  std::sort(out.begin(), out.end(),
-            [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
-  return out;
-}
-
 }  // namespace b2ndfs::remote

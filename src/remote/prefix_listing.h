@@ -99,9 +99,4 @@ std::unique_ptr<EntryPages> MakePrefixPages(std::string path, std::string prefix
 Result<bool> PrefixHasEntries(const std::string& prefix, const FetchListedPage& fetch,
                               bool marker_makes_directory);
 
-// Every entry directly below `prefix`, all pages, sorted by name.
-// `marked` (if given) is set as PrefixPager::marked() says.
-Result<std::vector<IndexEntry>> ListAllPages(const std::string& prefix, int64_t dir_mtime,
-                                             const FetchListedPage& fetch, bool* marked = nullptr);
-
 }  // namespace b2ndfs::remote
