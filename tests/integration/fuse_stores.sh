@@ -12,7 +12,11 @@
 # meta.json the group's, and the C2Array reference; a CTable (/table: _meta
 # of kind "ctable", _valid_rows, _cols/x, _cols/y, _cols/pos/z) has a
 # columns.json with its columns' names, dtypes and shapes, its rows and live
-# rows as numpy counts them, and its schema; stores list as
+# rows as numpy counts them, and its schema; each table's valid/NAME.npy
+# (tree's /table, tables.b2d and tables.b2z: /mixed with bool, |S3, <U2,
+# 2-D and UTF-8 columns, /big with 200,000 rows) is numpy's col[valid] of
+# the leaves' data.npy, at any offset, and a UTF-8 column has none; store
+# directories and groups open with xarray.open_zarr; stores list as
 # directories; hostile stores (not a zip, no embed.b2e, a central directory
 # claiming 65535 members) hold only a meta.json {"error": ...}, and hostile
 # members (deflated, a local header past the end, overlapping members, embed
