@@ -124,8 +124,8 @@ Rows CountRows(const FrameRef& frame) {
   return out;
 }
 
-// A column's logical name from its path below _cols (ctable_storage.py,
-// _column_name_to_relpath and join_field_path): segments percent-decoded,
+// A column's logical name from its path below _cols (ctable_storage.py at
+// 058e126, _column_name_to_relpath, line 451, and join_field_path, 433): segments percent-decoded,
 // then joined with "." after escaping "\", "." and "/" with a backslash.
 std::string ColumnName(const std::string& rel) {
   std::string out;

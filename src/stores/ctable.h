@@ -1,4 +1,5 @@
-// Private to stores: python-blosc2's CTable inside a store (ctable_storage.py:
+// Private to stores: python-blosc2's CTable inside a store (ctable_storage.py
+// at 058e126, lines 399-501 for the keys and companions below:
 // a table root holds "_meta", an SChunk whose vlmeta say kind "ctable",
 // version and schema (a JSON text); "_valid_rows", a 1-D bool NDArray of
 // the physical rows, True where a row is live; "_cols/NAME", one array per
