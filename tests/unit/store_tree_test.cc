@@ -307,4 +307,33 @@ TEST_CASE("what cannot be read in place is a directory holding a meta.json error
   CHECK((*listing)->at(0).name == "meta.json");
 }
 
+TEST_CASE("a store group is a Zarr group whose variable is the leaf's own directory", "[stores]") {
+  auto [frame, data] = MakeLeaf(2.5f);
+  StoreMount m;
+  m.fake->PutFile("s.b2z", Archive(frame, EmptyEmbedStore()));
+  m.Start();
+  auto zmeta = m.Lookup({"s.b2z", "grp", ".zmetadata"});
+  REQUIRE(zmeta.ok());
+  auto handle = m.fs->Open(zmeta->st.st_ino, O_RDONLY);
+  REQUIRE(handle.ok());
+  Bytes text = m.ReadAll(*handle, static_cast<size_t>(zmeta->st.st_size));
+  const std::string json(text.begin(), text.end());
+  CHECK(json.find("\"leaf/.zarray\"") != std::string::npos);
+  CHECK(json.find("\"leaf_dim_0\"") != std::string::npos);
+  // The chunk keys the group's readers ask the leaf's directory for: zarr/'s
+  // chunk files (40 items each; the edge chunk padded to 40).
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    auto file = m.Lookup({"s.b2z", "grp", "leaf", std::to_string(chunk)});
+    REQUIRE(file.ok());
+    CHECK(file->st.st_size == 160);
+    auto h = m.fs->Open(file->st.st_ino, O_RDONLY);
+    REQUIRE(h.ok());
+    Bytes got = m.ReadAll(*h, 160);
+    const size_t n = chunk < 2 ? 160 : 80;
+    CHECK(Bytes(got.begin(), got.begin() + static_cast<int64_t>(n)) ==
+          Bytes(data.begin() + chunk * 160, data.begin() + chunk * 160 + static_cast<int64_t>(n)));
+  }
+  CHECK(!m.Lookup({"s.b2z", "grp", "leaf", "3"}).ok());
+  CHECK(!m.Lookup({"s.b2z", "grp", "leaf", "x1"}).ok());
+}
 }  // namespace b2ndfs
