@@ -225,8 +225,9 @@ int main(int argc, char** argv) {
   vfs::Options fs_options;
   fs_options.source = cl.source;
   // python-blosc2's stores (.b2z, .b2d, .b2e) shown as directories of their
-  // leaves, whatever the source.
-  fs_options.tree = stores::MakeStoreTree(tree ? tree : source::MakeLocalTree(cl.source));
+  // leaves, whatever the source; a CTable's valid/ files read its leaves
+  // through `store`.
+  fs_options.tree = stores::MakeStoreTree(tree ? tree : source::MakeLocalTree(cl.source), &store);
   fs_options.views = view_kinds;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;

@@ -5,9 +5,12 @@
 #include <map>
 
 #include "b2ndfs/codec/decompressor.h"
+#include "b2ndfs/format/dtype.h"
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/format/vlen.h"
+#include "b2ndfs/util/checked_math.h"
 
 namespace b2ndfs::stores::internal {
 namespace {
@@ -39,7 +42,8 @@ std::string ShapeJson(const std::vector<int64_t>& shape) {
 struct Rows {
   int64_t rows = -1;
   int64_t valid = -1;
-  std::string error;  // why valid is unknown
+  std::string error;                                  // why valid is unknown
+  std::shared_ptr<std::vector<int64_t>> live_before;  // ValidFileSpec's; set with valid
 };
 
 Rows CountRows(const FrameRef& frame) {
@@ -63,8 +67,12 @@ Rows CountRows(const FrameRef& frame) {
     return out;
   }
   const int64_t nchunks = (out.rows + chunk_items - 1) / chunk_items;
+  const int64_t segments = (out.rows + kSegmentRows - 1) / kSegmentRows;
+  // Live rows per segment first, summed into live_before at the end.
+  auto live = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(segments) + 1, 0);
   if (out.rows == 0) {
     out.valid = 0;
+    out.live_before = std::move(live);
     return out;
   }
   if (info->nchunks != nchunks) {
@@ -100,14 +108,24 @@ Rows CountRows(const FrameRef& frame) {
     items.resize(static_cast<size_t>(chunk_items));
     if (Status s = d.DecompressAll(*chunk, items); !s.ok()) return Rows{out.rows, -1, s.message()};
     const int64_t n = std::min(chunk_items, out.rows - i * chunk_items);
-    valid += std::count_if(items.begin(), items.begin() + n, [](uint8_t b) { return b != 0; });
+    for (int64_t j = 0; j < n;) {
+      const int64_t row = i * chunk_items + j;
+      const int64_t seg_end = std::min(n, j + kSegmentRows - row % kSegmentRows);
+      const int64_t c = std::count_if(items.begin() + j, items.begin() + seg_end,
+                                      [](uint8_t b) { return b != 0; });
+      (*live)[static_cast<size_t>(row / kSegmentRows) + 1] += c;
+      valid += c;
+      j = seg_end;
+    }
   }
+  for (size_t s = 1; s < live->size(); ++s) (*live)[s] += (*live)[s - 1];
   out.valid = valid;
+  out.live_before = std::move(live);
   return out;
 }
 
-// A column's logical name from its path below _cols (ctable_storage.py,
-// _column_name_to_relpath and join_field_path): segments percent-decoded,
+// A column's logical name from its path below _cols (ctable_storage.py at
+// 058e126, _column_name_to_relpath, line 451, and join_field_path, 433): segments percent-decoded,
 // then joined with "." after escaping "\", "." and "/" with a backslash.
 std::string ColumnName(const std::string& rel) {
   std::string out;
@@ -138,10 +156,101 @@ std::string ColumnName(const std::string& rel) {
   return out;
 }
 
+// What valid/NAME.npy of a column would be, or why there is none.
+struct ValidPlan {
+  std::shared_ptr<ValidFileSpec> spec;
+  std::string absent;
+};
+
+// Column kinds whose items are whole values of a fixed width (NumPy kinds).
+bool FixedWidthKind(const std::string& descr) {
+  // Simple descrs are quoted type strings: "'<f8'", "'|b1'", "'<U8'".
+  if (descr.size() < 4 || descr[0] != '\'') return false;
+  return std::string("biufcSUMm").find(descr[2]) != std::string::npos;
+}
+
+ValidPlan PlanValidFile(const format::FrameInfo& info, const format::NdMeta& nd, const Rows& rows) {
+  ValidPlan out;
+  auto tag = format::DecodeContentTag(info.metalayers);
+  if (!tag.ok() || tag->kind != format::ContentKind::kArray || tag->proxy) {
+    out.absent = tag.ok() ? std::string("its frame holds ") +
+                                (tag->proxy ? "a proxy cache" : format::ContentName(tag->kind)) +
+                                ", not an array of values"
+                          : tag.status().message();
+    return out;
+  }
+  if (rows.valid < 0) {
+    out.absent = "the live rows are not known: " + rows.error;
+    return out;
+  }
+  if (nd.ndim < 1 || nd.shape[0] != rows.rows) {
+    out.absent = "its shape " + ShapeJson(nd.shape) + " does not have the table's " +
+                 std::to_string(rows.rows) + " rows";
+    return out;
+  }
+  const format::DtypeCheck dtype = format::CheckDtype(nd.dtype, info.typesize);
+  if (dtype.note) {
+    out.absent = *dtype.note;
+    return out;
+  }
+  if (!FixedWidthKind(dtype.npy_descr)) {
+    out.absent = "its dtype " + (nd.dtype ? *nd.dtype : std::string("(none)")) +
+                 " is not numeric, bool or a fixed-width string";
+    return out;
+  }
+  std::optional<int64_t> row_bytes = int64_t{info.typesize};
+  for (int a = 1; a < nd.ndim && row_bytes; ++a) {
+    row_bytes = CheckedMul(*row_bytes, nd.shape[static_cast<size_t>(a)]);
+  }
+  if (!row_bytes || *row_bytes <= 0 || *row_bytes > kMaxValidRowBytes) {
+    out.absent =
+        "its rows are empty or longer than " + std::to_string(kMaxValidRowBytes) + " bytes";
+    return out;
+  }
+  auto spec = std::make_shared<ValidFileSpec>();
+  std::vector<int64_t> shape = nd.shape;
+  shape[0] = rows.valid;
+  spec->header = NpyHeader(dtype.npy_descr, shape);
+  spec->rows = rows.rows;
+  spec->live = rows.valid;
+  spec->row_bytes = *row_bytes;
+  spec->live_before = rows.live_before;
+  out.spec = std::move(spec);
+  return out;
+}
+
 }  // namespace
 
-std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std::string& dir,
-                                             const LeafFrames& frames) {
+std::string ValidFileName(const std::string& rel) {
+  std::string name = rel;
+  std::replace(name.begin(), name.end(), '/', '.');
+  return name + ".npy";
+}
+
+std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
+  std::string dict = "{'descr': " + descr + ", 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    dict += std::to_string(shape[i]);
+    if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
+    if (i + 1 < shape.size()) dict += " ";
+  }
+  dict += "), }";
+  // Version 1.0 has a 2-byte header length; longer headers need 2.0. The
+  // whole preamble is padded with spaces to a multiple of 64 and ends in \n.
+  const bool v2 = dict.size() + 1 + 10 > 65535;
+  const size_t total = (v2 ? 12 : 10) + dict.size() + 1;
+  dict.append((total + 63) / 64 * 64 - total, ' ');
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\0';
+  const uint32_t len = static_cast<uint32_t>(dict.size());
+  for (int b = 0; b < (v2 ? 4 : 2); ++b) out += static_cast<char>((len >> (8 * b)) & 0xff);
+  return out + dict;
+}
+
+std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::string& dir,
+                                         const LeafFrames& frames) {
   const std::string prefix = dir.empty() ? "" : dir + "/";
   auto meta_node = index.nodes.find(prefix + "_meta");
   if (meta_node == index.nodes.end() || !meta_node->second.leaf) return std::nullopt;
@@ -161,10 +270,11 @@ std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std:
   }
   if (kind != "\"ctable\"") return std::nullopt;
 
-  std::string doc =
-      "{\n  \"table\": " + format::JsonQuote("/" + dir) + ",\n  \"version\": " + version;
+  CTableFiles files;
+  std::string& doc = files.columns_json;
+  doc = "{\n  \"table\": " + format::JsonQuote("/" + dir) + ",\n  \"version\": " + version;
   auto valid_node = index.nodes.find(prefix + "_valid_rows");
-  Rows rows{-1, -1, "no _valid_rows"};
+  Rows rows{-1, -1, "no _valid_rows", nullptr};
   if (valid_node != index.nodes.end() && valid_node->second.leaf) {
     if (auto vr = frames(prefix + "_valid_rows")) rows = CountRows(*vr);
   }
@@ -172,6 +282,8 @@ std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std:
   doc += ",\n  \"valid_rows\": " +
          (rows.valid >= 0 ? std::to_string(rows.valid) : std::string("null"));
   if (!rows.error.empty()) doc += ",\n  \"valid_rows_error\": " + format::JsonQuote(rows.error);
+  // valid/ is made only where the table has no entry of that name.
+  const bool valid_dir_free = index.nodes.count(prefix + "valid") == 0;
 
   // Columns: the leaves below _cols, companions attached to their column.
   struct Column {
@@ -179,6 +291,7 @@ std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std:
     std::string dtype = "null";
     std::string shape = "null";
     std::map<std::string, std::string> companions;
+    ValidPlan valid;
   };
   std::map<std::string, Column> columns;  // by relative path below _cols
   const std::string cols = prefix + "_cols/";
@@ -200,19 +313,24 @@ std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std:
       continue;
     }
     c.path = path.substr(prefix.size());
+    c.valid.absent = "not an NDArray";
     if (auto f = frames(path)) {
       auto info = format::ParseFrame(f->read, f->size);
       if (info.ok()) {
         if (auto nd = ArrayMeta(*info)) {
           c.dtype = nd->dtype ? format::JsonQuote(*nd->dtype) : "null";
           c.shape = ShapeJson(nd->shape);
+          c.valid = PlanValidFile(*info, *nd, rows);
         }
+      } else {
+        c.valid.absent = info.status().message();
       }
     }
   }
   doc += ",\n  \"columns\": [";
   bool first = true;
-  for (const auto& [rel, c] : columns) {
+  std::map<std::string, bool> names;  // valid/ file names given
+  for (auto& [rel, c] : columns) {
     if (c.path.empty()) continue;  // a companion without its column
     doc += first ? "\n    " : ",\n    ";
     first = false;
@@ -222,11 +340,34 @@ std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std:
     for (const auto& [what, path] : c.companions) {
       doc += ", " + format::JsonQuote(what) + ": " + format::JsonQuote(path);
     }
+    // A UTF-8 column's leaf holds offsets into NAME.utf8; a dictionary
+    // column's holds codes into NAME_dict (ctable_storage.py).
+    if (c.companions.count("utf8") != 0) {
+      c.valid = {nullptr, "a UTF-8 column: its values have variable lengths"};
+    } else if (auto d = columns.find(rel + "_dict");
+               d != columns.end() && d->second.dtype == "null") {
+      c.valid = {nullptr, "a dictionary column: its leaf holds codes into " + rel + "_dict"};
+    }
+    const std::string file = ValidFileName(rel);
+    if (c.valid.spec && !valid_dir_free) {
+      c.valid = {nullptr, "the table has an entry named valid"};
+    } else if (c.valid.spec && names.count(file) != 0) {
+      c.valid = {nullptr, "another column has the file name valid/" + file};
+    }
+    if (c.valid.spec) {
+      names[file] = true;
+      c.valid.spec->column = prefix + c.path;
+      c.valid.spec->valid_rows = prefix + "_valid_rows";
+      doc += ", \"valid_file\": " + format::JsonQuote("valid/" + file);
+      files.valid_files.emplace_back(file, std::move(c.valid.spec));
+    } else {
+      doc += ", \"valid_file\": null, \"valid_file_absent\": " + format::JsonQuote(c.valid.absent);
+    }
     doc += "}";
   }
   doc += first ? "]" : "\n  ]";
   doc += ",\n  \"schema\": " + schema + "\n}\n";
-  return doc;
+  return files;
 }
 
 }  // namespace b2ndfs::stores::internal

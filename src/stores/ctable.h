@@ -1,4 +1,5 @@
-// Private to stores: python-blosc2's CTable inside a store (ctable_storage.py:
+// Private to stores: python-blosc2's CTable inside a store (ctable_storage.py
+// at 058e126, lines 399-501 for the keys and companions below:
 // a table root holds "_meta", an SChunk whose vlmeta say kind "ctable",
 // version and schema (a JSON text); "_valid_rows", a 1-D bool NDArray of
 // the physical rows, True where a row is live; "_cols/NAME", one array per
@@ -6,12 +7,18 @@
 // "%" percent-encoded; companions "NAME.utf8" (a UTF-8 column's bytes) and
 // "NAME.notnull" (a nullable column's validity)). The table's directory gets
 // a columns.json: its columns (name, path, dtype, shape), the rows, the live
-// rows, and the schema as written.
+// rows, and the schema as written; and a directory valid/ holding, for each
+// column of fixed-width values (numeric, bool, fixed-width strings and
+// bytes), valid/NAME.npy: the column's values at the live rows, in row
+// order (README.md, "python-blosc2 stores"). Its size is known from the
+// live rows counted here; its bytes are read when opened (valid_file.h).
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "b2ndfs/stores/embed_frame.h"
 #include "store_index.h"
@@ -21,6 +28,27 @@ namespace b2ndfs::stores::internal {
 // Live rows are counted up to this many physical rows (more: "valid_rows"
 // is null and says why).
 constexpr int64_t kMaxCountedRows = int64_t{1} << 28;
+// Live rows are counted per segment of this many physical rows, so that a
+// read of valid/NAME.npy finds where its rows lie by looking at one segment
+// of _valid_rows (at most kMaxCountedRows / kSegmentRows + 1 counts a table).
+constexpr int64_t kSegmentRows = int64_t{1} << 16;
+// A valid/NAME.npy row (an item, or a row of a column of more dimensions) is
+// at most this long.
+constexpr int64_t kMaxValidRowBytes = int64_t{1} << 20;
+
+// One valid/NAME.npy file: what its size and reads need.
+struct ValidFileSpec {
+  std::string column;      // the column's leaf, below the store ("t/_cols/x")
+  std::string valid_rows;  // the table's _valid_rows leaf ("t/_valid_rows")
+  std::string header;      // the .npy header: shape (live rows, column's other axes)
+  int64_t rows = 0;        // physical rows (of _valid_rows and of the column)
+  int64_t live = 0;        // live rows
+  int64_t row_bytes = 0;   // bytes of one row of the column
+  // live_before[s]: live rows before physical row s * kSegmentRows (one more
+  // entry than segments; the last is `live`).
+  std::shared_ptr<const std::vector<int64_t>> live_before;
+  int64_t size() const { return static_cast<int64_t>(header.size()) + live * row_bytes; }
+};
 
 struct FrameRef {
   FrameReadAt read;
@@ -29,10 +57,23 @@ struct FrameRef {
 // The frame of the leaf at `path` (below the store); nullopt: no such leaf.
 using LeafFrames = std::function<std::optional<FrameRef>(const std::string& path)>;
 
-// columns.json of directory `dir` of the index, or nullopt when `dir` is not
-// a CTable's root (no "_meta" leaf whose kind is "ctable"). What is wrong
-// inside a table is said in the document, never an error.
-std::optional<std::string> CTableColumnsJson(const StoreIndex& index, const std::string& dir,
-                                             const LeafFrames& frames);
+struct CTableFiles {
+  std::string columns_json;
+  // By file name below valid/ ("x.npy"; a nested column "pos/z": "pos.z.npy").
+  std::vector<std::pair<std::string, std::shared_ptr<const ValidFileSpec>>> valid_files;
+};
+
+// columns.json and valid/ of directory `dir` of the index, or nullopt when
+// `dir` is not a CTable's root (no "_meta" leaf whose kind is "ctable").
+// What is wrong inside a table is said in columns.json, never an error.
+std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::string& dir,
+                                         const LeafFrames& frames);
+
+// The file name below valid/ of the column at `rel` below _cols ("pos/z":
+// "pos.z.npy").
+std::string ValidFileName(const std::string& rel);
+
+// A NumPy .npy header (format 1.0, or 2.0 when longer) for C-order items.
+std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
 
 }  // namespace b2ndfs::stores::internal

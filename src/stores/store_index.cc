@@ -334,13 +334,23 @@ Status AddTables(const source::Tree& base, const std::string& store, const Watch
     if (node.directory && node.problem.empty()) dirs.push_back(p);
   }
   for (const auto& dir : dirs) {
-    auto json = CTableColumnsJson(*index, dir, frames);
+    auto table = CTableColumns(*index, dir, frames);
     if (!src->read_error.ok()) return src->read_error;
     if (!failed.ok()) return failed;
     for (const auto& f : files) {
       if (!f->read_error.ok()) return f->read_error;
     }
-    if (json) index->nodes[dir].columns_json = std::move(*json);
+    if (!table) continue;
+    index->nodes[dir].columns_json = std::move(table->columns_json);
+    if (table->valid_files.empty()) continue;
+    const std::string valid_dir = dir.empty() ? "valid" : dir + "/valid";
+    index->nodes[valid_dir];  // a directory (CTableColumns checked the name is free)
+    for (auto& [name, spec] : table->valid_files) {
+      Node n;
+      n.directory = false;
+      n.valid_file = std::move(spec);
+      index->nodes[valid_dir + "/" + name] = std::move(n);
+    }
   }
   return Status::Ok();
 }
@@ -494,7 +504,12 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
   int64_t bytes = sizeof(StoreIndex) + (index->embed ? index->embed->memory_bytes() : 0);
   for (const auto& [p, node] : index->nodes) {
     bytes += static_cast<int64_t>(p.capacity() * 2 + sizeof(Node) + node.meta_json.capacity() +
-                                  node.problem.capacity());
+                                  node.problem.capacity() + node.columns_json.capacity());
+    if (node.valid_file) {
+      bytes += static_cast<int64_t>(sizeof(ValidFileSpec) + node.valid_file->header.capacity() +
+                                    node.valid_file->live_before->size() * 8 +
+                                    node.valid_file->column.capacity() * 2);
+    }
     for (const auto& c : node.children) bytes += static_cast<int64_t>(c.capacity() + 32);
   }
   for (const auto& m : index->zip.members) {

@@ -27,9 +27,13 @@ struct Leaf {
   int64_t length = 0;  // kMember, kEmbed: bytes
 };
 
+struct ValidFileSpec;  // ctable.h
+
 struct Node {
   bool directory = true;
-  std::optional<Leaf> leaf;           // a leaf container
+  std::optional<Leaf> leaf;  // a leaf container
+  // A CTable's valid/NAME.npy (a plain file made from two leaves).
+  std::shared_ptr<const ValidFileSpec> valid_file;
   std::string problem;                // non-empty: a directory holding only meta.json saying why
   std::string meta_json;              // a directory's meta.json (empty: none)
   std::string columns_json;           // a CTable root's columns.json (empty: none)

@@ -10,8 +10,10 @@
 #include <unordered_map>
 
 #include "b2ndfs/util/log.h"
+#include "ctable.h"
 #include "leaf_sources.h"
 #include "store_index.h"
+#include "valid_file.h"
 
 namespace b2ndfs::stores {
 namespace {
@@ -101,9 +103,15 @@ class StoreFilesAsDirectories final : public source::ListCursor {
   std::unique_ptr<source::ListCursor> base_;
 };
 
+// The size a file node (a leaf, or a CTable's valid/NAME.npy) shows.
+int64_t FileSize(const Node& node) {
+  return node.leaf ? node.leaf->length : node.valid_file->size();
+}
+
 class StoreTree final : public source::Tree {
  public:
-  explicit StoreTree(std::shared_ptr<source::Tree> base) : base_(std::move(base)) {}
+  StoreTree(std::shared_ptr<source::Tree> base, store::StoreContext* context)
+      : base_(std::move(base)), context_(context) {}
 
   const std::string& root() const override { return base_->root(); }
   std::string StatsJson() const override { return base_->StatsJson(); }
@@ -118,7 +126,7 @@ class StoreTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(const Node* node, Find(*index, at->rel, path));
     if (node != nullptr) {
       if (node->directory) return AsDirectory(at->st);
-      return AsFile(at->st, node->leaf->length);
+      return AsFile(at->st, FileSize(*node));
     }
     B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
     return AsFile(at->st, static_cast<int64_t>(meta->size()));
@@ -161,17 +169,19 @@ class StoreTree final : public source::Tree {
       for (const auto& name : node->children) {
         const Node& child = index->nodes.at(prefix + name);
         out.push_back(
-            {name, child.directory ? AsDirectory(at->st) : AsFile(at->st, child.leaf->length)});
+            {name, child.directory ? AsDirectory(at->st) : AsFile(at->st, FileSize(child))});
       }
     }
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     return out;
   }
 
-  // Below a store, the regular files this tree shows are its leaves and the
-  // directories' meta.json and columns.json: no index is needed to tell them
-  // apart (and a store that cannot be reached now still has its leaves
-  // called containers).
+  // Below a store, the regular files this tree shows are its leaves, the
+  // directories' meta.json and columns.json, and a CTable's valid/NAME.npy:
+  // no index needs to be parsed to tell them apart (and a store that cannot
+  // be reached now still has its leaves called containers). A leaf named
+  // like a valid file (KEY "/t/valid/x.npy") is told apart by the store's
+  // index when it is kept.
   bool IsContainer(const std::string& path) const override {
     const size_t slash = path.rfind('/');
     const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -180,7 +190,17 @@ class StoreTree final : public source::Tree {
     }
     auto at = Locate(path);
     if (!at.ok()) return true;
-    return *at && !(*at)->rel.empty();
+    if (!*at || (*at)->rel.empty()) return false;
+    const std::string& rel = (*at)->rel;
+    if (EndsWith(rel, ".npy") &&
+        (rel.rfind("valid/", 0) == 0 || rel.find("/valid/") != std::string::npos)) {
+      if (auto kept = Kept((*at)->store)) {
+        auto it = kept->nodes.find(rel);
+        return it != kept->nodes.end() && it->second.leaf.has_value();
+      }
+      return false;
+    }
+    return true;
   }
 
   Result<source::Signature> Probe(const std::string& path) const override {
@@ -230,6 +250,9 @@ class StoreTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
     if (!at) return base_->OpenFile(path);
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
+    if (auto it = index->nodes.find(at->rel); it != index->nodes.end() && it->second.valid_file) {
+      return OpenValidFile(*at, path, it->second.valid_file);
+    }
     B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
     // The index's version (a .b2d's includes its directory's times, which
     // change with its leaf files, and so does meta.json).
@@ -243,6 +266,37 @@ class StoreTree final : public source::Tree {
     std::shared_ptr<const StoreIndex> index;
     Leaf leaf;
   };
+
+  // A CTable's valid/NAME.npy: its two leaves opened as this tree opens
+  // containers (so holding the store version they read), and a version
+  // that changes with the index's and with both leaves' (a .b2d's leaf
+  // files are versioned on their own).
+  Result<std::shared_ptr<const source::PlainFile>> OpenValidFile(
+      const Located& at, const std::string& path,
+      std::shared_ptr<const internal::ValidFileSpec> spec) const {
+    const std::string store_dir = at.store + "/";
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const source::ByteSource> column,
+                            OpenContainer(store_dir + spec->column, nullptr));
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const source::ByteSource> valid_rows,
+                            OpenContainer(store_dir + spec->valid_rows, nullptr));
+    B2NDFS_ASSIGN_OR_RETURN(source::Signature version, Version(at));
+    for (const source::ByteSource* leaf : {column.get(), valid_rows.get()}) {
+      const source::Signature& s = leaf->signature();
+      version.tag += "|" + std::to_string(s.inode) + ":" + std::to_string(s.size) + ":" +
+                     std::to_string(s.mtime_ns) + ":" + std::to_string(s.ctime_ns) + ":" + s.tag;
+    }
+    auto file = internal::OpenValidFile(std::move(spec), std::move(column), std::move(valid_rows),
+                                        context_, std::move(version));
+    if (!file.ok()) return file.status().WithContext(path);
+    return file;
+  }
+
+  // The index kept for `store`, whatever its version (nullptr: none).
+  std::shared_ptr<const StoreIndex> Kept(const std::string& store) const {
+    std::lock_guard lock(mutex_);
+    auto it = cache_.find(store);
+    return it == cache_.end() ? nullptr : it->second->index;
+  }
 
   // The store `path` lies in, if any: its first component named like a
   // store whose kind agrees (a regular .b2z or .b2e, a .b2d directory).
@@ -410,7 +464,8 @@ class StoreTree final : public source::Tree {
   };
 
   const std::shared_ptr<source::Tree> base_;
-  mutable std::mutex mutex_;  // leaf lock: guards lru_, cache_, bytes_
+  store::StoreContext* const context_;  // may be null: valid/ files then read as EIO
+  mutable std::mutex mutex_;            // leaf lock: guards lru_, cache_, bytes_
   mutable std::list<Entry> lru_;
   mutable std::unordered_map<std::string, std::list<Entry>::iterator> cache_;
   mutable int64_t bytes_ = 0;
@@ -420,8 +475,9 @@ class StoreTree final : public source::Tree {
 
 bool HasStoreExtension(const std::string& name) { return KindByName(name).has_value(); }
 
-std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base) {
-  return std::make_shared<StoreTree>(std::move(base));
+std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base,
+                                            store::StoreContext* context) {
+  return std::make_shared<StoreTree>(std::move(base), context);
 }
 
 }  // namespace b2ndfs::stores

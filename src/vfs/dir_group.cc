@@ -40,7 +40,10 @@ Target Unlisted(InodeTable& inodes, Opened opened, std::shared_ptr<const views::
 
 // The directory's containers by variable name, in name order: a name that
 // is an entry of the directory itself is not a variable, and of two
-// containers of one name the extension first in kExtensions wins.
+// containers of one name the extension first in kExtensions wins. A
+// container without an extension (a python-blosc2 store's leaf, which the
+// tree calls a container) is the variable of its own name: its directory
+// answers the chunk keys (views/zarr.cc).
 Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
                                                    const std::string& dir) {
   B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
@@ -50,6 +53,10 @@ Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
   for (const auto& e : entries) {
     const auto kind = MirroredKind(tree, dir + "/" + e.name, e.name, e.st);
     if (!kind || *kind != MirroredType::kContainer) continue;
+    if (!HasContainerExtension(e.name)) {
+      if (e.name[0] != '.') chosen.try_emplace(e.name, -1, e.name);
+      continue;
+    }
     for (int rank = 0; rank < static_cast<int>(std::size(kExtensions)); ++rank) {
       const std::string ext = kExtensions[rank];
       if (e.name.size() <= ext.size() || !e.name.ends_with(ext)) continue;

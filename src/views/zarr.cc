@@ -155,7 +155,7 @@ class ZarrEntry : public RootEntry {
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t base) const override {
     const bool variable = name != "zarr" && name == ContainerVariable(c);
-    if (name != "zarr" && !variable) return std::shared_ptr<const Node>();
+    if (name != "zarr" && !variable) return ChunkAlias(c, name, base);
     Result<ZarrDtype> dtype = ZarrApplies(c);
     if (!dtype.ok()) return std::shared_ptr<const Node>();
     if (variable) {
@@ -163,6 +163,23 @@ class ZarrEntry : public RootEntry {
           std::make_shared<ZarrDir>(name, kNoOrdinal, base, std::move(dtype).value(), ""));
     }
     return std::shared_ptr<const Node>(std::make_shared<ZarrDir>(base, std::move(dtype).value()));
+  }
+  // zarr/'s chunk file KEY, looked up (not listed) as the container
+  // directory's own KEY: in a python-blosc2 store a leaf has no extension to
+  // drop, so in its directory's Zarr group (vfs dir_group.cc) the leaf's
+  // directory is its variable, and a reader of the group asks it for
+  // "LEAF/KEY" (the metadata comes from the group's .zmetadata).
+  static Result<std::shared_ptr<const Node>> ChunkAlias(const store::Container& c,
+                                                        const std::string& name, uint64_t base) {
+    if (name.empty() || name[0] < '0' || name[0] > '9' || !ZarrApplies(c).ok()) {
+      return std::shared_ptr<const Node>();
+    }
+    const auto& layout = c.layout();
+    const auto chunk = ChunkFromKey(layout, name);
+    if (!chunk) return std::shared_ptr<const Node>();
+    return std::shared_ptr<const Node>(std::make_shared<ZarrChunkFile>(
+        ZarrChunkKey(layout.ChunkCoords(*chunk)), base + 4 + static_cast<uint64_t>(*chunk),
+        layout.ChunkBox(*chunk), FullChunkBox(layout, *chunk)));
   }
   std::vector<std::string> UnlistedNamesOf(const store::Container& c) const override {
     const std::string variable = ContainerVariable(c);

@@ -12,7 +12,11 @@
 # meta.json the group's, and the C2Array reference; a CTable (/table: _meta
 # of kind "ctable", _valid_rows, _cols/x, _cols/y, _cols/pos/z) has a
 # columns.json with its columns' names, dtypes and shapes, its rows and live
-# rows as numpy counts them, and its schema; stores list as
+# rows as numpy counts them, and its schema; each table's valid/NAME.npy
+# (tree's /table, tables.b2d and tables.b2z: /mixed with bool, |S3, <U2,
+# 2-D and UTF-8 columns, /big with 200,000 rows) is numpy's col[valid] of
+# the leaves' data.npy, at any offset, and a UTF-8 column has none; store
+# directories and groups open with xarray.open_zarr; stores list as
 # directories; hostile stores (not a zip, no embed.b2e, a central directory
 # claiming 65535 members) hold only a meta.json {"error": ...}, and hostile
 # members (deflated, a local header past the end, overlapping members, embed
@@ -41,6 +45,18 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   fail "make_b2z.py"
   exit 1
 }
+# tables.b2z: tables.b2d zipped as DictStore.to_b2z does (embed.b2e last).
+"$PY" - "$TMP/src/tables.b2d" "$TMP/src/tables.b2z" <<'EOF2' || { fail "tables.b2z"; exit 1; }
+import os, sys, zipfile
+store, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+    for root, _, files in sorted(os.walk(store)):
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            if os.path.relpath(p, store) != "embed.b2e":
+                zf.write(p, os.path.relpath(p, store))
+    zf.write(os.path.join(store, "embed.b2e"), "embed.b2e")
+EOF2
 M=$TMP/mnt
 mount_fs "$TMP/src" "$M" -o cache_size=64M || exit 1
 
@@ -116,9 +132,12 @@ if group != {"vlmeta": {"units": "K"}}:
 valid = ref("tree", "table/_valid_rows")
 for store in ("tree.b2z", "tree64.b2z", "tree.b2d"):
     cols = json.load(open(os.path.join(mnt, store, "table", "columns.json")))
-    want_cols = [{"name": "pos.z", "path": "_cols/pos/z", "dtype": "<f4", "shape": [12]},
-                 {"name": "x", "path": "_cols/x", "dtype": "<i8", "shape": [12]},
-                 {"name": "y", "path": "_cols/y", "dtype": "<f8", "shape": [12]}]
+    want_cols = [{"name": "pos.z", "path": "_cols/pos/z", "dtype": "<f4", "shape": [12],
+                  "valid_file": "valid/pos.z.npy"},
+                 {"name": "x", "path": "_cols/x", "dtype": "<i8", "shape": [12],
+                  "valid_file": "valid/x.npy"},
+                 {"name": "y", "path": "_cols/y", "dtype": "<f8", "shape": [12],
+                  "valid_file": "valid/y.npy"}]
     if (cols["rows"] != len(valid) or cols["valid_rows"] != int(np.count_nonzero(valid))
             or cols["columns"] != want_cols or cols["table"] != "/table"):
         fail(f"{store}/table/columns.json", cols)
@@ -130,6 +149,122 @@ if sorted(os.listdir(os.path.join(mnt, "tree.b2z"))) != ["arr2d", "group", "meta
     fail("tree.b2z", f"lists {sorted(os.listdir(os.path.join(mnt, 'tree.b2z')))}")
 print(f"{count} leaves read; {len(failures)} failures")
 sys.exit(1 if failures or count != 29 else 0)
+EOF2
+
+# A CTable's valid/NAME.npy: the column's values at the live rows, as NumPy's
+# col[valid] computes them from the leaves' data.npy; exact sizes at stat,
+# reads at any offset (before anything is cached), numpy.load with mmap, and
+# columns.json naming each file (or why a column has none).
+check "valid/NAME.npy is numpy's col[valid]" "$PY" - "$M" <<'EOF2'
+import io, json, os, random, sys
+import numpy as np
+
+mnt = sys.argv[1]
+failures = []
+tables = {"tree.b2z/table": ["pos.z", "x", "y"], "tree64.b2z/table": ["pos.z", "x", "y"],
+          "tree.b2d/table": ["pos.z", "x", "y"], "tables.b2d/mixed": ["b", "m", "s", "u"],
+          "tables.b2z/mixed": ["b", "m", "s", "u"], "tables.b2d/big": ["v", "w"],
+          "tables.b2z/big": ["v", "w"]}
+rng = random.Random(29)
+files = 0
+for table, names in tables.items():
+    d = os.path.join(mnt, table)
+    if sorted(os.listdir(os.path.join(d, "valid"))) != [n + ".npy" for n in names]:
+        failures.append(f"{d}/valid lists {os.listdir(os.path.join(d, 'valid'))}")
+        continue
+    valid = np.load(os.path.join(d, "_valid_rows", "data.npy"))
+    cols = {c["name"]: c for c in json.load(open(os.path.join(d, "columns.json")))["columns"]}
+    for name in names:
+        f = os.path.join(d, "valid", name + ".npy")
+        col = np.load(os.path.join(d, "_cols", *name.split("."), "data.npy"))
+        want = col[valid]
+        buf = io.BytesIO()
+        np.save(buf, want)
+        want_bytes = buf.getvalue()
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            # Reads at random offsets first, while the daemon has cached nothing.
+            for _ in range(40):
+                at = rng.randrange(0, len(want_bytes) + 8)
+                n = rng.randrange(1, 300000)
+                if os.pread(fd, n, at) != want_bytes[at:at + n]:
+                    failures.append(f"{f}: {n} bytes at {at}")
+                    break
+        finally:
+            os.close(fd)
+        got = np.load(f)
+        mm = np.load(f, mmap_mode="r")
+        if (os.stat(f).st_size != len(want_bytes) or got.dtype != want.dtype
+                or got.shape != want.shape or got.tobytes() != want.tobytes()
+                or mm.tobytes() != want.tobytes()):
+            failures.append(f"{f}: {got.dtype} {got.shape}, not {want.dtype} {want.shape}")
+        if cols.get(name, {}).get("valid_file") != f"valid/{name}.npy":
+            failures.append(f"{d}/columns.json: {cols.get(name)}")
+        files += 1
+for store in ("tables.b2d", "tables.b2z"):
+    cols = json.load(open(os.path.join(mnt, store, "mixed", "columns.json")))
+    txt = [c for c in cols["columns"] if c["name"] == "txt"]
+    if (len(txt) != 1 or txt[0]["valid_file"] is not None
+            or "UTF-8" not in txt[0].get("valid_file_absent", "")):
+        failures.append(f"{store}/mixed/columns.json: txt is {txt}")
+    big = json.load(open(os.path.join(mnt, store, "big", "columns.json")))
+    live = np.load(os.path.join(mnt, store, "big", "_valid_rows", "data.npy"))
+    if big["rows"] != 200000 or big["valid_rows"] != int(np.count_nonzero(live)):
+        failures.append(f"{store}/big/columns.json: {big['rows']}, {big['valid_rows']}")
+for f in failures:
+    print("FAIL", f)
+print(f"{files} valid files read; {len(failures)} failures")
+sys.exit(1 if failures or files != 21 else 0)
+EOF2
+check "a badly typed _valid_rows has no valid/" "$PY" - "$M/badtable.b2d/t" <<'EOF2'
+import json, os, sys
+d = sys.argv[1]
+x = json.load(open(os.path.join(d, "columns.json")))["columns"][0]
+ok = (not os.path.exists(os.path.join(d, "valid")) and x["valid_file"] is None
+      and "not bools" in x["valid_file_absent"])
+if not ok:
+    print(x, os.listdir(d))
+sys.exit(0 if ok else 1)
+EOF2
+
+# Store directories and groups inside them are consolidated Zarr groups too:
+# each leaf is the variable of its own name (README.md, "Zarr groups and
+# xarray").
+check "xarray opens a store group as one Dataset" "$PY" - "$M" "$TMP/ref" <<'EOF2'
+import json, os, sys
+import numpy as np
+import xarray as xr
+
+mnt, refdir = sys.argv[1], sys.argv[2]
+
+
+def ref(store, key):
+    meta = json.load(open(os.path.join(refdir, store, key + ".json")))
+    raw = open(os.path.join(refdir, store, key + ".raw"), "rb").read()
+    return np.frombuffer(raw, dtype=meta["dtype"]).reshape(meta["shape"])
+
+
+failures = []
+groups = [("tree.b2z/group", "tree", {"temp": "group/temp"}),
+          ("tree.b2d/group", "tree", {"temp": "group/temp"}),
+          ("tree64.b2z/group/sub", "tree", {"emb3d": "group/sub/emb3d"}),
+          ("tree.b2z", "tree", {"arr2d": "arr2d", "small": "small"}),
+          ("emb.b2e/dir1", "emb", {"node2": "dir1/node2"}),
+          ("tables.b2z/big/_cols", "tables", {"v": "big/_cols/v", "w": "big/_cols/w"})]
+for path, store, want in groups:
+    try:
+        ds = xr.open_zarr(os.path.join(mnt, path))
+        if sorted(ds.data_vars) != sorted(want):
+            failures.append(f"{path}: variables {sorted(ds.data_vars)}")
+            continue
+        for var, key in want.items():
+            if not np.array_equal(ds[var].values, ref(store, key)):
+                failures.append(f"{path}: {var} differs from c-blosc2's read")
+    except Exception as e:
+        failures.append(f"{path}: {type(e).__name__}: {e}")
+for f in failures:
+    print("FAIL", f)
+sys.exit(1 if failures else 0)
 EOF2
 
 # error_of PATH WORDS: PATH/meta.json is {"error": ...} mentioning WORDS, and

@@ -15,6 +15,7 @@
 #include "b2nd_writer.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "ctable.h"
 #include "fake_tree.h"
 #include "temp_dir.h"
 #include "test_store.h"
@@ -79,7 +80,7 @@ struct StoreMount {
     SetLogLevel(LogLevel::kError);
     vfs::Options options;
     options.source = FakeTree::kRoot;
-    options.tree = stores::MakeStoreTree(fake);
+    options.tree = stores::MakeStoreTree(fake, &store.ctx);
     fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
   }
   Result<vfs::Attr> Lookup(const std::vector<std::string>& path) {
@@ -107,7 +108,135 @@ struct StoreMount {
 
 Bytes ToBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
+// A 1-D array frame of `n` items of `itemsize` bytes as c-blosc2 writes it.
+std::string ArrayFrame(const char* dtype, int32_t itemsize, int64_t n, int32_t chunk, int32_t block,
+                       const void* data) {
+  testing::TempDir dir("b2ndfs_store_tree");
+  const std::string path = (dir.path / "a.b2nd").string();
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  cparams.typesize = itemsize;
+  cparams.nthreads = 1;
+  int64_t shape[] = {n};
+  int32_t chunks[] = {chunk};
+  int32_t blocks[] = {block};
+  b2nd_free(
+      testing::WriteContiguous(path, cparams, 1, shape, chunks, blocks, dtype, data, n * itemsize));
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A CTable's /_meta: an SChunk whose vlmeta "kind" is "ctable"
+// (ctable_storage.py, FileTableStorage.save_schema and _meta).
+std::string CTableMeta() {
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
+  blosc2_storage storage = {.contiguous = true, .cparams = &cparams, .dparams = &dparams};
+  blosc2_schunk* s = blosc2_schunk_new(&storage);
+  REQUIRE(s != nullptr);
+  uint8_t kind[] = {0xa6, 'c', 't', 'a', 'b', 'l', 'e'};
+  REQUIRE(blosc2_vlmeta_add(s, "kind", kind, sizeof(kind), nullptr) >= 0);
+  uint8_t* cframe = nullptr;
+  bool needs_free = false;
+  const int64_t len = blosc2_schunk_to_buffer(s, &cframe, &needs_free);
+  REQUIRE(len > 0);
+  std::string out(reinterpret_cast<char*>(cframe), static_cast<size_t>(len));
+  if (needs_free) free(cframe);
+  blosc2_schunk_free(s);
+  return out;
+}
+
+// A .b2z holding a CTable at /t of `rows` rows, live where `live(i)`, and a
+// float32 column x = i * 0.5 (chunks of 40 items, blocks of 10; _valid_rows
+// in chunks of 30,000).
+struct Table {
+  Bytes archive;
+  std::vector<float> live_x;  // numpy's x[valid]
+};
+Table MakeTable(int64_t rows, bool (*live)(int64_t)) {
+  std::vector<uint8_t> valid(static_cast<size_t>(rows));
+  std::vector<float> x(static_cast<size_t>(rows));
+  Table t;
+  for (int64_t i = 0; i < rows; ++i) {
+    valid[static_cast<size_t>(i)] = live(i) ? 1 : 0;
+    x[static_cast<size_t>(i)] = static_cast<float>(i) * 0.5f;
+    if (live(i)) t.live_x.push_back(x[static_cast<size_t>(i)]);
+  }
+  const std::string valid_frame = ArrayFrame("|b1", 1, rows, 30000, 5000, valid.data());
+  const std::string x_frame = ArrayFrame("<f4", 4, rows, 40000, 4000, x.data());
+  t.archive = testing::MakeTestArchive({{"t/_cols/x.b2nd", x_frame},
+                                        {"t/_valid_rows.b2nd", valid_frame},
+                                        {"t/_meta.b2f", CTableMeta()},
+                                        {"embed.b2e", EmptyEmbedStore()}})
+                  .bytes;
+  return t;
+}
+
 }  // namespace
+
+TEST_CASE("valid/NAME.npy names and headers", "[stores]") {
+  using stores::internal::NpyHeader;
+  CHECK(stores::internal::ValidFileName("x") == "x.npy");
+  CHECK(stores::internal::ValidFileName("pos/z") == "pos.z.npy");
+  const std::string h = NpyHeader("'<f4'", {9});
+  CHECK(h == std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
+                 "{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }" +
+                 std::string(60, ' ') + "\n");
+  CHECK(NpyHeader("'<i2'", {9, 3}).find("'shape': (9, 3), }") != std::string::npos);
+  const std::string v2 = NpyHeader("'" + std::string(70000, 'x') + "'", {1});
+  CHECK(v2[6] == 2);
+  CHECK(v2.size() % 64 == 0);
+}
+
+TEST_CASE("a CTable's valid/x.npy holds x at the live rows, over several segments", "[stores]") {
+  // 150,000 rows: three segments of 65,536; the second holds one live row.
+  const int64_t rows = 150000;
+  Table t = MakeTable(
+      rows, [](int64_t i) { return i % 3 != 0 && (i < 65536 || i >= 131072 || i == 100000); });
+  StoreMount m;
+  m.fake->PutFile("s.b2z", t.archive);
+  m.Start();
+  auto valid_dir = m.Lookup({"s.b2z", "t", "valid"});
+  REQUIRE(valid_dir.ok());
+  CHECK(S_ISDIR(valid_dir->st.st_mode));
+  auto file = m.Lookup({"s.b2z", "t", "valid", "x.npy"});
+  REQUIRE(file.ok());
+  CHECK(S_ISREG(file->st.st_mode));  // a plain file, not a container directory
+  const std::string header =
+      stores::internal::NpyHeader("'<f4'", {static_cast<int64_t>(t.live_x.size())});
+  Bytes want(header.begin(), header.end());
+  const auto* x = reinterpret_cast<const uint8_t*>(t.live_x.data());
+  want.insert(want.end(), x, x + t.live_x.size() * 4);
+  REQUIRE(file->st.st_size == static_cast<off_t>(want.size()));
+  auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
+  REQUIRE(handle.ok());
+  CHECK(m.ReadAll(*handle, want.size() + 10) == want);
+  // Reads that start and end inside items, the header, and segment edges.
+  for (int64_t at : {int64_t{0}, int64_t{61}, int64_t{130}, int64_t{4 * 43690 + 127},
+                     static_cast<int64_t>(want.size()) - 5}) {
+    for (size_t n : {size_t{1}, size_t{7}, size_t{4099}, size_t{300000}}) {
+      Bytes out(n);
+      auto got = m.fs->Read(*handle, at, n, out.data());
+      REQUIRE(got.ok());
+      const size_t expect = std::min(n, want.size() - static_cast<size_t>(at));
+      REQUIRE(*got == expect);
+      CHECK(std::equal(out.begin(), out.begin() + static_cast<int64_t>(expect), want.begin() + at));
+    }
+  }
+}
+
+TEST_CASE("a CTable without live rows has an empty valid/x.npy", "[stores]") {
+  Table t = MakeTable(1000, [](int64_t) { return false; });
+  StoreMount m;
+  m.fake->PutFile("s.b2z", t.archive);
+  m.Start();
+  auto file = m.Lookup({"s.b2z", "t", "valid", "x.npy"});
+  REQUIRE(file.ok());
+  const std::string header = stores::internal::NpyHeader("'<f4'", {0});
+  CHECK(file->st.st_size == static_cast<off_t>(header.size()));
+  auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
+  REQUIRE(handle.ok());
+  CHECK(m.ReadAll(*handle, 1000) == Bytes(header.begin(), header.end()));
+}
 
 TEST_CASE("a .b2z is a directory whose extensionless leaf is a container", "[stores]") {
   auto [frame, data] = MakeLeaf(1.5f);
@@ -178,4 +307,33 @@ TEST_CASE("what cannot be read in place is a directory holding a meta.json error
   CHECK((*listing)->at(0).name == "meta.json");
 }
 
+TEST_CASE("a store group is a Zarr group whose variable is the leaf's own directory", "[stores]") {
+  auto [frame, data] = MakeLeaf(2.5f);
+  StoreMount m;
+  m.fake->PutFile("s.b2z", Archive(frame, EmptyEmbedStore()));
+  m.Start();
+  auto zmeta = m.Lookup({"s.b2z", "grp", ".zmetadata"});
+  REQUIRE(zmeta.ok());
+  auto handle = m.fs->Open(zmeta->st.st_ino, O_RDONLY);
+  REQUIRE(handle.ok());
+  Bytes text = m.ReadAll(*handle, static_cast<size_t>(zmeta->st.st_size));
+  const std::string json(text.begin(), text.end());
+  CHECK(json.find("\"leaf/.zarray\"") != std::string::npos);
+  CHECK(json.find("\"leaf_dim_0\"") != std::string::npos);
+  // The chunk keys the group's readers ask the leaf's directory for: zarr/'s
+  // chunk files (40 items each; the edge chunk padded to 40).
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    auto file = m.Lookup({"s.b2z", "grp", "leaf", std::to_string(chunk)});
+    REQUIRE(file.ok());
+    CHECK(file->st.st_size == 160);
+    auto h = m.fs->Open(file->st.st_ino, O_RDONLY);
+    REQUIRE(h.ok());
+    Bytes got = m.ReadAll(*h, 160);
+    const size_t n = chunk < 2 ? 160 : 80;
+    CHECK(Bytes(got.begin(), got.begin() + static_cast<int64_t>(n)) ==
+          Bytes(data.begin() + chunk * 160, data.begin() + chunk * 160 + static_cast<int64_t>(n)));
+  }
+  CHECK(!m.Lookup({"s.b2z", "grp", "leaf", "3"}).ok());
+  CHECK(!m.Lookup({"s.b2z", "grp", "leaf", "x1"}).ok());
+}
 }  // namespace b2ndfs

@@ -8,7 +8,8 @@
 // a/b; each leaf is a container (IsContainer) whose bytes are a range of the
 // store's (a zip member read in place) or of the embed frame's decompressed
 // stream; a group is a directory; the store (and a group with attributes)
-// has a meta.json. What cannot be read (the store, or one member) is a
+// has a meta.json; a CTable has columns.json and valid/NAME.npy files (its
+// columns' values at the live rows). What cannot be read (the store, or one member) is a
 // directory holding only a meta.json {"error": ...}.
 // Versions: a leaf's signature is its store file's (for a .b2d, its
 // embed.b2e's, or the leaf file's own), so replacing the store ends its
@@ -25,6 +26,10 @@
 
 #include "b2ndfs/source/tree.h"
 
+namespace b2ndfs::store {
+struct StoreContext;
+}  // namespace b2ndfs::store
+
 namespace b2ndfs::stores {
 
 constexpr size_t kMaxIndexes = 64;
@@ -33,6 +38,10 @@ constexpr int64_t kMaxIndexBytes = int64_t{64} << 20;
 // True for names of stores: NAME.b2z, NAME.b2e, NAME.b2d.
 bool HasStoreExtension(const std::string& name);
 
-std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base);
+// `context`: the mount's decoders and block cache, which a CTable's
+// valid/NAME.npy files read their leaves through (null: those files read as
+// EIO). It must outlive the tree.
+std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base,
+                                            store::StoreContext* context = nullptr);
 
 }  // namespace b2ndfs::stores
