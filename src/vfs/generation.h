@@ -84,7 +84,12 @@ struct GenerationServices {
   const views::Registry* views = nullptr;
   OpenContainers* open = nullptr;
   std::shared_ptr<GenerationIndex> index;
+  // Finds carriers' operands (operands.h); null: carriers are not evaluated.
+  std::shared_ptr<const store::OperandOpener> operands;
 };
+
+// A cache_id no generation (or carrier operand) of this process used.
+uint64_t NextCacheId();
 
 class ContainerEntry;
 
@@ -113,8 +118,11 @@ class Generation {
   // No longer the current version (its names answer ESTALE).
   bool dead() const { return dead_.load(); }
   void Kill() { dead_ = true; }
-  // A read found the source no longer holds this version.
-  bool found_stale() const { return source_->found_stale(); }
+  // A read found the source no longer holds this version (or, for a
+  // carrier, reopening it found its operands changed).
+  bool found_stale() const { return source_->found_stale() || operands_stale_.load(); }
+  // A carrier: the operands it was evaluated from are still there, unchanged.
+  bool OperandsUnchanged(const source::Tree& tree) const;
   // The container if it is open, without reopening it.
   std::shared_ptr<const store::Container> IfOpen() const;
   // The opened container; reopened (from this generation's source, which
@@ -138,8 +146,13 @@ class Generation {
   const uint64_t cache_id_;
   const Ino ino_base_;
   std::atomic<bool> dead_{false};
+  std::atomic<bool> operands_stale_{false};
   mutable std::mutex mutex_;  // held while reopening; before OpenContainers::mutex_
   std::weak_ptr<const store::Container> container_;
+  // A carrier's operand versions, from its first opening: its cached blocks
+  // were computed from them (guarded by mutex_ until adopted once).
+  std::vector<store::OperandVersion> operand_versions_;
+  bool operands_known_ = false;
   std::weak_ptr<const void> hold_;
 };
 
