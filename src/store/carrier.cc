@@ -100,6 +100,17 @@ EvaluationAttempt PrepareEvaluation(std::span<const uint8_t> recipe,
     return fail(std::string("NumPy computes the expression as ") + DescrOf(program->result()) +
                 " but the carrier's dtype is " + Unquoted(npy_descr));
   }
+  // What computing one block holds at most: each operand's items and,
+  // per step alive at once (at most the nesting, 64), a buffer of 8-byte
+  // items. A hostile block shape is refused here, not at the first read.
+  constexpr int64_t kMaxBlockEvaluationBytes = int64_t{512} << 20;
+  int64_t per_item = 8 * static_cast<int64_t>(std::min<size_t>(program->steps(), 64));
+  for (const DType d : dtypes) per_item += SizeOf(d);
+  const auto block_items = CheckedProduct(layout.blockshape());
+  if (!block_items || *block_items > kMaxBlockEvaluationBytes / per_item) {
+    return fail("a block of " + geometry::ToString(Box::FromShape(layout.blockshape())) +
+                " items would need more than 512 MiB to evaluate");
+  }
   attempt.evaluation =
       EvaluationBuilder::Make(layout, std::move(program).value(), std::move(operands), named);
   return attempt;

@@ -42,6 +42,7 @@ class ElementwiseProgram {
   static Result<ElementwiseProgram> Compile(const format::ParsedExpression& expression,
                                             const std::vector<DType>& operand_dtypes);
   DType result() const { return result_; }
+  size_t steps() const { return steps_.size(); }
   // `n` items of result() into `out`; inputs[i] holds n items of operand i.
   void Run(std::span<const uint8_t* const> inputs, int64_t n, uint8_t* out) const;
 
