@@ -101,19 +101,27 @@ std::shared_ptr<const store::Container> Generation::IfOpen() const {
 void Generation::Adopt(const std::shared_ptr<const store::Container>& container) {
   std::lock_guard<std::mutex> lock(mutex_);
   container_ = container;
+  (void)OtherOperands(*container);
+}
+
+bool Generation::OtherOperands(const store::Container& container) {
+  std::lock_guard<std::mutex> lock(operands_mutex_);
   if (!operands_known_) {
-    operand_versions_ = container->operand_versions();
+    operand_versions_ = container.operand_versions();
     operands_known_ = true;
+    return false;
   }
+  return container.operand_versions() != operand_versions_;
 }
 
 bool Generation::OperandsUnchanged(const source::Tree& tree) const {
   std::vector<store::OperandVersion> versions;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(operands_mutex_);
+    if (operand_versions_.empty()) return true;
     versions = operand_versions_;
   }
-  return versions.empty() || vfs::OperandsUnchanged(tree, versions);
+  return vfs::OperandsUnchanged(tree, versions);
 }
 
 Result<std::shared_ptr<const store::Container>> Generation::Container() {
@@ -130,13 +138,9 @@ Result<std::shared_ptr<const store::Container>> Generation::Container() {
   }
   // A carrier reopened from operands other than those its cached blocks
   // were computed from is another version: this one is stale.
-  if (operands_known_ && container->operand_versions() != operand_versions_) {
+  if (OtherOperands(*container)) {
     operands_stale_ = true;
     return Status(ESTALE, path_ + ": an operand of the carrier changed");
-  }
-  if (!operands_known_) {
-    operand_versions_ = container->operand_versions();
-    operands_known_ = true;
   }
   container_ = container;
   services_.open->Touch(container);

@@ -20,9 +20,12 @@
 // says the container is gone (IsGone). Any other error (a server down,
 // timeouts, EIO, EMFILE) is returned to the caller who hit it and forgotten:
 // the generation and its cached blocks stay, and its files keep serving what
-// the cache holds.
+// the cache holds. A carrier served evaluated (store/operands.h) is also
+// ended by a change of any operand it read: each probe of it probes them too
+// (operands.h), and a reopening that finds other operand versions is stale.
 // Lock order: ContainerEntry::mutex_ before Generation::mutex_ before
-// OpenContainers::mutex_ and InodeTable's locks.
+// OpenContainers::mutex_ and InodeTable's locks; Generation::operands_mutex_
+// is a leaf lock.
 #pragma once
 
 #include <atomic>
@@ -150,9 +153,13 @@ class Generation {
   mutable std::mutex mutex_;  // held while reopening; before OpenContainers::mutex_
   std::weak_ptr<const store::Container> container_;
   // A carrier's operand versions, from its first opening: its cached blocks
-  // were computed from them (guarded by mutex_ until adopted once).
+  // were computed from them. Leaf lock: a probe never waits for a reopen.
+  mutable std::mutex operands_mutex_;
   std::vector<store::OperandVersion> operand_versions_;
   bool operands_known_ = false;
+  // True when `container` read other operand versions than the first
+  // opening (which it records when it is the first).
+  bool OtherOperands(const store::Container& container);
   std::weak_ptr<const void> hold_;
 };
 
