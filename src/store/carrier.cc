@@ -63,11 +63,7 @@ EvaluationAttempt PrepareEvaluation(std::span<const uint8_t> recipe,
           what +
           ": absolute paths are not followed, only paths relative to the carrier's directory");
     Operand operand = scope.opener->Open(scope, urlpath);
-    if (!operand.path.empty()) {
-      attempt.watched.emplace_back(operand.path, std::nullopt);
-      if (operand.container)
-        attempt.watched.back().second = operand.container->source().signature();
-    }
+    if (!operand.path.empty()) attempt.watched.emplace_back(operand.path, operand.version);
     if (operand.container) {
       for (const OperandVersion& v : operand.container->operand_versions())
         attempt.watched.push_back(v);

@@ -82,6 +82,8 @@ class MountOperands : public store::OperandOpener {
     const auto kind = MirroredKind(*tree_, path, parts.back(), *st);
     if (!kind || *kind != MirroredType::kContainer) {
       out.error = "not a container";
+      // Its version, so that the carrier's stays until it changes.
+      if (auto probe = tree_->Probe(path); probe.ok()) out.version = *probe;
       return out;
     }
     auto source = tree_->OpenContainer(path, nullptr);
@@ -93,6 +95,7 @@ class MountOperands : public store::OperandOpener {
     store::OperandScope inner{this, path, scope.chain, scope.budget};
     inner.chain.push_back(carrier);
     const uint64_t cache_id = NextCacheId();
+    out.version = (*source)->signature();
     out.container =
         store::Container::Open(std::move(source).value(), store_, cache_id, nullptr, &inner);
     // This version's blocks go with the carrier that read them.

@@ -72,7 +72,7 @@ for c in outside:"leads outside the mount" absolute:"absolute paths are not foll
   missing:"no such container" cycle_a:"a cycle of carriers" cycle_b:"a cycle of carriers" \
   self:"a cycle of carriers" shape:"does not broadcast" dtype:"NumPy computes the expression as <f4" \
   sin:"'sin' is not computed" power:"'**' is not computed" chained:"chained comparisons" \
-  overflow:"does not fit <i4" notarray:"is not an array"; do
+  overflow:"does not fit <i4" notarray:"is not an array" plainfile:"not a container"; do
   name=${c%%:*}
   why=${c#*:}
   check "hostile/$name: meta.json says why" "$PY" -c '
@@ -81,6 +81,14 @@ ev = json.load(open(sys.argv[1]))["evaluation"]
 assert ev["evaluated"] is False and sys.argv[2] in ev["error"], ev' \
     "$M/lazy/hostile/$name.b2nd/meta.json" "$why"
   check "hostile/$name: no data files" test "$(ls "$M/lazy/hostile/$name.b2nd")" = meta.json
+done
+
+# A carrier that is not evaluated keeps its version while its operands stay
+# (its inode numbers do not change from one use to the next).
+for name in plainfile missing cycle_a; do
+  first=$(stat -c %i "$M/lazy/hostile/$name.b2nd/meta.json")
+  check "hostile/$name keeps its version" test \
+    "$(stat -c %i "$M/lazy/hostile/$name.b2nd/meta.json")" = "$first"
 done
 
 # An operand replaced: the carrier is another version, evaluated afresh.

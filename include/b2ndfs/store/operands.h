@@ -49,6 +49,9 @@ struct Operand {
   std::string error;
   // The operand was not there (a later version of the mount may hold it).
   bool missing = false;
+  // The version of `path` read (the container's, or what the tree says of
+  // a path that is no container); nullopt when it could not be had.
+  std::optional<source::Signature> version;
 };
 
 // A path the carrier's value depends on, and the version it was read at
