@@ -62,7 +62,8 @@ class MountOperands : public store::OperandOpener {
       out.error = "a cycle of carriers (" + shown + " is being evaluated already)";
       return out;
     }
-    if (static_cast<int>(scope.chain.size()) + 1 >= store::kMaxCarrierDepth) {
+    // scope.path is carrier number chain.size() + 1 of this evaluation.
+    if (static_cast<int>(scope.chain.size()) >= store::kMaxCarrierDepth) {
       out.error = "carriers nest deeper than " + std::to_string(store::kMaxCarrierDepth);
       return out;
     }

@@ -63,6 +63,8 @@ for name, want in expected.items():
     assert got.tobytes() == np.ascontiguousarray(want[3:27, 5:19]).tobytes(), name + " view"
     ev = json.load(open(os.path.join(d, "meta.json")))["evaluation"]
     assert ev["evaluated"] is True, ev
+got = np.load(os.path.join(m, "hostile", "deep2.b2nd", "data.npy"))
+assert got.tobytes() == (x + 1 + 1 + 1 + 1).tobytes(), "4 carriers deep"
 ev = json.load(open(os.path.join(m, "sub/nested.b2nd", "meta.json")))["evaluation"]
 assert ev["paths"] == {"s": "lazy/sum.b2nd", "x": "lazy/x.b2nd"}, ev
 PYEOF
@@ -72,7 +74,8 @@ for c in outside:"leads outside the mount" absolute:"absolute paths are not foll
   missing:"no such container" cycle_a:"a cycle of carriers" cycle_b:"a cycle of carriers" \
   self:"a cycle of carriers" shape:"does not broadcast" dtype:"NumPy computes the expression as <f4" \
   sin:"'sin' is not computed" power:"'**' is not computed" chained:"chained comparisons" \
-  overflow:"does not fit <i4" notarray:"is not an array" plainfile:"not a container"; do
+  overflow:"does not fit <i4" notarray:"is not an array" plainfile:"not a container" \
+  deep1:"carriers nest deeper than 4"; do
   name=${c%%:*}
   why=${c#*:}
   check "hostile/$name: meta.json says why" "$PY" -c '
