@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <string_view>
 
 namespace b2ndfs::format {
@@ -34,16 +35,18 @@ class Parser {
   Parser(const std::string& text, const std::vector<std::string>& operands)
       : text_(text), operands_(operands) {}
 
-  Result<ExpressionCheck> Run() {
+  Result<ParsedExpression> Run() {
     if (text_.size() > kMaxLength) {
       return Error(0,
                    "the expression is longer than " + std::to_string(kMaxLength) + " characters");
     }
-    B2NDFS_RETURN_IF_ERROR(Expr(0));
+    B2NDFS_ASSIGN_OR_RETURN(parsed_.root, Expr(0));
     Skip();
     if (pos_ != text_.size()) return Unexpected();
     if (check_.nodes == 0) return Error(0, "the expression is empty");
-    return check_;
+    parsed_.operands = check_.operands;
+    parsed_.check = check_;
+    return std::move(parsed_);
   }
 
  private:
@@ -65,6 +68,25 @@ class Parser {
     pos_ += op.size();
     return true;
   }
+  using Kind = ExpressionNode::Kind;
+  int Add(Kind kind, size_t at, std::string op, std::vector<int> args) {
+    ExpressionNode n;
+    n.kind = kind;
+    n.pos = at;
+    n.op = std::move(op);
+    n.args = std::move(args);
+    parsed_.nodes.push_back(std::move(n));
+    return static_cast<int>(parsed_.nodes.size()) - 1;
+  }
+  // The operator Accept() just consumed (one of `ops`, longest first).
+  std::string Took(std::initializer_list<std::string_view> ops) const {
+    for (std::string_view op : ops) {
+      if (pos_ >= op.size() && text_.compare(pos_ - op.size(), op.size(), op) == 0) {
+        return std::string(op);
+      }
+    }
+    return "";
+  }
   Status Node() {
     if (++check_.nodes > kMaxNodes) {
       return Error(pos_, "the expression has more than " + std::to_string(kMaxNodes) + " terms");
@@ -72,80 +94,102 @@ class Parser {
     return Status::Ok();
   }
 
-  Status Expr(int depth) {
+  Result<int> Expr(int depth) {
     if (depth > kMaxDepth) {
       return Error(pos_, "the expression nests deeper than " + std::to_string(kMaxDepth));
     }
-    B2NDFS_RETURN_IF_ERROR(Or(depth));
+    B2NDFS_ASSIGN_OR_RETURN(int left, Or(depth));
+    int comparisons = 0;
     while (Accept("<=") || Accept(">=") || Accept("==") || Accept("!=") || Accept("<", "<<") ||
            Accept(">", ">>")) {
+      const size_t at = pos_;
+      const std::string op = Took({"<=", ">=", "==", "!=", "<", ">"});
       B2NDFS_RETURN_IF_ERROR(Node());
-      B2NDFS_RETURN_IF_ERROR(Or(depth));
+      B2NDFS_ASSIGN_OR_RETURN(int right, Or(depth));
+      left = Add(Kind::kBinary, at, op, {left, right});
+      // Python chains comparisons (a < b < c is a < b and b < c): not
+      // elementwise on arrays.
+      parsed_.nodes[left].chained = ++comparisons > 1;
     }
-    return Status::Ok();
+    return left;
   }
-  Status Or(int depth) {
-    B2NDFS_RETURN_IF_ERROR(Xor(depth));
-    while (Accept("|")) B2NDFS_RETURN_IF_ERROR(Xor(depth));
-    return Status::Ok();
+  template <typename Next>
+  Result<int> Chain(std::string_view op, Next next) {
+    B2NDFS_ASSIGN_OR_RETURN(int left, next());
+    while (Accept(op)) {
+      const size_t at = pos_;
+      B2NDFS_ASSIGN_OR_RETURN(int right, next());
+      left = Add(Kind::kBinary, at, std::string(op), {left, right});
+    }
+    return left;
   }
-  Status Xor(int depth) {
-    B2NDFS_RETURN_IF_ERROR(And(depth));
-    while (Accept("^")) B2NDFS_RETURN_IF_ERROR(And(depth));
-    return Status::Ok();
+  Result<int> Or(int depth) {
+    return Chain("|", [&] { return Xor(depth); });
   }
-  Status And(int depth) {
-    B2NDFS_RETURN_IF_ERROR(Arith(depth));
-    while (Accept("&")) B2NDFS_RETURN_IF_ERROR(Arith(depth));
-    return Status::Ok();
+  Result<int> Xor(int depth) {
+    return Chain("^", [&] { return And(depth); });
   }
-  Status Arith(int depth) {
-    B2NDFS_RETURN_IF_ERROR(Term(depth));
+  Result<int> And(int depth) {
+    return Chain("&", [&] { return Arith(depth); });
+  }
+  Result<int> Arith(int depth) {
+    B2NDFS_ASSIGN_OR_RETURN(int left, Term(depth));
     while (Accept("+") || Accept("-")) {
+      const size_t at = pos_;
+      const std::string op = Took({"+", "-"});
       B2NDFS_RETURN_IF_ERROR(Node());
-      B2NDFS_RETURN_IF_ERROR(Term(depth));
+      B2NDFS_ASSIGN_OR_RETURN(int right, Term(depth));
+      left = Add(Kind::kBinary, at, op, {left, right});
     }
-    return Status::Ok();
+    return left;
   }
-  Status Term(int depth) {
-    B2NDFS_RETURN_IF_ERROR(Unary(depth));
+  Result<int> Term(int depth) {
+    B2NDFS_ASSIGN_OR_RETURN(int left, Unary(depth));
     while (Accept("//") || Accept("*", "**") || Accept("/") || Accept("%")) {
+      const size_t at = pos_;
+      const std::string op = Took({"//", "*", "/", "%"});
       B2NDFS_RETURN_IF_ERROR(Node());
-      B2NDFS_RETURN_IF_ERROR(Unary(depth));
+      B2NDFS_ASSIGN_OR_RETURN(int right, Unary(depth));
+      left = Add(Kind::kBinary, at, op, {left, right});
     }
-    return Status::Ok();
+    return left;
   }
-  Status Unary(int depth) {
+  Result<int> Unary(int depth) {
     if (depth > kMaxDepth) {
       return Error(pos_, "the expression nests deeper than " + std::to_string(kMaxDepth));
     }
     if (Accept("-") || Accept("+") || Accept("~")) {
+      const size_t at = pos_;
+      const std::string op = Took({"-", "+", "~"});
       B2NDFS_RETURN_IF_ERROR(Node());
-      return Unary(depth + 1);
+      B2NDFS_ASSIGN_OR_RETURN(int arg, Unary(depth + 1));
+      return Add(Kind::kUnary, at, op, {arg});
     }
-    B2NDFS_RETURN_IF_ERROR(Atom(depth));
+    B2NDFS_ASSIGN_OR_RETURN(int base, Atom(depth));
     if (Accept("**")) {
+      const size_t at = pos_;
       B2NDFS_RETURN_IF_ERROR(Node());
-      return Unary(depth + 1);
+      B2NDFS_ASSIGN_OR_RETURN(int exponent, Unary(depth + 1));
+      return Add(Kind::kBinary, at, "**", {base, exponent});
     }
-    return Status::Ok();
+    return base;
   }
-  Status Atom(int depth) {
+  Result<int> Atom(int depth) {
     Skip();
     B2NDFS_RETURN_IF_ERROR(Node());
     if (pos_ >= text_.size()) return Unexpected();
     const char c = text_[pos_];
     if (c == '(') {
       ++pos_;
-      B2NDFS_RETURN_IF_ERROR(Expr(depth + 1));
+      B2NDFS_ASSIGN_OR_RETURN(int inner, Expr(depth + 1));
       if (!Accept(")")) return Unexpected();
-      return Status::Ok();
+      return inner;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return Number();
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') return Name(depth);
     return Unexpected();
   }
-  Status Number() {
+  Result<int> Number() {
     const size_t start = pos_;
     bool digits = false;
     while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
@@ -172,16 +216,35 @@ class Parser {
                                 text_[pos_] == '_' || text_[pos_] == '.')) {
       return Unexpected();
     }
-    return Status::Ok();
+    const std::string_view digits_text(text_.data() + start, pos_ - start);
+    const bool integer = digits_text.find_first_of(".eE") == std::string_view::npos;
+    const int node = Add(integer ? Kind::kInt : Kind::kFloat, start, std::string(digits_text), {});
+    ExpressionNode& n = parsed_.nodes[node];
+    if (integer) {
+      const auto r =
+          std::from_chars(digits_text.data(), digits_text.data() + digits_text.size(), n.int_value);
+      n.too_big = r.ec != std::errc();
+    } else {
+      // Correctly rounded, as Python's float() (from_chars needs a digit
+      // before the point only in its own grammar: ".5" parses).
+      const auto r = std::from_chars(digits_text.data(), digits_text.data() + digits_text.size(),
+                                     n.float_value);
+      n.too_big = r.ec != std::errc();
+    }
+    return node;
   }
-  Status Name(int depth) {
+  Result<int> Name(int depth) {
     const size_t start = pos_;
     while (pos_ < text_.size() &&
            (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
       ++pos_;
     }
     const std::string name = text_.substr(start, pos_ - start);
-    if (name == "True" || name == "False") return Status::Ok();
+    if (name == "True" || name == "False") {
+      const int node = Add(Kind::kBool, start, name, {});
+      parsed_.nodes[node].int_value = name == "True" ? 1 : 0;
+      return node;
+    }
     if (Accept("(")) {
       const Function* f = nullptr;
       for (const Function& candidate : kElementwiseFunctions) {
@@ -192,17 +255,17 @@ class Parser {
                                 "' is not one of NumPy's elementwise functions b2ndfs "
                                 "evaluates");
       }
-      int args = 0;
+      std::vector<int> args;
       do {
-        B2NDFS_RETURN_IF_ERROR(Expr(depth + 1));
-        ++args;
+        B2NDFS_ASSIGN_OR_RETURN(int arg, Expr(depth + 1));
+        args.push_back(arg);
       } while (Accept(","));
       if (!Accept(")")) return Unexpected();
-      if (args != f->arity) {
+      if (static_cast<int>(args.size()) != f->arity) {
         return Error(start, "'" + name + "' takes " + std::to_string(f->arity) +
-                                " argument(s), not " + std::to_string(args));
+                                " argument(s), not " + std::to_string(args.size()));
       }
-      return Status::Ok();
+      return Add(Kind::kCall, start, name, std::move(args));
     }
     Skip();
     if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == '[')) {
@@ -211,23 +274,36 @@ class Parser {
     if (std::find(operands_.begin(), operands_.end(), name) == operands_.end()) {
       return Error(start, "'" + name + "' is not an operand of the recipe");
     }
-    if (std::find(check_.operands.begin(), check_.operands.end(), name) == check_.operands.end()) {
-      check_.operands.push_back(name);
-    }
-    return Status::Ok();
+    auto used = std::find(check_.operands.begin(), check_.operands.end(), name);
+    const int index = static_cast<int>(used - check_.operands.begin());
+    if (used == check_.operands.end()) check_.operands.push_back(name);
+    const int node = Add(Kind::kOperand, start, name, {});
+    parsed_.nodes[node].operand = index;
+    return node;
   }
 
   const std::string& text_;
   const std::vector<std::string>& operands_;
   size_t pos_ = 0;
   ExpressionCheck check_;
+  ParsedExpression parsed_;
 };
 
 }  // namespace
 
 Result<ExpressionCheck> CheckElementwiseExpression(const std::string& text,
                                                    const std::vector<std::string>& operands) {
-  return Parser(text, operands).Run();
+  B2NDFS_ASSIGN_OR_RETURN(ParsedExpression parsed, Parser(text, operands).Run());
+  return parsed.check;
+}
+
+Result<ParsedExpression> ParseElementwiseExpression(const std::string& text,
+                                                    const std::vector<std::string>& operands) {
+  try {
+    return Parser(text, operands).Run();
+  } catch (const std::bad_alloc&) {
+    return Status(ENOMEM, "out of memory parsing the expression");
+  }
 }
 
 }  // namespace b2ndfs::format

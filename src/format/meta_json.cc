@@ -193,9 +193,9 @@ Json VlmetaValue(const NamedBytes& layer, int indent = 4) {
   return j;
 }
 
-// Whether a carrier's expression is in the grammar b2ndfs would evaluate
-// (format/expression.h); none is evaluated yet.
-Json EvaluationJson(const std::vector<uint8_t>& recipe) {
+// Whether a carrier's expression is in the grammar b2ndfs evaluates
+// (format/expression.h), and whether the store evaluated it.
+Json EvaluationJson(const std::vector<uint8_t>& recipe, const MetaJsonInput& input) {
   Json j = Json::Object();
   if (recipe.empty()) return Json::Null();
   auto expression = RecipeExpressionOf(recipe);
@@ -213,7 +213,15 @@ Json EvaluationJson(const std::vector<uint8_t>& recipe) {
   Json used = Json::Array();
   for (const std::string& name : check->operands) used.items.push_back(Json::String(name));
   j.Add("operands", std::move(used));
-  j.Add("evaluated", Json::Bool(false));
+  const bool evaluated = !input.evaluated_operands.empty();
+  j.Add("evaluated", Json::Bool(evaluated));
+  if (evaluated) {
+    Json paths = Json::Object();
+    for (const auto& [name, path] : input.evaluated_operands) paths.Add(name, Json::String(path));
+    j.Add("paths", std::move(paths));
+  } else if (!input.evaluation_error.empty()) {
+    j.Add("error", Json::String(input.evaluation_error));
+  }
   return j;
 }
 
@@ -230,7 +238,7 @@ std::string RenderMetaJson(const MetaJsonInput& input) {
       root.Add("recipe", input.recipe->content.empty()
                              ? Json::String("(vlmeta '" + input.recipe->name + "' is missing)")
                              : VlmetaValue(*input.recipe, 2));
-      Json evaluation = EvaluationJson(input.recipe->content);
+      Json evaluation = EvaluationJson(input.recipe->content, input);
       if (evaluation.kind != Json::Kind::kNull) root.Add("evaluation", std::move(evaluation));
     }
   }

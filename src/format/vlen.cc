@@ -226,6 +226,17 @@ Result<std::optional<RecipeExpression>> RecipeExpressionOf(std::span<const uint8
       const msgpack::object& name = v.via.map.ptr[j].key;
       if (name.type != msgpack::type::STR) return InvalidData("an operand name is not a string");
       out.operands.emplace_back(name.via.str.ptr, name.via.str.size);
+      // A local operand: _LazyArray's urlpath string, or b2o's Ref of kind
+      // "urlpath" (ref.py, Ref.to_dict); anything else (c2array, a
+      // dictstore key) is not a container of the mount.
+      const msgpack::object& ref = v.via.map.ptr[j].val;
+      std::string path;
+      if (ref.type == msgpack::type::STR) {
+        path.assign(ref.via.str.ptr, ref.via.str.size);
+      } else if (ref.type == msgpack::type::MAP && MapString(ref, "kind") == "urlpath") {
+        path = MapString(ref, "urlpath").value_or("");
+      }
+      out.paths.push_back(std::move(path));
     }
   }
   return std::optional<RecipeExpression>(std::move(out));

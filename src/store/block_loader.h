@@ -108,6 +108,14 @@ struct BlockLoads {
 
 class WorkerPool;
 
+// Makes blocks instead of decompressing them: a carrier's evaluation
+// (carrier.h). A loader given one reads nothing of its own source.
+class BlockMaker {
+ public:
+  virtual ~BlockMaker() = default;
+  virtual Result<cache::Value> Make(int64_t chunk, int64_t block) const = 0;
+};
+
 class BlockLoader {
  public:
   // `padded`: chunks hold the chunk shape padded to whole blocks (b2nd,
@@ -125,6 +133,8 @@ class BlockLoader {
   void Plan(BlockLoads& loads, WorkerPool* workers) const;
   // Loads the planned blocks into the cache (and into loads.blocks).
   void Run(BlockLoads& loads, WorkerPool* workers) const;
+  // From now on blocks are made by `maker` (which outlives the loader).
+  void set_maker(const BlockMaker* maker) { maker_ = maker; }
   // Reads of the source wait for the network (CostProfile::network()).
   bool network() const { return network_; }
   // A network plan is waiting for the block's bytes (read-ahead skips it,
@@ -150,6 +160,7 @@ class BlockLoader {
   const geometry::ArrayLayout& layout_;
   const bool padded_;
   const std::optional<codec::ArrayGeometry> geometry_;
+  const BlockMaker* maker_ = nullptr;
   // Block reads in flight (or landed, not yet decoded): fetched once however
   // many plans want their bytes at once.
   mutable SpanFlights flights_;

@@ -55,6 +55,7 @@ struct PlanBatch {
 }  // namespace
 
 void BlockLoader::Plan(BlockLoads& loads, WorkerPool* workers) const {
+  if (maker_ != nullptr) return;  // made in Run: nothing to read
   const ArrayLayout& layout = layout_;
   const int64_t itemsize = layout.itemsize();
   std::map<int64_t, size_t> chunk_slot;
@@ -174,6 +175,19 @@ void BlockLoader::Plan(BlockLoads& loads, WorkerPool* workers) const {
 }
 
 void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
+  if (maker_ != nullptr) {
+    ForEach(workers, loads.blocks.size(), [&](size_t i) {
+      BlockLoads::Block& b = loads.blocks[i];
+      auto made = context_.cache->GetOrLoad(BlockKey(cache_id_, b.chunk, b.block),
+                                            [&] { return maker_->Make(b.chunk, b.block); });
+      if (made.ok()) {
+        b.value = std::move(made).value();
+      } else {
+        b.status = made.status();
+      }
+    });
+    return;
+  }
   const bool sparse = source_.sparse();
   // Where block i's compressed bytes are in its part.
   auto part_span = [&](size_t i) {

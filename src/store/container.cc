@@ -13,6 +13,7 @@
 #include "b2ndfs/util/log.h"
 #include "block_loader.h"
 #include "box_reader.h"
+#include "carrier.h"
 #include "chunk_directory.h"
 #include "counted_source.h"
 #include "read_policy.h"
@@ -89,13 +90,18 @@ void Container::AddCharge(int64_t delta) const {
 
 std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::ByteSource> source,
                                                  StoreContext* context, uint64_t cache_id,
-                                                 const FileCatalog* catalog) {
+                                                 const FileCatalog* catalog,
+                                                 const OperandScope* scope) {
   std::shared_ptr<Container> container(new Container(std::move(source), context, cache_id));
   GlobalReadStats().containers_open++;
   GlobalReadStats().containers_opened++;
   Status status;
   try {
     status = container->Load(catalog);
+    if (status.ok() && scope != nullptr && scope->opener != nullptr &&
+        container->tag_.kind == ContentKind::kCarrier) {
+      container->LoadEvaluation(*scope);
+    }
   } catch (const std::bad_alloc&) {
     status = Status(ENOMEM, "out of memory while decoding the container");
   } catch (const std::exception& e) {
@@ -106,6 +112,7 @@ std::shared_ptr<const Container> Container::Open(std::shared_ptr<const source::B
     container->transient_ = container->reads_->failed() || status.error_number() == ENOMEM;
     container->reader_.reset();
     container->loader_.reset();
+    container->evaluation_.reset();
     container->directory_.reset();
     container->layout_.reset();
     container->meta_.reset();
@@ -428,25 +435,44 @@ Status Container::LoadLayout() {
   return Status::Ok();
 }
 
+// A carrier whose expression can be computed as NumPy would is served as an
+// array whose blocks are made, not decompressed (carrier.h); otherwise
+// meta.json's "evaluation" says why not. Never an error of the container.
+void Container::LoadEvaluation(const OperandScope& scope) {
+  auto recipe = DecompressedVlmeta(tag_.recipe_vlmeta);
+  if (!recipe.ok() || !*recipe) return;  // meta.json says what is wrong with it
+  EvaluationAttempt attempt = PrepareEvaluation(**recipe, *layout_, npy_descr_, scope);
+  evaluation_error_ = std::move(attempt.error);
+  watched_ = std::move(attempt.watched);
+  if (attempt.evaluation) {
+    evaluation_ = std::move(attempt.evaluation);
+    // The loader is ours alone until Open() returns.
+    const_cast<BlockLoader&>(*loader_).set_maker(evaluation_.get());
+  }
+}
+
+// A vlmeta entry's decompressed bytes (at most 64 MiB), or nullopt.
+Result<std::optional<std::vector<uint8_t>>> Container::DecompressedVlmeta(
+    const std::string& name) const {
+  for (const auto& vl : meta_->frame_info.vlmetalayers) {
+    if (vl.name != name) continue;
+    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunk(vl.content));
+    if (ci.nbytes > (64 << 20)) return InvalidData("vlmeta '" + name + "' is too large");
+    std::vector<uint8_t> out(static_cast<size_t>(ci.nbytes));
+    auto lease = context_->decompressors->Acquire();
+    B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(vl.content, out).WithContext("vlmeta " + name));
+    return std::optional<std::vector<uint8_t>>(std::move(out));
+  }
+  return std::optional<std::vector<uint8_t>>();
+}
+
 // A proxy cache holds the chunks its "proxy-fetched" vlmeta bitmap marks
 // (python-blosc2 proxy.py; per block with "proxy-fetched-bpc" > 1, under
 // "proxy-fetched-blocks"), and of those only the ones stored; without a
 // bitmap (older proxy.py: unfetched chunks are uninitialised), the stored
 // ones. The rest read as EIO, never as the zeros c-blosc2 would make.
 Status Container::LoadProxyMask() {
-  const format::FrameInfo& info = meta_->frame_info;
-  auto vlmeta = [&](const std::string& name) -> Result<std::optional<std::vector<uint8_t>>> {
-    for (const auto& vl : info.vlmetalayers) {
-      if (vl.name != name) continue;
-      B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunk(vl.content));
-      if (ci.nbytes > (64 << 20)) return InvalidData("vlmeta '" + name + "' is too large");
-      std::vector<uint8_t> out(static_cast<size_t>(ci.nbytes));
-      auto lease = context_->decompressors->Acquire();
-      B2NDFS_RETURN_IF_ERROR(lease->DecompressAll(vl.content, out).WithContext("vlmeta " + name));
-      return std::optional<std::vector<uint8_t>>(std::move(out));
-    }
-    return std::optional<std::vector<uint8_t>>();
-  };
+  auto vlmeta = [&](const std::string& name) { return DecompressedVlmeta(name); };
   const int64_t nchunks = layout_->NumChunks();
   int64_t bpc = 1;
   B2NDFS_ASSIGN_OR_RETURN(auto bpc_bytes, vlmeta("proxy-fetched-bpc"));
@@ -505,6 +531,8 @@ std::string Container::RenderMeta(const FileCatalog* catalog) const {
   if (tag_.kind != ContentKind::kArray) in.content = format::ContentName(tag_.kind);
   in.serializer = tag_.serializer;
   if (tag_.kind == ContentKind::kCarrier) {
+    in.evaluation_error = evaluation_error_;
+    if (evaluation_) in.evaluated_operands = evaluation_->resolved();
     in.recipe = format::NamedBytes{tag_.recipe_vlmeta, {}};
     for (const auto& vl : src.vlmeta) {
       if (vl.name == tag_.recipe_vlmeta) in.recipe->content = vl.content;

@@ -16,6 +16,7 @@
 #include "generation.h"
 #include "inode_table.h"
 #include "mirror.h"
+#include "operands.h"
 #include "read_ahead.h"
 #include "resolver.h"
 #include "xattr.h"
@@ -130,6 +131,7 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   entry_context_->tree = tree_.get();
   entry_context_->services =
       GenerationServices{store_, views_.get(), open_containers_.get(), inodes_->generation_index()};
+  entry_context_->services.operands = MakeMountOperands(tree_.get(), store_);
   entry_context_->inodes = inodes_.get();
   entry_context_->replaced = [this](const ContainerEntry& entry, const Generation& old,
                                     const store::Container* fresh) {

@@ -9,6 +9,7 @@
 
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
+#include "operands.h"
 
 namespace b2ndfs::vfs {
 namespace {
@@ -16,6 +17,8 @@ namespace {
 std::atomic<uint64_t> g_next_cache_id{1};
 
 }  // namespace
+
+uint64_t NextCacheId() { return g_next_cache_id.fetch_add(1); }
 
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
   std::vector<std::shared_ptr<const store::Container>> closing;  // released unlocked
@@ -98,6 +101,27 @@ std::shared_ptr<const store::Container> Generation::IfOpen() const {
 void Generation::Adopt(const std::shared_ptr<const store::Container>& container) {
   std::lock_guard<std::mutex> lock(mutex_);
   container_ = container;
+  (void)OtherOperands(*container);
+}
+
+bool Generation::OtherOperands(const store::Container& container) {
+  std::lock_guard<std::mutex> lock(operands_mutex_);
+  if (!operands_known_) {
+    operand_versions_ = container.operand_versions();
+    operands_known_ = true;
+    return false;
+  }
+  return container.operand_versions() != operand_versions_;
+}
+
+bool Generation::OperandsUnchanged(const source::Tree& tree) const {
+  std::vector<store::OperandVersion> versions;
+  {
+    std::lock_guard<std::mutex> lock(operands_mutex_);
+    if (operand_versions_.empty()) return true;
+    versions = operand_versions_;
+  }
+  return vfs::OperandsUnchanged(tree, versions);
 }
 
 Result<std::shared_ptr<const store::Container>> Generation::Container() {
@@ -106,9 +130,17 @@ Result<std::shared_ptr<const store::Container>> Generation::Container() {
     services_.open->Touch(open);
     return open;
   }
-  auto container = store::Container::Open(source_, services_.store, cache_id_, services_.views);
+  const auto scope = TopScope(services_.operands.get(), path_);
+  auto container =
+      store::Container::Open(source_, services_.store, cache_id_, services_.views, scope.get());
   if (!container->ok() && container->transient()) {
     return Status(container->source().found_stale() ? ESTALE : EIO, container->error());
+  }
+  // A carrier reopened from operands other than those its cached blocks
+  // were computed from is another version: this one is stale.
+  if (OtherOperands(*container)) {
+    operands_stale_ = true;
+    return Status(ESTALE, path_ + ": an operand of the carrier changed");
   }
   container_ = container;
   services_.open->Touch(container);
@@ -181,7 +213,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
   // Whether `probe` lets `current` go on serving.
   auto keeps = [&](const std::shared_ptr<Generation>& current) {
     if (!current || current->found_stale()) return false;
-    if (probe.ok()) return *probe == current->signature();
+    if (probe.ok()) return *probe == current->signature() && current->OperandsUnchanged(tree);
     if (source::IsGone(probe.status())) return false;
     // Trouble reaching the source says nothing about the container: the
     // caller gets the version it had (its cache still serves).
@@ -222,8 +254,10 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
       gone = error;
     } else {
       const GenerationServices& services = context_->services;
-      const uint64_t cache_id = g_next_cache_id.fetch_add(1);
-      auto container = store::Container::Open(*source, services.store, cache_id, services.views);
+      const uint64_t cache_id = NextCacheId();
+      const auto scope = TopScope(services.operands.get(), path_);
+      auto container =
+          store::Container::Open(*source, services.store, cache_id, services.views, scope.get());
       if (!container->ok() && container->transient()) {
         return Status(EIO, path_ + ": " + container->error());
       }

@@ -20,9 +20,12 @@
 // says the container is gone (IsGone). Any other error (a server down,
 // timeouts, EIO, EMFILE) is returned to the caller who hit it and forgotten:
 // the generation and its cached blocks stay, and its files keep serving what
-// the cache holds.
+// the cache holds. A carrier served evaluated (store/operands.h) is also
+// ended by a change of any operand it read: each probe of it probes them too
+// (operands.h), and a reopening that finds other operand versions is stale.
 // Lock order: ContainerEntry::mutex_ before Generation::mutex_ before
-// OpenContainers::mutex_ and InodeTable's locks.
+// OpenContainers::mutex_ and InodeTable's locks; Generation::operands_mutex_
+// is a leaf lock.
 #pragma once
 
 #include <atomic>
@@ -84,7 +87,12 @@ struct GenerationServices {
   const views::Registry* views = nullptr;
   OpenContainers* open = nullptr;
   std::shared_ptr<GenerationIndex> index;
+  // Finds carriers' operands (operands.h); null: carriers are not evaluated.
+  std::shared_ptr<const store::OperandOpener> operands;
 };
+
+// A cache_id no generation (or carrier operand) of this process used.
+uint64_t NextCacheId();
 
 class ContainerEntry;
 
@@ -113,8 +121,11 @@ class Generation {
   // No longer the current version (its names answer ESTALE).
   bool dead() const { return dead_.load(); }
   void Kill() { dead_ = true; }
-  // A read found the source no longer holds this version.
-  bool found_stale() const { return source_->found_stale(); }
+  // A read found the source no longer holds this version (or, for a
+  // carrier, reopening it found its operands changed).
+  bool found_stale() const { return source_->found_stale() || operands_stale_.load(); }
+  // A carrier: the operands it was evaluated from are still there, unchanged.
+  bool OperandsUnchanged(const source::Tree& tree) const;
   // The container if it is open, without reopening it.
   std::shared_ptr<const store::Container> IfOpen() const;
   // The opened container; reopened (from this generation's source, which
@@ -138,8 +149,17 @@ class Generation {
   const uint64_t cache_id_;
   const Ino ino_base_;
   std::atomic<bool> dead_{false};
+  std::atomic<bool> operands_stale_{false};
   mutable std::mutex mutex_;  // held while reopening; before OpenContainers::mutex_
   std::weak_ptr<const store::Container> container_;
+  // A carrier's operand versions, from its first opening: its cached blocks
+  // were computed from them. Leaf lock: a probe never waits for a reopen.
+  mutable std::mutex operands_mutex_;
+  std::vector<store::OperandVersion> operand_versions_;
+  bool operands_known_ = false;
+  // True when `container` read other operand versions than the first
+  // opening (which it records when it is the first).
+  bool OtherOperands(const store::Container& container);
   std::weak_ptr<const void> hold_;
 };
 

@@ -18,6 +18,7 @@
 #include "b2ndfs/format/expression.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/vlen.h"
+#include "elementwise.h"
 #include "fuzz_common.h"
 
 namespace b2ndfs::fuzz {
@@ -88,6 +89,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(check->operands.size() <= 3, "expression operands");
   } else {
     FUZZ_CHECK(check.status().error_number() == EINVAL, "expression error is not EINVAL");
+  }
+  // Compiled for float32, int32 and bool operands, and run on three items:
+  // whatever it accepts computes without a fault.
+  auto parsed = format::ParseElementwiseExpression(text, {"a", "b", "o0"});
+  if (parsed.ok()) {
+    const store::DType kinds[] = {store::DType::kF32, store::DType::kI32, store::DType::kBool};
+    std::vector<store::DType> dtypes;
+    for (size_t i = 0; i < parsed->operands.size(); ++i) dtypes.push_back(kinds[i % 3]);
+    auto program = store::ElementwiseProgram::Compile(*parsed, dtypes);
+    if (program.ok()) {
+      alignas(8) uint8_t items[3][24] = {};
+      const uint8_t* inputs[3] = {items[0], items[1], items[2]};
+      alignas(8) uint8_t out[24];
+      program->Run(std::span<const uint8_t* const>(inputs, parsed->operands.size()), 3, out);
+    } else {
+      FUZZ_CHECK(program.status().error_number() == EINVAL, "compile error is not EINVAL");
+    }
   }
   auto recipe = format::RecipeExpressionOf(input);
   if (!recipe.ok()) CheckError(recipe.status(), "RecipeExpressionOf");

@@ -98,8 +98,10 @@ assert lazy["recipe"]["operands"]["o1"]["urlpath"] == "b.b2nd", lazy["recipe"]
 assert "carrier" in lazy["files"]["data"]["absent"], lazy["files"]
 c2 = meta("c2ref.b2nd")["recipe"]
 assert c2["urlbase"] + c2["path"] == "https://cat2.example.org/@public/examples/ds-1d.b2nd", c2
-assert lazy["evaluation"] == {"grammar": "elementwise", "operands": ["o0", "o1"],
-                              "evaluated": False}, lazy["evaluation"]
+ev = lazy["evaluation"]  # its operands are not there: not evaluated, saying why
+assert {k: ev[k] for k in ("grammar", "operands", "evaluated")} == {
+    "grammar": "elementwise", "operands": ["o0", "o1"], "evaluated": False}, ev
+assert "(a.b2nd): no such container" in ev["error"], ev
 assert "evaluation" not in meta("c2ref.b2nd")
 bad = meta("hostile/not_elementwise.b2nd")
 assert "'sum' is not one of NumPy's elementwise" in bad["evaluation"]["error"], bad["evaluation"]

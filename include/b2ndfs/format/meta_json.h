@@ -9,7 +9,9 @@
 // and, after format, for containers that are not arrays (format/vlen.h):
 //   content ("objects", "batches", "carrier"), [serializer], [recipe],
 //   [evaluation] (for a recipe with an expression: {"grammar": "elementwise",
-//   "operands": [...], "evaluated": false}, or {"error": why not}).
+//   "operands": [...], "evaluated": true, "paths": {name: mount path}}, or
+//   "evaluated": false and "error": why not; or only {"error": why not} when
+//   the expression is outside the grammar).
 // recipe is a carrier's vlmeta payload (b2o or _LazyArray) as JSON; proxy is
 // {"chunks_present": [...], "chunks_absent": n} for a proxy cache; the
 // content of python-blosc2's tag metalayers (batcharray, vlarray, listarray,
@@ -54,6 +56,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/format/frame.h"
@@ -98,6 +101,10 @@ struct MetaJsonInput {
   std::string serializer;  // a BatchArray's
   // A carrier's recipe: its vlmeta payload, decompressed msgpack.
   std::optional<NamedBytes> recipe;
+  // An evaluated carrier: its operands' names and paths in the mount;
+  // otherwise, for an expression in the grammar, why it is not evaluated.
+  std::vector<std::pair<std::string, std::string>> evaluated_operands;
+  std::string evaluation_error;
   // A proxy cache: the chunks it holds.
   std::optional<std::vector<int64_t>> chunks_present;
   // Metalayers shown decoded (msgpack), by name.

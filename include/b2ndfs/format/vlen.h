@@ -57,6 +57,10 @@ Result<ContentTag> DecodeContentTag(const std::vector<NamedBytes>& metalayers);
 struct RecipeExpression {
   std::string expression;
   std::vector<std::string> operands;
+  // paths[i]: operands[i]'s urlpath as saved (relative to the carrier's
+  // directory when not absolute: b2objects.py, decode_operand_reference), or
+  // empty when it is not a local container (a C2Array, a DictStore key).
+  std::vector<std::string> paths;
 };
 Result<std::optional<RecipeExpression>> RecipeExpressionOf(std::span<const uint8_t> recipe);
 

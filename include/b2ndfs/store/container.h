@@ -32,10 +32,11 @@
 
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/codec/decompressor.h"
-#include "b2ndfs/format/voxel_geometry.h"
 #include "b2ndfs/format/vlen.h"
+#include "b2ndfs/format/voxel_geometry.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/store/operands.h"
 #include "b2ndfs/store/stat_counter.h"
 #include "b2ndfs/util/status.h"
 
@@ -49,6 +50,7 @@ struct ReadPolicy;
 class ChunkDirectory;
 class BlockLoader;
 class BoxReader;
+class Evaluation;
 
 // Services shared by every container of a mount.
 struct StoreContext {
@@ -138,9 +140,12 @@ using ContentKind = format::ContentKind;
 
 class Container : public std::enable_shared_from_this<Container> {
  public:
+  // `scope`: where a carrier's operands are found (operands.h); without
+  // one a carrier is never evaluated.
   static std::shared_ptr<const Container> Open(std::shared_ptr<const source::ByteSource> source,
                                                StoreContext* context, uint64_t cache_id,
-                                               const FileCatalog* catalog);
+                                               const FileCatalog* catalog,
+                                               const OperandScope* scope = nullptr);
   ~Container();
   Container(const Container&) = delete;
   Container& operator=(const Container&) = delete;
@@ -169,8 +174,14 @@ class Container : public std::enable_shared_from_this<Container> {
   // at open; empty when there are none), for the imaging headers.
   const format::VoxelGeometry& voxel_geometry() const { return voxel_geometry_; }
 
-  // kArray unless python-blosc2 tagged the frame otherwise (valid when ok()).
-  ContentKind content_kind() const { return tag_.kind; }
+  // kArray unless python-blosc2 tagged the frame otherwise (valid when ok());
+  // an evaluated carrier is an array (its blocks computed: carrier.h).
+  ContentKind content_kind() const { return evaluation_ ? ContentKind::kArray : tag_.kind; }
+  // A carrier with an expression in the grammar that is not evaluated: why.
+  const std::string& evaluation_error() const { return evaluation_error_; }
+  // The operand paths a carrier's value depends on (its operands', theirs
+  // in turn), at the versions read; a changed one makes this version stale.
+  const std::vector<OperandVersion>& operand_versions() const { return watched_; }
   const format::ContentTag& content_tag() const { return tag_; }
   // Something made from one chunk's decompressed bytes (an item as JSON, a
   // batch's blocks merged), made once by `make` and kept in the block cache
@@ -201,6 +212,8 @@ class Container : public std::enable_shared_from_this<Container> {
   Status Load(const FileCatalog* catalog);
   Status LoadLayout();
   Status LoadProxyMask();
+  void LoadEvaluation(const OperandScope& scope);
+  Result<std::optional<std::vector<uint8_t>>> DecompressedVlmeta(const std::string& name) const;
   void AddCharge(int64_t delta) const;
   void Charge();
   void DecodeVlmeta() const;
@@ -239,6 +252,10 @@ class Container : public std::enable_shared_from_this<Container> {
   mutable std::atomic<int64_t> memory_bytes_{0};
   std::unique_ptr<Metadata> meta_;
   std::optional<geometry::ArrayLayout> layout_;
+  // A carrier's evaluation (owning its operands), made at open.
+  std::unique_ptr<const Evaluation> evaluation_;
+  std::string evaluation_error_;
+  std::vector<OperandVersion> watched_;
   std::unique_ptr<ChunkDirectory> directory_;  // set_layout() once, at open
   std::unique_ptr<const BlockLoader> loader_;
   std::unique_ptr<const BoxReader> reader_;

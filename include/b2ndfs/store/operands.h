@@ -1,0 +1,68 @@
+// store/operands: how a carrier (a saved lazy expression) finds the
+// containers its expression reads (README.md, "Variable-length data,
+// carriers and caches").
+//
+// The store knows no paths: the mount (vfs) implements OperandOpener,
+// resolving an operand's saved urlpath against the directory of the carrier,
+// confined to the mount's source, and opening that container as its own
+// generation (own cache_id) for the carrier alone. A carrier's operands can
+// be carriers themselves, opened the same way with a longer `chain`: a path
+// already in the chain is a cycle, and at most kMaxCarrierDepth carriers
+// nest; `budget` bounds the containers one evaluation opens in all.
+// Lifetime: the opened operands belong to the carrier's Container; an
+// Operand's `keep` is released after its container (the opener may erase
+// the operand's cached blocks then).
+// Thread-safety: Open() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "b2ndfs/source/byte_source.h"
+
+namespace b2ndfs::store {
+
+class Container;
+class OperandOpener;
+
+constexpr int kMaxCarrierDepth = 4;
+constexpr int kMaxOperandOpens = 64;
+
+// Where a container is being opened from, for its own operands.
+struct OperandScope {
+  const OperandOpener* opener = nullptr;
+  std::string path;                // this container's path in the mount
+  std::vector<std::string> chain;  // the carriers whose operands led here, outermost first
+  std::shared_ptr<std::atomic<int>> budget;  // operand containers left to open
+};
+
+struct Operand {
+  std::string path;   // resolved, as the tree names it (empty when it could not be)
+  std::string shown;  // the same, relative to the mount's root (for meta.json)
+  std::shared_ptr<const Container> container;  // null on error
+  std::shared_ptr<const void> keep;
+  // Non-empty: why the operand cannot be used, in words.
+  std::string error;
+  // The operand was not there (a later version of the mount may hold it).
+  bool missing = false;
+  // The version of `path` read (the container's, or what the tree says of
+  // a path that is no container); nullopt when it could not be had.
+  std::optional<source::Signature> version;
+};
+
+// A path the carrier's value depends on, and the version it was read at
+// (nullopt: it was not there).
+using OperandVersion = std::pair<std::string, std::optional<source::Signature>>;
+
+class OperandOpener {
+ public:
+  virtual ~OperandOpener() = default;
+  // Opens `urlpath` (as the recipe saved it) for the carrier `scope.path`.
+  virtual Operand Open(const OperandScope& scope, const std::string& urlpath) const = 0;
+};
+
+}  // namespace b2ndfs::store

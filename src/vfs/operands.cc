@@ -1,0 +1,149 @@
+#include "operands.h"
+
+#include <algorithm>
+
+#include "generation.h"
+#include "mirror.h"
+
+namespace b2ndfs::vfs {
+namespace {
+
+class MountOperands : public store::OperandOpener {
+ public:
+  MountOperands(const source::Tree* tree, store::StoreContext* store)
+      : tree_(tree), store_(store) {}
+
+  store::Operand Open(const store::OperandScope& scope, const std::string& urlpath) const override {
+    store::Operand out;
+    const std::string& root = tree_->root();
+    const std::string& carrier = scope.path;
+    if (carrier.compare(0, root.size(), root) != 0) {
+      out.error = "the carrier is outside the mount";
+      return out;
+    }
+    // The carrier's directory, as components below the root.
+    std::vector<std::string> parts;
+    auto split = [](const std::string& text, std::vector<std::string>* into, bool up_allowed,
+                    std::string* error) {
+      size_t begin = 0;
+      while (begin <= text.size()) {
+        size_t end = text.find('/', begin);
+        if (end == std::string::npos) end = text.size();
+        const std::string part = text.substr(begin, end - begin);
+        begin = end + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == "..") {
+          if (!up_allowed || into->empty()) {
+            *error = "the path leads outside the mount";
+            return;
+          }
+          into->pop_back();
+          continue;
+        }
+        into->push_back(part);
+      }
+    };
+    std::string error;
+    split(carrier.substr(root.size()), &parts, false, &error);
+    if (!parts.empty()) parts.pop_back();  // the carrier's own name
+    split(urlpath, &parts, true, &error);
+    if (!error.empty() || parts.empty()) {
+      out.error = error.empty() ? "the path names no container" : error;
+      return out;
+    }
+    std::string path = root;
+    std::string shown;
+    for (const std::string& p : parts) {
+      path += "/" + p;
+      shown += (shown.empty() ? "" : "/") + p;
+    }
+    if (path == carrier ||
+        std::find(scope.chain.begin(), scope.chain.end(), path) != scope.chain.end()) {
+      out.error = "a cycle of carriers (" + shown + " is being evaluated already)";
+      return out;
+    }
+    // scope.path is carrier number chain.size() + 1 of this evaluation.
+    if (static_cast<int>(scope.chain.size()) >= store::kMaxCarrierDepth) {
+      out.error = "carriers nest deeper than " + std::to_string(store::kMaxCarrierDepth);
+      return out;
+    }
+    if (scope.budget && scope.budget->fetch_sub(1) <= 0) {
+      out.error = "the evaluation would open more than " + std::to_string(store::kMaxOperandOpens) +
+                  " containers";
+      return out;
+    }
+    out.path = path;
+    out.shown = shown;
+    auto st = tree_->Stat(path);
+    if (!st.ok()) {
+      out.missing = source::IsGone(st.status());
+      out.error = out.missing ? "no such container in the mount" : st.status().message();
+      return out;
+    }
+    const auto kind = MirroredKind(*tree_, path, parts.back(), *st);
+    if (!kind || *kind != MirroredType::kContainer) {
+      out.error = "not a container";
+      // Its version, so that the carrier's stays until it changes.
+      if (auto probe = tree_->Probe(path); probe.ok()) out.version = *probe;
+      return out;
+    }
+    auto source = tree_->OpenContainer(path, nullptr);
+    if (!source.ok()) {
+      out.missing = source::IsGone(source.status());
+      out.error = source.status().message();
+      return out;
+    }
+    store::OperandScope inner{this, path, scope.chain, scope.budget};
+    inner.chain.push_back(carrier);
+    const uint64_t cache_id = NextCacheId();
+    out.version = (*source)->signature();
+    out.container =
+        store::Container::Open(std::move(source).value(), store_, cache_id, nullptr, &inner);
+    // This version's blocks go with the carrier that read them.
+    struct Erase {
+      Erase(store::StoreContext* s, uint64_t id) : store(s), cache_id(id) {}
+      Erase(const Erase&) = delete;
+      Erase& operator=(const Erase&) = delete;
+      store::StoreContext* store;
+      uint64_t cache_id;
+      ~Erase() {
+        if (store != nullptr && store->cache != nullptr) store->cache->EraseContainer(cache_id);
+      }
+    };
+    out.keep = std::make_shared<const Erase>(store_, cache_id);
+    return out;
+  }
+
+ private:
+  const source::Tree* const tree_;
+  store::StoreContext* const store_;
+};
+
+}  // namespace
+
+std::shared_ptr<const store::OperandOpener> MakeMountOperands(const source::Tree* tree,
+                                                              store::StoreContext* store) {
+  return std::make_shared<const MountOperands>(tree, store);
+}
+
+std::unique_ptr<store::OperandScope> TopScope(const store::OperandOpener* opener,
+                                              const std::string& path) {
+  if (opener == nullptr) return nullptr;
+  return std::make_unique<store::OperandScope>(store::OperandScope{
+      opener, path, {}, std::make_shared<std::atomic<int>>(store::kMaxOperandOpens)});
+}
+
+bool OperandsUnchanged(const source::Tree& tree,
+                       const std::vector<store::OperandVersion>& versions) {
+  for (const auto& [path, version] : versions) {
+    auto probe = tree.Probe(path);
+    if (probe.ok()) {
+      if (!version || !(*probe == *version)) return false;
+    } else if (source::IsGone(probe.status())) {
+      if (version) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace b2ndfs::vfs
