@@ -63,13 +63,16 @@ struct stat ContainerStat(const struct stat& src, Ino ino, bool directory, int64
 
 // The attributes of a node inside a container, from its generation alone:
 // the source as it was when the version was opened (a change of any of its
-// attributes is a new version), the size from the view.
+// attributes is a new version), the size from the view. What a container
+// computes from other files (an evaluated carrier) is readable only by
+// whoever may read all of them (README.md, "Permissions").
 Attr InsideAttributes(const Generation& generation, const store::Container& container,
                       const views::Node& view, Ino ino, double timeout) {
   Attr attr;
   const bool directory = view.IsDirectory();
-  attr.st =
-      ContainerStat(generation.source_stat(), ino, directory, directory ? 0 : view.Size(container));
+  const std::optional<struct stat> derived = container.derived_readers();
+  attr.st = ContainerStat(derived ? *derived : generation.source_stat(), ino, directory,
+                          directory ? 0 : view.Size(container));
   attr.timeout = timeout;
   return attr;
 }
