@@ -433,7 +433,14 @@ class StoreTree final : public source::Tree {
       return nobody;
     }
     if (rel.empty()) return at.st;
-    auto dir = beneath(rel);
+    std::string physical;  // the directory's own names, not as shown
+    for (size_t begin = 0; begin <= rel.size();) {
+      size_t end = rel.find('/', begin);
+      if (end == std::string::npos) end = rel.size();
+      physical += (physical.empty() ? "" : "/") + internal::KeyName(rel.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    auto dir = beneath(physical);
     if (!dir.ok() && source::IsGone(dir.status())) return at.st;  // a group of embedded leaves
     return dir;
   }
