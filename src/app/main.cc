@@ -231,6 +231,8 @@ int main(int argc, char** argv) {
   fs_options.views = view_kinds;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;
+  fs_options.ino32 = cl.ino32;
+  fs_options.log_readable_by_all = cl.log_access_all;
   // A background thread per four connections asks the server about known
   // names (revalidations are few; data reads have threads of their own).
   fs_options.background_threads = std::clamp(connections / 4, 2, 16);

@@ -126,6 +126,29 @@ TEST_CASE("bad max_threads, max_open and log_level values are reported") {
   }
 }
 
+TEST_CASE("log_access= and ino32") {
+  auto defaults = Parse({"/src", "/mnt"});
+  REQUIRE(defaults.ok());
+  CHECK_FALSE(defaults->log_access_all);
+  CHECK_FALSE(defaults->ino32);
+  auto cl = Parse({"-o", "allow_other,log_access=all,ino32", "/src", "/mnt"});
+  REQUIRE(cl.ok());
+  CHECK(cl->log_access_all);
+  CHECK(cl->ino32);
+  // Neither is passed on to libfuse, which would refuse it.
+  CHECK(cl->fuse_options == std::vector<std::string>{"allow_other"});
+  cl = Parse({"-o", "log_access=all", "-o", "log_access=owner", "/src", "/mnt"});
+  REQUIRE(cl.ok());
+  CHECK_FALSE(cl->log_access_all);
+  for (const char* option : {"log_access=", "log_access=everyone", "log_access=ALL"}) {
+    INFO(option);
+    auto bad = Parse({"-o", option, "/a", "/b"});
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message().find(option) != std::string::npos);
+    CHECK(bad.status().message().find("owner or all") != std::string::npos);
+  }
+}
+
 TEST_CASE("log_file= and views=, whose kinds may follow it after commas") {
   auto cl =
       Parse({"-o", "log_file=/var/log/b2ndfs.log,views=meta,data,npy,allow_other", "/a", "/b"});
