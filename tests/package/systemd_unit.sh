@@ -51,7 +51,9 @@ for variant in "" remote user "remote user"; do
   out=$(systemd-analyze verify --man=no "$unit" 2>&1)
   rc=$?
   bad=$(grep -iE 'unknown|ignoring|invalid|failed|not executable' <<<"$out")
-  ((rc == 0)) && [[ -z $bad ]] || fail "unit${name:++$name}: systemd-analyze verify: $out"
+  if ((rc != 0)) || [[ -n $bad ]]; then
+    fail "unit${name:++$name}: systemd-analyze verify: $out"
+  fi
 done
 
 # A mount namespace of the service's own would hide its mount from the host.
