@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -111,6 +112,38 @@ TEST_CASE("200,000 paths get distinct numbers, stable across forget, apart from 
   const Ino fresh = table.RefPath(Candidate("/src/new", vfs::NodeType::kDir))->ino;
   CHECK(table.PathIno("/src/new", S_IFDIR) == fresh);
   CHECK(seen.insert(fresh).second);
+}
+
+TEST_CASE("threads listing and looking up the same names agree on their numbers", "[inodes]") {
+  InodeTable table;
+  constexpr size_t kNames = 20000;
+  constexpr int kThreads = 4;
+  std::vector<std::vector<Ino>> seen(kThreads, std::vector<Ino>(kNames));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&table, &seen, t] {
+      // Each thread meets the names in its own order, half by listing, half
+      // by lookup and forget, while the index grows under them.
+      for (size_t k = 0; k < kNames; ++k) {
+        const size_t i = t % 2 == 0 ? k : kNames - 1 - k;
+        if ((i + static_cast<size_t>(t)) % 2 == 0) {
+          seen[t][i] = table.PathIno(NameOf(i), S_IFREG);
+        } else {
+          auto node = table.RefPath(Candidate(NameOf(i), vfs::NodeType::kFile));
+          seen[t][i] = node->ino;
+          table.Forget(node->ino, 1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::unordered_set<Ino> distinct;
+  for (size_t i = 0; i < kNames; ++i) {
+    for (int t = 1; t < kThreads; ++t) CHECK(seen[t][i] == seen[0][i]);
+    CHECK(distinct.insert(seen[0][i]).second);
+  }
+  CHECK(table.path_numbers() == kNames);
+  CHECK(table.size() == 0);
 }
 
 TEST_CASE("ino32 past its 32-bit names, and a full table", "[inodes]") {
