@@ -8,7 +8,8 @@
 # the man page a unit names is not what is being checked), and the commands they run work;
 # b2ndfs@.service's ExecStart and ExecStopPost run under the unit's own sandbox
 # (unit_sandbox.py applies its capabilities, no_new_privs, namespaces,
-# system call filter, address families and W^X as systemd would).
+# system call filter, address families and W^X as systemd would); an fstab
+# line with drop_privileges runs b2ndfs without capabilities on /dev/fd/N.
 #
 # mount(8) runs its helpers without the caller's PATH (util-linux drops it;
 # /bin/sh then searches its default path, /usr/local/bin first), so PATH=...
@@ -108,6 +109,31 @@ if mount -T "$TMP/fstab" "$M" 2>"$TMP/mount.err"; then
   after_mount "mount -T fstab"
 else
   fail "mount with an fstab line failed: $(cat "$TMP/mount.err")"
+fi
+
+# Least privilege in fstab (README.md, "Running with least privilege"):
+# drop_privileges has mount.fuse3 mount /dev/fuse itself and start b2ndfs on
+# the descriptor (/dev/fd/N) without any capability, under no_new_privs.
+printf '%s  %s  fuse.b2ndfs  ro,allow_other,default_permissions,cache_size=64M,nofail,drop_privileges  0  0\n' \
+  "$S" "$M" >"$TMP/fstab.dp"
+if mount -T "$TMP/fstab.dp" "$M" 2>"$TMP/mount.err"; then
+  dp_pid=""
+  for p in $(pgrep -x b2ndfs); do
+    [[ $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) == "b2ndfs $S /dev/fd/"* ]] && dp_pid=$p
+  done
+  if [[ -n $dp_pid ]]; then
+    ITEST_PIDS+=("$dp_pid")
+    check "drop_privileges: the daemon holds no capability" \
+      grep -q "^CapEff:[[:space:]]*0*$" "/proc/$dp_pid/status"
+    check "drop_privileges: under no_new_privs" grep -q "^NoNewPrivs:[[:space:]]*1$" "/proc/$dp_pid/status"
+  else
+    fail "drop_privileges: no b2ndfs serving /dev/fd/N: $(pgrep -a b2ndfs)"
+  fi
+  after_mount "mount -T fstab, drop_privileges"
+  [[ -z $dp_pid ]] || exits_within 20 "$dp_pid" >/dev/null ||
+    fail "drop_privileges: b2ndfs still runs 20 s after umount"
+else
+  fail "mount with drop_privileges failed: $(cat "$TMP/mount.err")"
 fi
 
 # Remote sources in fstab (README's lines): an http URL, and an s3:// bucket
