@@ -9,7 +9,8 @@
 # b2ndfs@.service's ExecStart and ExecStopPost run under the unit's own sandbox
 # (unit_sandbox.py applies its capabilities, no_new_privs, namespaces,
 # system call filter, address families and W^X as systemd would); an fstab
-# line with drop_privileges runs b2ndfs without capabilities on /dev/fd/N.
+# line with setuid=USER,drop_privileges runs b2ndfs as USER without
+# capabilities on /dev/fd/N.
 #
 # mount(8) runs its helpers without the caller's PATH (util-linux drops it;
 # /bin/sh then searches its default path, /usr/local/bin first), so PATH=...
@@ -113,8 +114,9 @@ fi
 
 # Least privilege in fstab (README.md, "Running with least privilege"):
 # drop_privileges has mount.fuse3 mount /dev/fuse itself and start b2ndfs on
-# the descriptor (/dev/fd/N) without any capability, under no_new_privs.
-printf '%s  %s  fuse.b2ndfs  ro,allow_other,default_permissions,cache_size=64M,nofail,drop_privileges  0  0\n' \
+# the descriptor (/dev/fd/N) without any capability, under no_new_privs, and
+# setuid= as a user of its own (nobody stands for it here).
+printf '%s  %s  fuse.b2ndfs  ro,allow_other,default_permissions,cache_size=64M,nofail,setuid=nobody,drop_privileges  0  0\n' \
   "$S" "$M" >"$TMP/fstab.dp"
 if mount -T "$TMP/fstab.dp" "$M" 2>"$TMP/mount.err"; then
   dp_pid=""
@@ -126,6 +128,8 @@ if mount -T "$TMP/fstab.dp" "$M" 2>"$TMP/mount.err"; then
     check "drop_privileges: the daemon holds no capability" \
       grep -q "^CapEff:[[:space:]]*0*$" "/proc/$dp_pid/status"
     check "drop_privileges: under no_new_privs" grep -q "^NoNewPrivs:[[:space:]]*1$" "/proc/$dp_pid/status"
+    check "setuid=nobody: the daemon runs as nobody" \
+      grep -qE "^Uid:[[:space:]]+$(id -u nobody)[[:space:]]" "/proc/$dp_pid/status"
   else
     fail "drop_privileges: no b2ndfs serving /dev/fd/N: $(pgrep -a b2ndfs)"
   fi
