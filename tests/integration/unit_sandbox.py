@@ -12,12 +12,11 @@ groups as `systemd-analyze syscall-filter` lists them), RestrictAddressFamilies=
 and MemoryDenyWriteExecute= (a second seccomp filter, as systemd loads it),
 then execs COMMAND in the same process. Other settings (device policy,
 IPAddressDeny=, ...) are not emulated; `systemd-analyze verify` checks them.
-Exits 2 with a message on what it cannot apply.
+Exits non-zero with a message on what it cannot apply.
 """
 import ctypes
 import errno
 import os
-import re
 import subprocess
 import sys
 
@@ -86,11 +85,18 @@ def last(settings, key, default=""):
     return value
 
 
-def capability_numbers():
-    text = open("/usr/include/linux/capability.h", encoding="utf-8").read()
-    return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"#define (CAP_[A-Z_]+)\s+(\d+)\s*$", text, re.M)
-            if m.group(1) not in ("CAP_LAST_CAP",)}
+# capabilities(7), by number.
+CAPABILITIES = [
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
+    "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG",
+    "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+]
 
 
 class ArgCmp(ctypes.Structure):
@@ -112,7 +118,10 @@ def main():
     settings = directives(sys.argv[1])
     command = sys.argv[3:]
     libc = ctypes.CDLL(None, use_errno=True)
-    seccomp = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    try:
+        seccomp = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError as e:
+        sys.exit(f"unit_sandbox: libseccomp.so.2 (package libseccomp2, which systemd needs): {e}")
     seccomp.seccomp_init.restype = ctypes.c_void_p
     seccomp.seccomp_init.argtypes = [ctypes.c_uint32]
     seccomp.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
@@ -146,7 +155,7 @@ def main():
         if key == "CapabilityBoundingSet":
             bounding = set(value.split()) if value else None
     if bounding is not None:
-        caps = capability_numbers()
+        caps = {name: number for number, name in enumerate(CAPABILITIES)}
         unknown = bounding - set(caps)
         if unknown:
             sys.exit(f"unit_sandbox: unknown capabilities {unknown}")
