@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cctype>
 #include <cerrno>
@@ -139,7 +140,8 @@ Result<std::string> PrepareMountpoint(const std::string& mountpoint) {
   if (mountpoint.rfind("/dev/fd/", 0) == 0 && mountpoint.size() > 8 &&
       mountpoint.find_first_not_of("0123456789", 8) == std::string::npos) {
     const int fd = std::atoi(mountpoint.c_str() + 8);
-    if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+    // /dev/fuse is character device 10:229 (the kernel's FUSE_MINOR).
+    if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(10, 229)) {
       return Status(EBADF, "mountpoint " + mountpoint + " is not an open /dev/fuse descriptor");
     }
     return mountpoint;
