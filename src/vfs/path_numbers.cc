@@ -79,7 +79,7 @@ PathNumbers::Key SipHash128(const uint64_t key[2], std::string_view data) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) s.Absorb(LoadLe(p + i, 8));
   s.Absorb(LoadLe(p + i, n - i) | (static_cast<uint64_t>(n) << 56));
-  PathNumbers::Key out;
+  PathNumbers::Key out{};
   out.a = s.Finish(0xee);
   s.v1 ^= 0xdd;
   for (int r = 0; r < 4; ++r) s.Round();

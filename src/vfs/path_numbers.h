@@ -35,9 +35,11 @@ namespace b2ndfs::vfs {
 
 class PathNumbers {
  public:
+  // No member initializers: a chunk of keys is allocated without being
+  // written (its pages cost nothing until names fill them).
   struct Key {
-    uint64_t a = 0;  // also the index's hash
-    uint64_t b = 0;
+    uint64_t a;  // also the index's hash
+    uint64_t b;
     bool operator==(const Key&) const = default;
   };
   static constexpr Ino kNarrowBase = Ino{1} << 31;
