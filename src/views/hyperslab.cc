@@ -11,6 +11,7 @@
 #include <new>
 #include <string_view>
 
+#include "b2ndfs/format/npy_header.h"
 #include "b2ndfs/util/log.h"
 #include "index_expr.h"
 #include "kinds.h"
@@ -264,7 +265,8 @@ class ViewDir : public Node {
       }
       return slab.status();
     }
-    std::string header = npy ? MakeNpyHeader(c.npy_descr(), slab->ResultShape()) : std::string();
+    std::string header =
+        npy ? format::NpyHeader(c.npy_descr(), slab->ResultShape()) : std::string();
     const bool is_box = std::all_of(slab->axes.begin(), slab->axes.end(),
                                     [](const AxisSelection& a) { return a.step == 1; });
     if (is_box) {

@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "b2nd_writer.h"
+#include "b2ndfs/format/npy_header.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "ctable.h"
@@ -174,15 +175,14 @@ Table MakeTable(int64_t rows, bool (*live)(int64_t)) {
 }  // namespace
 
 TEST_CASE("valid/NAME.npy names and headers", "[stores]") {
-  using stores::internal::NpyHeader;
   CHECK(stores::internal::ValidFileName("x") == "x.npy");
   CHECK(stores::internal::ValidFileName("pos/z") == "pos.z.npy");
-  const std::string h = NpyHeader("'<f4'", {9});
+  const std::string h = format::NpyHeader("'<f4'", {9});
   CHECK(h == std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
                  "{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }" +
                  std::string(60, ' ') + "\n");
-  CHECK(NpyHeader("'<i2'", {9, 3}).find("'shape': (9, 3), }") != std::string::npos);
-  const std::string v2 = NpyHeader("'" + std::string(70000, 'x') + "'", {1});
+  CHECK(format::NpyHeader("'<i2'", {9, 3}).find("'shape': (9, 3), }") != std::string::npos);
+  const std::string v2 = format::NpyHeader("'" + std::string(70000, 'x') + "'", {1});
   CHECK(v2[6] == 2);
   CHECK(v2.size() % 64 == 0);
 }
@@ -201,8 +201,7 @@ TEST_CASE("a CTable's valid/x.npy holds x at the live rows, over several segment
   auto file = m.Lookup({"s.b2z", "t", "valid", "x.npy"});
   REQUIRE(file.ok());
   CHECK(S_ISREG(file->st.st_mode));  // a plain file, not a container directory
-  const std::string header =
-      stores::internal::NpyHeader("'<f4'", {static_cast<int64_t>(t.live_x.size())});
+  const std::string header = format::NpyHeader("'<f4'", {static_cast<int64_t>(t.live_x.size())});
   Bytes want(header.begin(), header.end());
   const auto* x = reinterpret_cast<const uint8_t*>(t.live_x.data());
   want.insert(want.end(), x, x + t.live_x.size() * 4);
@@ -231,7 +230,7 @@ TEST_CASE("a CTable without live rows has an empty valid/x.npy", "[stores]") {
   m.Start();
   auto file = m.Lookup({"s.b2z", "t", "valid", "x.npy"});
   REQUIRE(file.ok());
-  const std::string header = stores::internal::NpyHeader("'<f4'", {0});
+  const std::string header = format::NpyHeader("'<f4'", {0});
   CHECK(file->st.st_size == static_cast<off_t>(header.size()));
   auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
   REQUIRE(handle.ok());

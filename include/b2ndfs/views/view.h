@@ -167,7 +167,4 @@ class Registry : public store::FileCatalog {
   std::shared_ptr<const Node> root_;
 };
 
-// The NumPy .npy header (format 1.0, or 2.0 when too long) for a C-order array.
-std::string MakeNpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
-
 }  // namespace b2ndfs::views
