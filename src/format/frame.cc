@@ -473,10 +473,4 @@ Result<ChunkLocation> LocateChunk(const FrameInfo& frame, int64_t raw) {
   return location;
 }
 
-std::string SparseChunkFileName(int64_t n) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%08" PRIX64 ".chunk", static_cast<uint64_t>(n));
-  return buf;
-}
-
 }  // namespace b2ndfs::format

@@ -13,12 +13,6 @@
 
 namespace b2ndfs::remote {
 
-std::string ChunkFileName(int64_t number) {
-  char name[32];
-  std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(number));
-  return name;
-}
-
 source::Signature ObjectSignature(const ObjectInfo& info) {
   source::Signature s;
   s.size = info.size;
@@ -235,8 +229,8 @@ class ObjectSource final : public source::ByteSource {
   }
 
   std::string PartUrl(int64_t part) const {
-    if (part == source::kFramePart) return sparse_ ? url_ + "/" + kFrameName : url_;
-    return url_ + "/" + ChunkFileName(part);
+    if (part == source::kFramePart) return sparse_ ? url_ + "/" + source::kSparseFrameIndex : url_;
+    return url_ + "/" + source::SparseChunkFileName(part);
   }
 
   // The version of a part this generation reads: the frame's from the
@@ -253,7 +247,7 @@ class ObjectSource final : public source::ByteSource {
       return InvalidData("no chunk file " + std::to_string(part) + " in a contiguous frame");
     }
     if (part == source::kFramePart) {
-      if (!frame_) return InvalidData(name_ + " has no " + kFrameName);
+      if (!frame_) return InvalidData(name_ + " has no " + source::kSparseFrameIndex);
       return *frame_;
     }
     {
@@ -261,7 +255,7 @@ class ObjectSource final : public source::ByteSource {
       auto it = chunks_.find(part);
       if (it != chunks_.end()) return it->second;
     }
-    const IndexEntry* listed = Listed(ChunkFileName(part));
+    const IndexEntry* listed = Listed(source::SparseChunkFileName(part));
     if (listed == nullptr) {
       return NotFound(RedactUrl(PartUrl(part)) + ": not in the listing of this version");
     }

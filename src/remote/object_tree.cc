@@ -165,7 +165,7 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
   Result<std::shared_ptr<const source::ByteSource>> OpenContainer(
       const std::string& path, const source::Signature* probed) const override {
     B2NDFS_ASSIGN_OR_RETURN(const bool directory, IsDirectory(path));
-    const std::string frame_path = directory ? path + "/" + kFrameName : path;
+    const std::string frame_path = directory ? path + "/" + source::kSparseFrameIndex : path;
     // The version a probe has just seen, from the answers it was given (a
     // request saved: a round trip of every first open); fresh answers when
     // the caller cannot trust it, or when the cached object no longer
@@ -409,7 +409,7 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
     listings_.Erase(path);
     names_.Erase(path);
     heads_.Erase(path);
-    heads_.Erase(path + "/" + kFrameName);
+    heads_.Erase(path + "/" + source::kSparseFrameIndex);
   }
 
   // The entry of `path` in its parent's listing.
@@ -511,7 +511,7 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
     }
     B2NDFS_ASSIGN_OR_RETURN(const Listing listing, GetListing(path));
     source::Signature s;
-    auto frame = Head(path + "/" + kFrameName, fresh);
+    auto frame = Head(path + "/" + source::kSparseFrameIndex, fresh);
     if (frame.ok()) {
       s = ObjectSignature(*frame);
     } else if (frame.status().error_number() != ENOENT) {

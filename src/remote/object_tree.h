@@ -52,10 +52,6 @@ struct ObjectTreeConfig {
   std::shared_ptr<DiskCache> disk_cache;
 };
 
-// The index of a sparse frame's directory, and its chunk files' names.
-inline constexpr const char* kFrameName = "chunks.b2frame";
-std::string ChunkFileName(int64_t number);
-
 // A container's signature from its object's answer: size, mtime, and the
 // ETag (else Last-Modified) as the tag.
 source::Signature ObjectSignature(const ObjectInfo& info);

@@ -84,12 +84,6 @@ int64_t OpenTime() {
   return Nanos(now);
 }
 
-std::string ChunkFileName(int64_t number) {
-  char name[32];
-  std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(number));
-  return name;
-}
-
 class LocalSource final : public ByteSource {
  public:
   LocalSource(std::string path, bool sparse, Signature signature, struct stat frame_stat,
@@ -170,10 +164,10 @@ class LocalSource final : public ByteSource {
 
   std::string PartPath(int64_t part) const {
     if (part == kFramePart) return sparse_ ? path_ + "/chunks.b2frame" : path_;
-    return path_ + "/" + ChunkFileName(part);
+    return path_ + "/" + SparseChunkFileName(part);
   }
   std::string PartName(int64_t part) const {
-    return part == kFramePart ? PartPath(part) : ChunkFileName(part);
+    return part == kFramePart ? PartPath(part) : SparseChunkFileName(part);
   }
 
   Status Stale(int64_t part) const {

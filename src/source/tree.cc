@@ -1,5 +1,7 @@
 #include "b2ndfs/source/tree.h"
 
+#include <cstdio>
+
 namespace b2ndfs::source {
 namespace {
 
@@ -20,6 +22,12 @@ class WholeListing final : public ListCursor {
 };
 
 }  // namespace
+
+std::string SparseChunkFileName(int64_t n) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%08llX.chunk", static_cast<unsigned long long>(n));
+  return name;
+}
 
 Result<struct stat> Tree::StatBeneath(const std::string& path, bool /*confined*/) const {
   return Stat(path);

@@ -29,6 +29,7 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/source/byte_source.h"
 #include "fuzz_common.h"
 
 namespace b2ndfs::fuzz {
@@ -180,7 +181,7 @@ int UnpackToDirectory(const fs::path& pack_path, const fs::path& dir) {
   for (size_t i = 0; i < records.size(); ++i) {
     if (!records[i].present) continue;
     const std::string name =
-        i == 0 ? "chunks.b2frame" : format::SparseChunkFileName(static_cast<int64_t>(i - 1));
+        i == 0 ? "chunks.b2frame" : source::SparseChunkFileName(static_cast<int64_t>(i - 1));
     if (!WriteFile(dir / name, Bytes(records[i].bytes.begin(), records[i].bytes.end()))) return 1;
   }
   return 0;

@@ -482,7 +482,7 @@ void RunSparse(std::span<const uint8_t> input, InputRng& rng) {
   for (size_t i = 0; i < records.size(); ++i) {
     if (!records[i].present) continue;
     const std::string name =
-        i == 0 ? "chunks.b2frame" : format::SparseChunkFileName(static_cast<int64_t>(i - 1));
+        i == 0 ? "chunks.b2frame" : source::SparseChunkFileName(static_cast<int64_t>(i - 1));
     FUZZ_CHECK(WriteFile(s.sparse_dir + "/" + name, records[i].bytes), "cannot write " + name);
   }
   auto opened = source::OpenLocal(s.sparse_dir, &s.descriptors);
@@ -499,7 +499,7 @@ void RunSparse(std::span<const uint8_t> input, InputRng& rng) {
   for (size_t i = 0; i < records.size(); ++i) {
     s.descriptors.Drop(
         s.sparse_dir + "/" +
-        (i == 0 ? "chunks.b2frame" : format::SparseChunkFileName(static_cast<int64_t>(i - 1))));
+        (i == 0 ? "chunks.b2frame" : source::SparseChunkFileName(static_cast<int64_t>(i - 1))));
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/util/status.h"
 #include "fuzz_common.h"
 
@@ -96,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(location->offset == raw && raw >= 0, "stored chunk offset changed");
     }
     FUZZ_CHECK(location.ok() || raw < 0, "non-negative offset rejected");
-    (void)format::SparseChunkFileName(raw);
+    (void)source::SparseChunkFileName(raw);
   }
 
   if (!frame.ok()) {
@@ -111,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (frame->sparse) {
       FUZZ_CHECK(location->offset >= 0 && location->offset <= int64_t{0xffffffff},
                  "sparse chunk number out of range");
-      FUZZ_CHECK(format::SparseChunkFileName(location->offset).size() == 14,
+      FUZZ_CHECK(source::SparseChunkFileName(location->offset).size() == 14,
                  "sparse chunk file name");
     } else {
       FUZZ_CHECK(location->offset >= frame->header_size &&

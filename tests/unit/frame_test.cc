@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/source/byte_source.h"
 #include "frame_test_util.h"
 
 namespace {
@@ -100,7 +101,7 @@ void CheckAgainstBlosc(const Bytes& frame_file, const FrameInfo& info, blosc2_sc
       CHECK(location->kind == kind);
     } else if (info.sparse) {
       const Bytes chunk =
-          ReadFile(sparse_dir + "/" + b2ndfs::format::SparseChunkFileName(location->offset));
+          ReadFile(sparse_dir + "/" + b2ndfs::source::SparseChunkFileName(location->offset));
       CHECK(chunk == Bytes(expected, expected + expected_cbytes));
     } else {
       REQUIRE(location->offset >= info.header_size);
@@ -143,9 +144,9 @@ TEST_CASE("LooksLikeFrame, DecodeChunkOffset, SparseChunkFileName") {
   }
   CHECK(DecodeChunkOffset(-1).ok() == false);  // 0xff..ff: kind 7
 
-  CHECK(b2ndfs::format::SparseChunkFileName(0) == "00000000.chunk");
-  CHECK(b2ndfs::format::SparseChunkFileName(10) == "0000000A.chunk");
-  CHECK(b2ndfs::format::SparseChunkFileName(0xabcdef12) == "ABCDEF12.chunk");
+  CHECK(b2ndfs::source::SparseChunkFileName(0) == "00000000.chunk");
+  CHECK(b2ndfs::source::SparseChunkFileName(10) == "0000000A.chunk");
+  CHECK(b2ndfs::source::SparseChunkFileName(0xabcdef12) == "ABCDEF12.chunk");
 
   FrameInfo info;
   info.header_size = 100;

@@ -149,7 +149,4 @@ Result<ChunkLocation> DecodeChunkOffset(int64_t raw);
 // frame the offset stays the chunk file number, which must be < 2^32.
 Result<ChunkLocation> LocateChunk(const FrameInfo& frame, int64_t raw);
 
-// Name of a sparse frame's chunk file for chunk file number n ("0000000A.chunk").
-std::string SparseChunkFileName(int64_t n);
-
 }  // namespace b2ndfs::format

@@ -56,6 +56,11 @@ struct Signature {
 // or chunk file N of a sparse frame (N >= 0, the number in its name).
 constexpr int64_t kFramePart = -1;
 
+// A sparse frame's files (c-blosc2's README_SFRAME_FORMAT.rst): its index,
+// and chunk file number n ("0000000A.chunk").
+inline constexpr const char* kSparseFrameIndex = "chunks.b2frame";
+std::string SparseChunkFileName(int64_t n);
+
 // One read of ReadMany(): exactly `length` bytes at `offset` of `part`.
 struct PartRead {
   int64_t part = kFramePart;
