@@ -118,8 +118,12 @@ record() {
   [[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$B2NDFS_SUMMARY_FILE"
   return 0
 }
-# not_run NAME WHY: a pass that did not run, and why.
-not_run() { record "$1" 0 0 0 "(not run: $2)"; }
+# not_run NAME WHY: a pass that did not run, and why (counted in neither).
+not_run() {
+  SUMMARY+=("$(printf '%-7s not run: %s' "$1" "$2")")
+  [[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && printf '%s\t0\t0\t0\t(not run: %s)\n' "$1" "$2" >>"$B2NDFS_SUMMARY_FILE"
+  return 0
+}
 [[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && : >"$B2NDFS_SUMMARY_FILE"
 
 # run_ctest NAME DIR [ENV=VALUE...] -- [ctest args...]: runs ctest in DIR
@@ -232,21 +236,24 @@ bg_step() {
 # long it took.
 STEP_SECONDS=0
 wait_step() {
-  local job=$1 step=$2 rc_file=$LOGS/build-$2.rc rc start end w0=$EPOCHSECONDS
+  local job=$1 step=$2 rc_file=$LOGS/build-$2.rc rc start end w0=$EPOCHSECONDS waited=0
   local pid=${BG_PIDS[$job]:-}
   if [[ ! -f $rc_file && -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
     echo "== waiting for the $step build (log: $LOGS/build-$step.log)"
     renice -n "$MY_NICE" -g "$pid" >/dev/null 2>&1
     while [[ ! -f $rc_file ]] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
     renice -n 19 -g "$pid" >/dev/null 2>&1
-    phase_since "wait for $step build" "$w0"
+    waited=1
   fi
   rc=1 start=$w0 end=$EPOCHSECONDS
   [[ -f $rc_file ]] && read -r rc start end <"$rc_file"
   STEP_SECONDS=$((end - start))
-  local cc
+  local cc note=background
   cc=$(ccache_count "$LOGS/ccache-$step.log")
-  phase_add "build $step" "$start" "$end" "background${cc:+; ccache: $cc}"
+  [[ -n $cc ]] && note+="; ccache: $cc"
+  [[ $rc != 0 ]] && note+="; FAILED"
+  phase_add "build $step" "$start" "$end" "$note"
+  ((waited)) && phase_since "wait for $step build" "$w0" "the pass waits, the build at full priority"
   if [[ $rc != 0 ]]; then
     echo "== the $step build failed (log: $LOGS/build-$step.log):"
     tail -n 30 "$LOGS/build-$step.log"
