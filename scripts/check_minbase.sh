@@ -9,7 +9,7 @@
 #                           exit status become this script's
 # By hand (B2NDFS_MINBASE=1 bash scripts/test.sh runs this too):
 #   bash scripts/check_minbase.sh [--keep] [--main-only] [--summary FILE]
-#                                 [--phases FILE] [ctest args...]
+#                                 [--phases FILE] [--slot FILE] [ctest args...]
 # --keep       leaves the root (and its build trees) for a look afterwards.
 # --main-only  runs only test.sh's main pass after the demo (scripts/test.sh
 #              does this on every run as root: its other passes run outside).
@@ -18,6 +18,9 @@
 #              line of its own for the demo.
 # --phases F   writes the phases (scripts/lib/phases.sh) there: making the
 #              root, the demo, test.sh and, indented, test.sh's own.
+# --slot F     the test slot's lock file (scripts/lib/passes.sh): its
+#              directory is bound into the root, so that test.sh's ctest runs
+#              there and those of the caller here take turns.
 # The compiler cache (scripts/lib/ccache.sh) is bound into the root at the
 # same path, so that the builds there share it with this machine's and with
 # earlier runs; the apt package cache too (scripts/lib/minbase.sh).
@@ -36,6 +39,7 @@ source "$ROOT/scripts/lib/ccache.sh"
 source "$ROOT/scripts/lib/phases.sh"
 KEEP=0
 MAIN_ONLY=0
+SLOT=
 SUMMARY_OUT=
 while (($# > 0)); do
   case $1 in
@@ -48,6 +52,10 @@ while (($# > 0)); do
     --phases)
       PHASES_FILE=${2:?--phases needs a file}
       : >"$PHASES_FILE"
+      shift
+      ;;
+    --slot)
+      SLOT=${2:?--slot needs a file}
       shift
       ;;
     -h | --help)
@@ -93,13 +101,20 @@ rc=$?
 ((rc == 0)) || exit "$rc"
 minbase_copy_sources "$ROOT" "$R/root/b2ndfs"
 ccache_setup "$ROOT"
-cache_settings=()
+shared_settings=()
 if [[ -n ${CCACHE_DIR:-} ]]; then
   if minbase_share "$CCACHE_DIR" "$R"; then
-    cache_settings=(CCACHE_DIR="$CCACHE_DIR")
+    shared_settings=(CCACHE_DIR="$CCACHE_DIR")
     log "compiler cache $CCACHE_DIR shared with the root"
   else
     log "cannot bind $CCACHE_DIR into the root: it compiles without a cache"
+  fi
+fi
+if [[ -n $SLOT ]]; then
+  if minbase_share "$(dirname "$SLOT")" "$R" /run/b2ndfs-slot; then
+    shared_settings+=(B2NDFS_TEST_SLOT="/run/b2ndfs-slot/$(basename "$SLOT")")
+  else
+    log "cannot bind the test slot's directory into the root: its tests may run alongside others"
   fi
 fi
 phase_since "debootstrap" "$e0" "a minimal root, the sources copied in"
@@ -109,14 +124,14 @@ phase_since "debootstrap" "$e0" "a minimal root, the sources copied in"
 # itself (B2NDFS_MINBASE=0).
 mapfile -t settings < <(env | grep -E '^B2NDFS_(SANITIZERS|TSAN|TSAN_TESTS|FUZZ_SMOKE|JOBS)=')
 settings+=(B2NDFS_MINBASE=0 B2NDFS_SUMMARY_FILE=/root/test-summary.tsv
-  B2NDFS_PHASES_FILE=/root/test-phases.tsv "${cache_settings[@]}")
+  B2NDFS_PHASES_FILE=/root/test-phases.tsv "${shared_settings[@]}")
 [[ -n ${B2NDFS_CCACHE:-} ]] && settings+=(B2NDFS_CCACHE="$B2NDFS_CCACHE")
 ((MAIN_ONLY)) && settings+=(B2NDFS_SANITIZERS=0 B2NDFS_FUZZ_SMOKE=0 B2NDFS_MAIN_ONLY=1)
 log "README's main command: bash scripts/demo.sh"
 demo_t0=$SECONDS
 e0=$EPOCHSECONDS
 # The demo's build goes through the shared compiler cache too.
-minbase_demo "$R" "$WORK/demo.log" "${cache_settings[@]}"
+minbase_demo "$R" "$WORK/demo.log" "${shared_settings[@]}"
 demo_rc=$?
 phase_since demo "$e0" "bash scripts/demo.sh (installs, builds, mounts)"
 demo_detail="bash scripts/demo.sh on the fresh root, $((SECONDS - demo_t0)) s"

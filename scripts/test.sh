@@ -5,11 +5,11 @@
 #   main     every test in BUILD (unit tests, core tests against c-blosc2's
 #            own reads, FUSE tests that really mount, the conformance scripts
 #            again through http, s3 and az, fuzz corpus replays, stress, docs)
-#            but package.deb, which runs next:
-#   package  package.deb, installing the Debian package that
-#            scripts/build_deb.sh built once, in the background at the lowest
-#            CPU priority while the main pass ran (as root only: elsewhere the
-#            test skips, and nothing is built for it);
+#            but package.deb:
+#   package  package.deb, on the Debian package that scripts/build_deb.sh
+#            builds once, in the background at the lowest CPU priority while
+#            the main pass runs; the test starts when the package is there
+#            (as root only: elsewhere the test skips and nothing is built);
 #   asan     the tests of BUILD-asan, built with AddressSanitizer + UBSan
 #            (LeakSanitizer included), but those labelled remote-variant (each
 #            remote backend's own test, label remote, runs once) and scale
@@ -21,13 +21,13 @@
 #   fuzz     a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh,
 #            in build-fuzz/), JOBS targets at a time (each one process).
 # In the sanitizer builds the tests' own oracles and clients are not
-# instrumented (b2ndfs_uninstrumented in CMakeLists.txt).
+# instrumented (b2ndfs_uninstrumented in CMakeLists.txt); they are built at
+# -O1 with line tables only (what the sanitizers' documentation recommends;
+# half the compile time of -O2 -g).
 # The asan, tsan and fuzz trees are built one after the other in the
-# background from the start, at the lowest CPU priority (nice 19), while the
-# main pass runs (in a minimal root much of that is package installs and
-# downloads); each pass waits for its build, raising the builds' priority
-# meanwhile. Their output goes to LOGS/build-{asan,tsan,fuzz}.log; a failed
-# build fails its pass.
+# background from the start, at the lowest CPU priority (nice 19); each pass
+# waits for its build, raising the builds' priority meanwhile. Their output
+# goes to LOGS/build-{asan,tsan,fuzz}.log; a failed build fails its pass.
 # Every compile goes through ccache when it is installed (scripts/setup.sh
 # installs it), with a cache outside the clone (scripts/lib/ccache.sh:
 # /var/cache/b2ndfs-ccache as root, else ~/.cache/b2ndfs-ccache; CCACHE_DIR
@@ -48,10 +48,13 @@
 #         this script itself, from a copy of the sources as a user gets them,
 #         with nothing installed by hand, so every run also checks that the
 #         README's two commands work on a minimal machine (the demo's line in
-#         the summary). The other passes run here. When that cannot be done (not
-#         root, the archive unreachable), the main pass runs here and its
-#         summary line says why.
-#   0     the main pass here (quicker for development).
+#         the summary); its output here has lines starting "[root] ". The
+#         other passes run here meanwhile, as soon as their builds are done:
+#         builds and package installs overlap, but one ctest run at a time
+#         (the test slot, scripts/lib/passes.sh). When that cannot be done
+#         (not root, the archive unreachable), the main pass runs here and
+#         its summary line says why.
+#   0     the main pass here, first (quicker for development).
 #   1     every pass, and the README's main command first, in a fresh
 #         minimal root.
 # Environment: B2NDFS_BUILD_DIR (default ROOT/build); B2NDFS_SANITIZERS=0
@@ -62,7 +65,8 @@
 # tab-separated (pass, passed, failed, skipped, detail); B2NDFS_PHASES_FILE:
 # also write the phases there (scripts/lib/phases.sh); B2NDFS_MAIN_ONLY=1:
 # the main and package passes only, and no line for the others (what
-# check_minbase.sh --main-only runs in its root).
+# check_minbase.sh --main-only runs in its root); B2NDFS_TEST_SLOT: the
+# test slot's lock file.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RUN_T0=$EPOCHSECONDS
@@ -100,76 +104,16 @@ PHASES_FILE=$LOGS/phases.tsv
 # shellcheck source=lib/phases.sh
 source "$ROOT/scripts/lib/phases.sh"
 : >"$PHASES_FILE"
-
-SUMMARY=()
-TOTAL_PASSED=0
-TOTAL_FAILED=0
+# shellcheck source=lib/passes.sh
+source "$ROOT/scripts/lib/passes.sh"
+# shellcheck source=lib/background.sh
+source "$ROOT/scripts/lib/background.sh"
+trap bg_stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
-
-elapsed() { echo "$((SECONDS - $1)) s"; }
-
-# record NAME PASSED FAILED SKIPPED DETAIL
-record() {
-  TOTAL_PASSED=$((TOTAL_PASSED + $2))
-  TOTAL_FAILED=$((TOTAL_FAILED + $3))
-  SUMMARY+=("$(printf '%-7s %4d passed, %d failed, %d skipped  %s' "$1" "$2" "$3" "$4" "$5")")
-  [[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$B2NDFS_SUMMARY_FILE"
-  return 0
-}
-# not_run NAME WHY: a pass that did not run, and why (counted in neither).
-not_run() {
-  SUMMARY+=("$(printf '%-7s not run: %s' "$1" "$2")")
-  [[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && printf '%s\t0\t0\t0\t(not run: %s)\n' "$1" "$2" >>"$B2NDFS_SUMMARY_FILE"
-  return 0
-}
-[[ -n ${B2NDFS_SUMMARY_FILE:-} ]] && : >"$B2NDFS_SUMMARY_FILE"
-
-# run_ctest NAME DIR [ENV=VALUE...] -- [ctest args...]: runs ctest in DIR
-# with the environment given (and the command prefix CTEST_PREFIX), records
-# the counts from its summary and the pass as a phase.
-CTEST_PREFIX=()
-run_ctest() {
-  local name=$1 dir=$2 t0=$SECONDS e0=$EPOCHSECONDS
-  shift 2
-  local envs=()
-  while [[ $# -gt 0 && $1 != -- ]]; do
-    envs+=("$1")
-    shift
-  done
-  shift
-  local log=$LOGS/$name.log
-  (cd "$dir" && "${CTEST_PREFIX[@]}" env "${envs[@]}" ctest --output-on-failure -j"$JOBS" "$@") 2>&1 |
-    tee "$log"
-  local rc=${PIPESTATUS[0]}
-  local total failed skipped failed_names
-  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n1)
-  failed=$(sed -n 's/.* \([0-9]*\) tests failed out of .*/\1/p' "$log" | tail -n1)
-  skipped=$(sed -n '/^The following tests did not run:/,/^$/p' "$log" | grep -c '(Skipped)')
-  failed_names=$(sed -n '/^The following tests FAILED:/,/^$/p' "$log" |
-    sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) .*/\1/p' | tr '\n' ' ')
-  phase_since "$name tests" "$e0" "${total:-0} tests, ctest -j$JOBS"
-  if [[ -z $total ]]; then
-    # No summary: ctest found no tests, or could not run at all.
-    if grep -q 'No tests were found' "$log"; then
-      record "$name" 0 0 0 "(no tests matched; $(elapsed "$t0"))"
-    else
-      record "$name" 0 1 0 "(ctest exited $rc without a summary; $(elapsed "$t0"))"
-    fi
-    return
-  fi
-  failed=${failed:-0}
-  local detail
-  detail="($(elapsed "$t0"))"
-  [[ -n $failed_names ]] && detail="failed: ${failed_names% } $detail"
-  if ((rc != 0 && failed == 0)); then
-    # ctest itself failed (e.g. a test it could not start): count that once.
-    failed=1
-    detail="ctest exited $rc $detail"
-  fi
-  record "$name" $((total - failed - skipped)) "$failed" "$skipped" "$detail"
-}
 
 # configure DIR CMAKE_ARGS...: configures DIR (the generator and the compiler
 # cache only the first time) with the options given.
@@ -185,109 +129,35 @@ configure() {
     }
 }
 
-# --- jobs in the background ---------------------------------------------------
-# bg_start NAME CMD...: runs CMD at nice 19 in a process group of its own
-# (set -m), so that its priority can be changed and it can be stopped as a
-# whole; it writes LOGS/bg-NAME.rc: "STATUS START END" (epoch seconds).
-declare -A BG_PIDS=()
-MY_NICE=$(nice)
-bg_start() {
-  local name=$1
-  shift
-  rm -f "$LOGS/bg-$name.rc"
-  set -m
-  (
-    set +m # its commands stay in its process group
-    renice -n 19 -p "$BASHPID" >/dev/null
-    "$@"
-  ) </dev/null &
-  BG_PIDS[$name]=$!
-  set +m
-}
-bg_stop_all() {
-  local name pid
-  for name in "${!BG_PIDS[@]}"; do
-    pid=${BG_PIDS[$name]}
-    kill -0 "$pid" 2>/dev/null || continue
-    kill -TERM -- "-$pid" 2>/dev/null
-    sleep 1
-    kill -KILL -- "-$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-}
-trap bg_stop_all EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# bg_step JOB STEP CMD...: inside job JOB, runs CMD (output in
-# LOGS/build-STEP.log, ccache's log in LOGS/ccache-STEP.log) and writes
-# LOGS/build-STEP.rc: "STATUS START END".
-bg_step() {
-  local step=$2 t=$EPOCHSECONDS
-  shift 2
-  : >"$LOGS/ccache-$step.log"
-  CCACHE_STATSLOG=$LOGS/ccache-$step.log "$@" >"$LOGS/build-$step.log" 2>&1
-  echo "$? $t $EPOCHSECONDS" >"$LOGS/build-$step.rc"
-}
-
-# wait_step JOB STEP: waits for STEP of background job JOB, at this script's
-# priority meanwhile (the steps after it go back to nice 19); records the
-# step and the wait as phases. Status 0 when it succeeded; STEP_SECONDS: how
-# long it took.
-STEP_SECONDS=0
-wait_step() {
-  local job=$1 step=$2 rc_file=$LOGS/build-$2.rc rc start end w0=$EPOCHSECONDS waited=0
-  local pid=${BG_PIDS[$job]:-}
-  if [[ ! -f $rc_file && -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-    echo "== waiting for the $step build (log: $LOGS/build-$step.log)"
-    renice -n "$MY_NICE" -g "$pid" >/dev/null 2>&1
-    while [[ ! -f $rc_file ]] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
-    renice -n 19 -g "$pid" >/dev/null 2>&1
-    waited=1
-  fi
-  rc=1 start=$w0 end=$EPOCHSECONDS
-  [[ -f $rc_file ]] && read -r rc start end <"$rc_file"
-  STEP_SECONDS=$((end - start))
-  local cc note=background
-  cc=$(ccache_count "$LOGS/ccache-$step.log")
-  [[ -n $cc ]] && note+="; ccache: $cc"
-  [[ $rc != 0 ]] && note+="; FAILED"
-  phase_add "build $step" "$start" "$end" "$note"
-  ((waited)) && phase_since "wait for $step build" "$w0" "the pass waits, the build at full priority"
-  if [[ $rc != 0 ]]; then
-    echo "== the $step build failed (log: $LOGS/build-$step.log):"
-    tail -n 30 "$LOGS/build-$step.log"
-    return 1
-  fi
-  echo "== $step build: done in $STEP_SECONDS s (log: $LOGS/build-$step.log)"
-}
-
 # --- the main pass and the package ------------------------------------------
 # main_here NOTE [ctest args]: the main pass in this machine's build tree;
-# NOTE (may be empty) ends its summary line: why not in a minimal root. Then
-# the package pass, on the package built in the background meanwhile.
+# NOTE (may be empty) ends its summary line: why not in a minimal root. The
+# package pass runs alongside, on the package built in the background.
 main_here() {
-  local note=${1:+"; $1"} t0=$SECONDS e0=$EPOCHSECONDS
+  local note=${1:+"; $1"} e0=$EPOCHSECONDS
   shift
   echo "== build ($BUILD; $CCACHE_STATE)"
   : >"$LOGS/ccache-main.log"
   if ! CCACHE_STATSLOG=$LOGS/ccache-main.log bash "$ROOT/scripts/build.sh"; then
-    phase_since "build main" "$e0" "failed"
-    record main 0 1 0 "(build failed; $(elapsed "$t0")$note)"
+    phase_since "build main" "$e0" "FAILED"
+    record main 0 1 0 "(build failed; $((EPOCHSECONDS - e0)) s$note)"
     return
   fi
   local cc
   cc=$(ccache_count "$LOGS/ccache-main.log")
   phase_since "build main" "$e0" "${cc:+ccache: $cc}"
   package_start "$@"
+  slot_take "the main pass"
   echo "== tests ($BUILD)"
   run_ctest main "$BUILD" -- --timeout 900 -LE '^package$' "$@"
   [[ -n $note ]] && SUMMARY[-1]+="$note"
-  package_pass "$@"
+  package_finish "$@"
+  slot_release
 }
 
-# package_start [ctest args]: builds the Debian package in the background
-# when package.deb is selected and can run here (root).
+# package_start [ctest args]: when package.deb is selected and can run here
+# (as root), builds the package in the background (nice 19), then runs the
+# test on it (at this script's priority: mostly package installs).
 PACKAGE=none
 package_start() {
   local n
@@ -298,15 +168,27 @@ package_start() {
     PACKAGE=skip # the test says why (it needs root) and skips
   else
     PACKAGE=built
-    echo "== building the Debian package in the background (log: $LOGS/build-package.log)"
-    bg_start package bg_step package package \
-      env B2NDFS_JOBS="$JOBS" bash -c 'bash "$1" "$2" >"$3"' _ "$ROOT/scripts/build_deb.sh" "$BUILD/deb" \
-      "$LOGS/package-deb.path"
+    rm -f "$LOGS/build-package.rc" "$LOGS/package-test.rc"
+    echo "== the Debian package: built in the background (log: $LOGS/build-package.log), then package.deb"
+    bg_start package 19 package_job "$@"
   fi
 }
+package_job() {
+  bg_step package env B2NDFS_JOBS="$JOBS" \
+    bash -c 'bash "$1" "$2" >"$3"' _ "$ROOT/scripts/build_deb.sh" "$BUILD/deb" "$LOGS/package-deb.path"
+  local rc deb e0
+  read -r rc _ <"$LOGS/build-package.rc"
+  deb=$(tail -n1 "$LOGS/package-deb.path" 2>/dev/null)
+  [[ $rc == 0 && -f $deb ]] || return 0
+  renice -n "$MY_NICE" -p "$BASHPID" >/dev/null
+  e0=$EPOCHSECONDS
+  (cd "$BUILD" && B2NDFS_PREBUILT_DEB=$deb ctest --output-on-failure --timeout 2400 -L '^package$' "$@") \
+    >"$LOGS/package.log" 2>&1
+  echo "$? $e0 $EPOCHSECONDS" >"$LOGS/package-test.rc"
+}
 
-# package_pass [ctest args]: package.deb, on the package built meanwhile.
-package_pass() {
+# package_finish [ctest args]: waits for the package pass; records it.
+package_finish() {
   case $PACKAGE in
     none) return ;;
     skip)
@@ -314,45 +196,71 @@ package_pass() {
       return
       ;;
   esac
-  local deb
-  if wait_step package package && deb=$(tail -n1 "$LOGS/package-deb.path") && [[ -f $deb ]]; then
-    echo "== package test ($deb)"
-    run_ctest package "$BUILD" B2NDFS_PREBUILT_DEB="$deb" -- --timeout 2400 -L '^package$' "$@"
-  else
+  if ! wait_step package package; then
     record package 0 1 0 "(the package build failed after $STEP_SECONDS s; $LOGS/build-package.log)"
+    return
   fi
+  local w0=$EPOCHSECONDS rc e0 e1
+  bg_wait package
+  ((EPOCHSECONDS - w0 > 1)) && phase_since "wait for package.deb" "$w0"
+  if [[ ! -f $LOGS/package-test.rc ]] || ! read -r rc e0 e1 <"$LOGS/package-test.rc"; then
+    record package 0 1 0 "(package.deb did not run: $LOGS/build-package.log)"
+    return
+  fi
+  echo "== package.deb ($(tail -n1 "$LOGS/package-deb.path"))"
+  cat "$LOGS/package.log"
+  ctest_record package "$LOGS/package.log" "$rc" "$e0" "$e1"
 }
 
-# main_in_minbase: the main pass in a fresh minimal root (see above); its
-# summary becomes this one's, its phases are shown indented under it.
-# Returns 77 (having recorded nothing) when no minimal root can be made here.
-main_in_minbase() {
-  local t0=$SECONDS e0=$EPOCHSECONDS inner=$LOGS/minbase-summary.tsv phases=$LOGS/minbase-phases.tsv rc
-  echo "== the demo and the main pass in a fresh minimal Debian root (scripts/check_minbase.sh --main-only)"
-  rm -f "$inner" "$phases"
-  bash "$ROOT/scripts/check_minbase.sh" --main-only --summary "$inner" --phases "$phases" "$@"
-  rc=$?
+# root_start [ctest args]: the demo and the main pass in a fresh minimal
+# root (see above), in the background; root_finish records them (their
+# summary becomes this one's, their phases are shown indented) or returns
+# 77, having recorded nothing, when no minimal root could be made here.
+ROOT_RC=$LOGS/root.rc
+root_start() {
+  echo "== the demo and the main pass in a fresh minimal Debian root (scripts/check_minbase.sh --main-only; lines [root])"
+  rm -f "$LOGS/minbase-summary.tsv" "$LOGS/minbase-phases.tsv" "$ROOT_RC"
+  BG_GRACE[root]=120 # its cleanup stops what runs in the root and unmounts
+  bg_start root "$MY_NICE" root_job "$@"
+}
+root_job() {
+  local e0=$EPOCHSECONDS
+  # sed and tee ignore SIGTERM: when the run is stopped, they still pass on
+  # what check_minbase.sh says while it cleans up (unmounts, stops what runs
+  # in the root), and end when it ends.
+  bash "$ROOT/scripts/check_minbase.sh" --main-only --summary "$LOGS/minbase-summary.tsv" \
+    --phases "$LOGS/minbase-phases.tsv" --slot "$B2NDFS_TEST_SLOT" "$@" 2>&1 |
+    (
+      trap '' TERM INT
+      sed -u 's/^/[root] /' | tee "$LOGS/minbase.log"
+    )
+  echo "${PIPESTATUS[0]} $e0 $EPOCHSECONDS" >"$ROOT_RC"
+}
+root_finish() {
+  local rc e0 e1 inner=$LOGS/minbase-summary.tsv
+  bg_wait root
+  rc=1 e0=$RUN_T0 e1=$EPOCHSECONDS
+  [[ -f $ROOT_RC ]] && read -r rc e0 e1 <"$ROOT_RC"
   if [[ ! -s $inner ]]; then
     ((rc == 77)) && return 77
-    phase_since "minimal root" "$e0" "failed"
-    record main 0 1 0 "(no summary from the minimal root: check_minbase.sh exited $rc; $(elapsed "$t0"))"
+    phase_add "minimal root" "$e0" "$e1" "FAILED"
+    record main 0 1 0 "(no summary from the minimal root: check_minbase.sh exited $rc; $LOGS/minbase.log)"
     return 0
   fi
-  phase_since "minimal root" "$e0" "check_minbase.sh: the demo and the main pass"
-  phase_import "$phases" "  "
+  phase_add "minimal root" "$e0" "$e1" "check_minbase.sh: the demo and the main pass"
+  phase_import "$LOGS/minbase-phases.tsv" "  "
   local name passed failed skipped detail
   while IFS=$'\t' read -r name passed failed skipped detail; do
     record "$name" "$passed" "$failed" "$skipped" "${detail%)}; in a minimal root)"
   done <"$inner"
-  ((rc == 0 || TOTAL_FAILED > 0)) || record main 0 1 0 "(check_minbase.sh exited $rc; $(elapsed "$t0"))"
+  ((rc == 0 || TOTAL_FAILED > 0)) || record main 0 1 0 "(check_minbase.sh exited $rc)"
 }
 
 # --- builds of the other passes ------------------------------------------------
 # The sanitizer trees at -O1 with line tables only (-g1: file and line in
 # every report, no variables): what the sanitizers' own documentation
 # recommends, and GCC compiles them in half the time of -O2 -g (ASan+UBSan
-# 25 s -> 10 s for src/store/container.cc). The code the sanitizers check is
-# the same; reports name the same lines.
+# 25 s -> 10 s for src/store/container.cc). Reports name the same lines.
 SANITIZER_FLAGS=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
 # build_pass NAME: configures and builds the tree of pass NAME (asan, tsan,
@@ -429,121 +337,133 @@ runs_pass() {
 # The builds of the other passes, one after the other, in one job.
 host_builds() {
   local b
-  for b in "${HOST_BUILDS[@]}"; do bg_step host "$b" build_pass "$b"; done
+  for b in "${HOST_BUILDS[@]}"; do bg_step "$b" build_pass "$b"; done
 }
 
-# --- setup and main -----------------------------------------------------------
+# --- the other passes ---------------------------------------------------------
+asan_pass() {
+  if ! wait_step host asan; then
+    record asan 0 1 0 "(build failed after $STEP_SECONDS s; $LOGS/build-asan.log)"
+    return
+  fi
+  local select=()
+  [[ -n $ASAN_EXCLUDE ]] && select=(-LE "$ASAN_EXCLUDE")
+  slot_take "the asan pass"
+  echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD}): all but labels ${ASAN_EXCLUDE:-(none)}"
+  run_ctest asan "$ASAN_BUILD" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    UBSAN_OPTIONS=print_stacktrace=1 -- --timeout 1800 "${select[@]}" "$@"
+  slot_release
+}
+
+tsan_pass() {
+  if ! wait_step host tsan; then
+    record tsan 0 1 0 "(build failed after $STEP_SECONDS s; $LOGS/build-tsan.log)"
+    return
+  fi
+  slot_take "the tsan pass"
+  echo "== tests under ThreadSanitizer (${TSAN_BUILD}): ${TSAN_SELECT[*]:-$*}"
+  # TSan maps its shadow at fixed addresses; with a randomised layout
+  # (large vm.mmap_rnd_bits, as on recent kernels) its runtime may find
+  # them taken and abort. setarch -R turns randomisation off for ctest
+  # and everything it starts, the FUSE daemons included.
+  if setarch "$(uname -m)" -R true 2>/dev/null; then CTEST_PREFIX=(setarch "$(uname -m)" -R); fi
+  # Reports go to files (the daemons' stderr is not always looked at); any
+  # file there afterwards fails the pass.
+  local reports=$TSAN_BUILD/tsan-reports e0=$EPOCHSECONDS n
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  run_ctest tsan "$TSAN_BUILD" \
+    TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 log_path=$reports/report" \
+    -- --timeout 1800 "${TSAN_SELECT[@]}" "$@"
+  CTEST_PREFIX=()
+  slot_release
+  if compgen -G "$reports/report*" >/dev/null; then
+    n=$(cat "$reports"/report* | grep -c '^WARNING: ThreadSanitizer')
+    echo "== ThreadSanitizer reports ($n) in $reports:"
+    grep -h -A12 '^WARNING: ThreadSanitizer' "$reports"/report* | head -n 80
+    record tsan-reports 0 1 0 "($n ThreadSanitizer report(s) in $reports; $((EPOCHSECONDS - e0)) s)"
+  fi
+}
+
+fuzz_pass() {
+  echo "== fuzz smoke run"
+  if ! wait_step host fuzz; then
+    record fuzz 0 "$(bash "$ROOT/scripts/fuzz.sh" --list | wc -l)" 0 "(build failed after $STEP_SECONDS s; $LOGS/build-fuzz.log)"
+    return
+  fi
+  slot_take "the fuzz smoke run"
+  local e0=$EPOCHSECONDS passed=0 failed=0 failed_names="" targets batch pids i j target
+  # JOBS targets at a time: each run is one process, on one CPU.
+  mapfile -t targets < <(bash "$ROOT/scripts/fuzz.sh" --list)
+  for ((i = 0; i < ${#targets[@]}; i += JOBS)); do
+    batch=("${targets[@]:i:JOBS}")
+    pids=()
+    for target in "${batch[@]}"; do
+      FUZZ_NO_BUILD=1 bash "$ROOT/scripts/fuzz.sh" "$target" 20 >"$LOGS/fuzz-$target.log" 2>&1 &
+      pids+=($!)
+    done
+    for j in "${!batch[@]}"; do
+      target=${batch[j]}
+      if wait "${pids[j]}"; then
+        passed=$((passed + 1))
+        echo "fuzz_$target: no findings"
+      else
+        failed=$((failed + 1))
+        failed_names+="$target "
+        echo "fuzz_$target: FOUND A PROBLEM (log: $LOGS/fuzz-$target.log)"
+        tail -n 30 "$LOGS/fuzz-$target.log"
+      fi
+    done
+  done
+  slot_release
+  phase_since "fuzz smoke" "$e0" "${#targets[@]} targets, 20 s each, $JOBS at a time"
+  local detail="($((EPOCHSECONDS - e0)) s)"
+  [[ -n $failed_names ]] && detail="findings in: ${failed_names% } $detail"
+  record fuzz "$passed" "$failed" 0 "$detail"
+}
+
+# --- the run --------------------------------------------------------------------
 # Everything the other passes need (and debootstrap, and ccache) is installed
 # here first.
 e0=$EPOCHSECONDS
 if bash "$ROOT/scripts/setup.sh"; then
   phase_since setup "$e0"
 else
-  phase_since setup "$e0" "failed"
+  phase_since setup "$e0" "FAILED"
   echo "== scripts/setup.sh failed: the passes below will say what is missing"
 fi
 ccache_setup "$ROOT"
 echo "== $CCACHE_STATE"
 if ((${#HOST_BUILDS[@]} > 0)); then
-  bg_start host host_builds
+  bg_start host 19 host_builds
   echo "== building ${HOST_BUILDS[*]} in the background (logs: $LOGS/build-*.log)"
 fi
+IN_ROOT=0
 if [[ $MINBASE == auto && $(id -u) == 0 ]] && command -v debootstrap >/dev/null; then
-  main_in_minbase "$@"
-  (($? == 77)) && main_here "not in a minimal root: the archive is unreachable" "$@"
+  IN_ROOT=1
+  if [[ -z ${B2NDFS_TEST_SLOT:-} ]]; then
+    mkdir -p "$LOGS/slot"
+    B2NDFS_TEST_SLOT=$LOGS/slot/lock
+  fi
+  : >>"$B2NDFS_TEST_SLOT"
+  root_start "$@"
 elif [[ $MINBASE == auto ]]; then
   main_here "not in a minimal root: $([[ $(id -u) != 0 ]] && echo "that needs root" || echo "no debootstrap")" "$@"
 else
   main_here "" "$@"
 fi
-
-# --- asan ---------------------------------------------------------------------
-if runs_pass asan; then
-  if wait_step host asan; then
-    asan_select=()
-    [[ -n $ASAN_EXCLUDE ]] && asan_select=(-LE "$ASAN_EXCLUDE")
-    echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD}): all but labels ${ASAN_EXCLUDE:-(none)}"
-    run_ctest asan "$ASAN_BUILD" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-      UBSAN_OPTIONS=print_stacktrace=1 -- --timeout 1800 "${asan_select[@]}" "$@"
-  else
-    record asan 0 1 0 "(build failed after $STEP_SECONDS s; $LOGS/build-asan.log)"
-  fi
-fi
-
-# --- tsan ---------------------------------------------------------------------
-if runs_pass tsan; then
-  if wait_step host tsan; then
-    echo "== tests under ThreadSanitizer (${TSAN_BUILD}): ${TSAN_SELECT[*]:-$*}"
-    # TSan maps its shadow at fixed addresses; with a randomised layout
-    # (large vm.mmap_rnd_bits, as on recent kernels) its runtime may find
-    # them taken and abort. setarch -R turns randomisation off for ctest
-    # and everything it starts, the FUSE daemons included.
-    if setarch "$(uname -m)" -R true 2>/dev/null; then CTEST_PREFIX=(setarch "$(uname -m)" -R); fi
-    # Reports go to files (the daemons' stderr is not always looked at); any
-    # file there afterwards fails the pass.
-    reports=$TSAN_BUILD/tsan-reports
-    rm -rf "$reports"
-    mkdir -p "$reports"
-    tsan_t0=$SECONDS
-    run_ctest tsan "$TSAN_BUILD" \
-      TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 log_path=$reports/report" \
-      -- --timeout 1800 "${TSAN_SELECT[@]}" "$@"
-    CTEST_PREFIX=()
-    if compgen -G "$reports/report*" >/dev/null; then
-      n=$(cat "$reports"/report* | grep -c '^WARNING: ThreadSanitizer')
-      echo "== ThreadSanitizer reports ($n) in $reports:"
-      grep -h -A12 '^WARNING: ThreadSanitizer' "$reports"/report* | head -n 80
-      record tsan-reports 0 1 0 "($n ThreadSanitizer report(s) in $reports; $(elapsed "$tsan_t0"))"
-    fi
-  else
-    record tsan 0 1 0 "(build failed after $STEP_SECONDS s; $LOGS/build-tsan.log)"
-  fi
-fi
-
-# --- fuzz smoke ---------------------------------------------------------------
-if runs_pass fuzz; then
-  echo "== fuzz smoke run"
-  if wait_step host fuzz; then
-    t0=$SECONDS
-    e0=$EPOCHSECONDS
-    passed=0
-    failed=0
-    failed_names=""
-    # JOBS targets at a time: each run is one process, on one CPU.
-    mapfile -t targets < <(bash "$ROOT/scripts/fuzz.sh" --list)
-    for ((i = 0; i < ${#targets[@]}; i += JOBS)); do
-      batch=("${targets[@]:i:JOBS}")
-      pids=()
-      for target in "${batch[@]}"; do
-        FUZZ_NO_BUILD=1 bash "$ROOT/scripts/fuzz.sh" "$target" 20 >"$LOGS/fuzz-$target.log" 2>&1 &
-        pids+=($!)
-      done
-      for j in "${!batch[@]}"; do
-        target=${batch[j]}
-        if wait "${pids[j]}"; then
-          passed=$((passed + 1))
-          echo "fuzz_$target: no findings"
-        else
-          failed=$((failed + 1))
-          failed_names+="$target "
-          echo "fuzz_$target: FOUND A PROBLEM (log: $LOGS/fuzz-$target.log)"
-          tail -n 30 "$LOGS/fuzz-$target.log"
-        fi
-      done
-    done
-    phase_since "fuzz smoke" "$e0" "${#targets[@]} targets, 20 s each, $JOBS at a time"
-    detail="($(elapsed "$t0"))"
-    [[ -n $failed_names ]] && detail="findings in: ${failed_names% } $detail"
-    record fuzz "$passed" "$failed" 0 "$detail"
-  else
-    record fuzz 0 "$(bash "$ROOT/scripts/fuzz.sh" --list | wc -l)" 0 "(build failed after $STEP_SECONDS s; $LOGS/build-fuzz.log)"
-  fi
+runs_pass asan && asan_pass "$@"
+runs_pass tsan && tsan_pass "$@"
+runs_pass fuzz && fuzz_pass
+if ((IN_ROOT)); then
+  root_finish
+  (($? == 77)) && main_here "not in a minimal root: the archive is unreachable" "$@"
 fi
 
 phase_add total "$RUN_T0" "$EPOCHSECONDS" "$CCACHE_STATE"
 [[ -n ${B2NDFS_PHASES_FILE:-} ]] && cp "$PHASES_FILE" "$B2NDFS_PHASES_FILE"
 echo "== summary (logs in $LOGS)"
-printf '%s\n' "${SUMMARY[@]}"
+summary_print
 phase_table "$RUN_T0"
 echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
 ((TOTAL_FAILED == 0))
