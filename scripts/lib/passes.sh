@@ -14,12 +14,13 @@
 #                       the same record from the log of a ctest run that
 #                       exited RC, began at START and ended at END (epoch s;
 #                       default now)
-#   slot_take WHAT, slot_release
+#   slot_take WHAT, slot_release, slot_busy
 #                       the test slot: at most one ctest run at a time
 #                       between this script and the minimal root's (a lock
 #                       on B2NDFS_TEST_SLOT, when set), so that a pass's
 #                       timings are not those of two passes on the CPUs;
-#                       builds and package installs go on meanwhile
+#                       builds and package installs go on meanwhile;
+#                       slot_busy: another run holds it now
 SUMMARY=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
@@ -106,6 +107,11 @@ slot_take() {
   local w0=$EPOCHSECONDS
   flock "$SLOT_FD"
   phase_since "wait for the test slot" "$w0" "$1: the other run's tests ran"
+}
+
+slot_busy() {
+  [[ -n ${B2NDFS_TEST_SLOT:-} && -z $SLOT_FD ]] || return 1
+  ! flock -n "$B2NDFS_TEST_SLOT" true
 }
 
 slot_release() {
