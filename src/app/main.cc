@@ -140,34 +140,11 @@ int main(int argc, char** argv) {
       std::free(real_source);
     }
   }
-  {
-    // Absolute, because the daemon changes to / and must unmount by path.
-    struct stat st;
-    char* real_mountpoint = ::realpath(cl.mountpoint.c_str(), nullptr);
-    if (real_mountpoint == nullptr || ::stat(real_mountpoint, &st) != 0) {
-      const int e = errno;
-      if (e == ENOTCONN) {
-        // What a FUSE mount whose daemon died looks like.
-        std::fprintf(stderr,
-                     "b2ndfs: mountpoint %s: %s (a stale FUSE mount? fusermount3 -u it first)\n",
-                     cl.mountpoint.c_str(), std::strerror(e));
-      } else {
-        std::fprintf(stderr, "b2ndfs: mountpoint %s: %s\n", cl.mountpoint.c_str(),
-                     e == ENOENT ? "does not exist" : std::strerror(e));
-      }
-      std::free(real_mountpoint);
-      return 1;
-    }
-    cl.mountpoint = real_mountpoint;
-    std::free(real_mountpoint);
-    if (!S_ISDIR(st.st_mode)) {
-      std::fprintf(stderr, "b2ndfs: mountpoint %s is not a directory\n", cl.mountpoint.c_str());
-      return 1;
-    }
-    if (Status s = app::CheckMountpointFree(cl.mountpoint); !s.ok()) {
-      std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
-      return 1;
-    }
+  if (auto mountpoint = app::PrepareMountpoint(cl.mountpoint); mountpoint.ok()) {
+    cl.mountpoint = std::move(mountpoint).value();
+  } else {
+    std::fprintf(stderr, "b2ndfs: %s\n", mountpoint.status().message().c_str());
+    return 1;
   }
   if (auto limit = app::RaiseOpenFileLimit(); limit.ok()) {
     Log(LogLevel::kDebug, "open file limit: " + std::to_string(*limit));
@@ -231,6 +208,8 @@ int main(int argc, char** argv) {
   fs_options.views = view_kinds;
   if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
   fs_options.max_open = cl.max_open;
+  fs_options.ino32 = cl.ino32;
+  fs_options.log_readable_by_all = cl.log_access_all;
   // A background thread per four connections asks the server about known
   // names (revalidations are few; data reads have threads of their own).
   fs_options.background_threads = std::clamp(connections / 4, 2, 16);

@@ -166,6 +166,18 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     cl.no_hugepages = true;
     return Status::Ok();
   }
+  if (StartsWith(option, "log_access=")) {
+    const std::string value = option.substr(11);
+    if (value != "owner" && value != "all") {
+      return InvalidArgument("bad value in '" + option + "': expected owner or all");
+    }
+    cl.log_access_all = value == "all";
+    return Status::Ok();
+  }
+  if (option == "ino32") {
+    cl.ino32 = true;
+    return Status::Ok();
+  }
   if (option == "no_sign") {
     cl.no_sign = true;
     return Status::Ok();
@@ -453,12 +465,19 @@ std::string Usage(const std::string& program) {
          "  -o log_file=PATH       append messages to PATH instead of syslog, reopened on\n"
          "                         SIGHUP (logrotate); the last 500 are also in\n"
          "                         MOUNTPOINT/.b2ndfs/log (default: syslog once detached)\n"
+         "  -o log_access=WHO      who may read MOUNTPOINT/.b2ndfs/log, which names other\n"
+         "                         users' files: owner (the user b2ndfs runs as, mode\n"
+         "                         0400) or all (whoever may read the root, as stats)\n"
+         "                         (default: owner)\n"
          "  -o views=KIND[,KIND...]  only these kinds of virtual files in container\n"
          "                         directories, for mounts that indexers and backups\n"
          "                         walk: " +
          ViewKindList() +
          "\n"
          "                         (default: all)\n"
+         "  -o ino32               inode numbers of the source's files and directories\n"
+         "                         below 2^32, for 32-bit programs (default: above 2^32;\n"
+         "                         unique either way while mounted)\n"
          "  -o allow_other         let other users in (default: only the mounting user);\n"
          "                         default_permissions is added, so permission bits apply\n"
          "  -o OPTION              any other libfuse mount option; fstab/systemd options\n"

@@ -24,6 +24,8 @@ struct CommandLine {
   bool no_hugepages = false;          // block memory in 4 KiB pages only
   std::optional<LogLevel> log_level;  // unset: info, or debug with -d
   std::string log_file;               // log_file=PATH: messages appended there; empty: none
+  bool log_access_all = false;        // log_access=all: .b2ndfs/log readable as stats is
+  bool ino32 = false;                 // mirrored names numbered below 2^32
   // views=LIST: the kinds of virtual files in container directories
   // (views::Registry::Kinds() names); empty: every kind.
   std::vector<std::string> views;

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cctype>
 #include <cerrno>
@@ -132,6 +133,35 @@ Status CheckMountpointFree(const std::string& mountpoint) {
                              mountpoint + ")");
   }
   return Status::Ok();
+}
+
+Result<std::string> PrepareMountpoint(const std::string& mountpoint) {
+  struct stat st;
+  if (mountpoint.rfind("/dev/fd/", 0) == 0 && mountpoint.size() > 8 &&
+      mountpoint.find_first_not_of("0123456789", 8) == std::string::npos) {
+    const int fd = std::atoi(mountpoint.c_str() + 8);
+    // /dev/fuse is character device 10:229 (the kernel's FUSE_MINOR).
+    if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(10, 229)) {
+      return Status(EBADF, "mountpoint " + mountpoint + " is not an open /dev/fuse descriptor");
+    }
+    return mountpoint;
+  }
+  char* resolved = ::realpath(mountpoint.c_str(), nullptr);
+  if (resolved == nullptr || ::stat(resolved, &st) != 0) {
+    const int e = errno;
+    std::free(resolved);
+    // ENOTCONN: what a FUSE mount whose daemon died looks like.
+    return Status(e, "mountpoint " + mountpoint + ": " +
+                         (e == ENOENT ? std::string("does not exist") : std::strerror(e)) +
+                         (e == ENOTCONN ? " (a stale FUSE mount? fusermount3 -u it first)" : ""));
+  }
+  std::string absolute = resolved;
+  std::free(resolved);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status(ENOTDIR, "mountpoint " + absolute + " is not a directory");
+  }
+  B2NDFS_RETURN_IF_ERROR(CheckMountpointFree(absolute));
+  return absolute;
 }
 
 Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {

@@ -31,6 +31,12 @@ std::optional<std::string> MountedTypeAt(const std::string& mountinfo, const std
 // unmount would then take ours.
 Status CheckMountpointFree(const std::string& mountpoint);
 
+// The MOUNTPOINT argument made absolute (the daemon changes to / and
+// unmounts by path), checked to be a directory with nothing FUSE mounted on
+// it. /dev/fd/N, a /dev/fuse descriptor already mounted by the caller
+// (mount.fuse3 -o drop_privileges), is taken as it is: libfuse serves it.
+Result<std::string> PrepareMountpoint(const std::string& mountpoint);
+
 // The tree of a remote SOURCE (http://, https://, s3://), with the command
 // line's timeout and retries and, for s3://, its endpoint, region and
 // credentials (never echoed in a message); its root has answered.

@@ -122,6 +122,7 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
 
   const std::string& root() const override { return root_; }
   bool remote() const override { return true; }
+  bool uniform_attributes() const override { return true; }
   double revalidate_seconds() const override { return revalidate_; }
 
   Result<struct stat> Stat(const std::string& path) const override {

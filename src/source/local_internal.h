@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <string>
 
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/util/status.h"
 
 namespace b2ndfs::source::internal {
 
@@ -23,5 +25,13 @@ inline Signature FileSignature(const struct stat& st) {
   s.ctime_ns = Nanos(st.st_ctim);
   return s;
 }
+
+// The attributes that bind a reader of `path` (a path below `root`, which
+// is absolute and has no symbolic links): the entry's own, with the owner,
+// group and read bits that also let its readers search every directory
+// passed on the way (provenance.h), symbolic links followed as met. With
+// `confined`, a link leading out of `root` is EXDEV. Read bits all clear:
+// only root may read it. Errors: the failing component's errno.
+Result<struct stat> WalkBeneath(const std::string& root, const std::string& path, bool confined);
 
 }  // namespace b2ndfs::source::internal

@@ -45,10 +45,19 @@ class LocalTree final : public Tree {
 
   const std::string& root() const override { return root_; }
 
+  // A symbolic link shows what reading through it takes: its target's
+  // attributes, bound by the directories the link leads through (a user
+  // must not reach, by a link of their own, a file in a directory they
+  // cannot search).
   Result<struct stat> Stat(const std::string& path) const override {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return Errno(path);
-    return st;
+    if (::lstat(path.c_str(), &st) != 0) return Errno(path);
+    if (!S_ISLNK(st.st_mode)) return st;
+    return internal::WalkBeneath(root_, path, /*confined=*/false);
+  }
+
+  Result<struct stat> StatBeneath(const std::string& path, bool confined) const override {
+    return internal::WalkBeneath(root_, path, confined);
   }
 
   Result<std::vector<TreeEntry>> List(const std::string& path) const override {
@@ -65,7 +74,9 @@ class LocalTree final : public Tree {
       TreeEntry entry;
       entry.name = it->path().filename().string();
       // Vanished, or a dangling link.
-      if (::stat(it->path().c_str(), &entry.st) != 0) continue;
+      auto st = Stat(it->path().string());
+      if (!st.ok()) continue;
+      entry.st = *st;
       if (!S_ISDIR(entry.st.st_mode) && !S_ISREG(entry.st.st_mode)) continue;
       entries.push_back(std::move(entry));
     }

@@ -21,6 +21,10 @@ class WholeListing final : public ListCursor {
 
 }  // namespace
 
+Result<struct stat> Tree::StatBeneath(const std::string& path, bool /*confined*/) const {
+  return Stat(path);
+}
+
 Result<std::unique_ptr<ListCursor>> Tree::OpenList(const std::string& path) const {
   B2NDFS_ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, List(path));
   return std::unique_ptr<ListCursor>(std::make_unique<WholeListing>(std::move(entries)));

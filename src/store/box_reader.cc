@@ -81,11 +81,16 @@ class ScratchLease {
   ReadScratch& scratch_;
 };
 
+// How many NestedReadScopes are alive on this thread.
+thread_local int nested_read_depth = 0;
+
 // `bytes` of blocks held by a reader, for the guard's lifetime: granted by
-// the mount's PinBudget (when it has one) and shown in the stats.
+// the mount's PinBudget (when it has one; a nested read draws on the
+// admission of the read it is part of) and shown in the stats.
 class Pin {
  public:
-  Pin(PinBudget* pins, size_t bytes) : pins_(pins), bytes_(bytes) {
+  Pin(PinBudget* pins, size_t bytes)
+      : pins_(NestedReadScope::active() ? nullptr : pins), bytes_(bytes) {
     if (pins_ != nullptr) pins_->Acquire(bytes_);
     GlobalReadStats().pinned_bytes += static_cast<int64_t>(bytes_);
   }
@@ -102,6 +107,10 @@ class Pin {
 };
 
 }  // namespace
+
+NestedReadScope::NestedReadScope() { ++nested_read_depth; }
+NestedReadScope::~NestedReadScope() { --nested_read_depth; }
+bool NestedReadScope::active() { return nested_read_depth > 0; }
 
 // A warm reader's read: every block it touches is cached. Each piece is
 // copied in the order listed, one block held at a time: no grouping, no

@@ -28,6 +28,22 @@
 
 namespace b2ndfs::store {
 
+// While one is alive on a thread, the reads that thread makes are part of a
+// read already admitted by the mount's PinBudget (a block computed from
+// other containers' reads, asked for by a read that holds its pins): they
+// pin without queueing at the budget again, since waiting there behind
+// readers that wait for the pins this read holds would never end
+// (pin_budget.h, "Nested reads").
+class NestedReadScope {
+ public:
+  NestedReadScope();
+  ~NestedReadScope();
+  NestedReadScope(const NestedReadScope&) = delete;
+  NestedReadScope& operator=(const NestedReadScope&) = delete;
+  // Whether the calling thread is inside one.
+  static bool active();
+};
+
 class BoxReader {
  public:
   BoxReader(StoreContext& context, uint64_t cache_id, const ReadPolicy& policy,

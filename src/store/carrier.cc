@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "b2ndfs/format/vlen.h"
+#include "b2ndfs/source/provenance.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/checked_math.h"
+#include "box_reader.h"
 
 namespace b2ndfs::store {
 
@@ -26,10 +28,12 @@ std::string Unquoted(const std::string& descr) {
 struct EvaluationBuilder {
   static std::unique_ptr<Evaluation> Make(const geometry::ArrayLayout& layout,
                                           ElementwiseProgram program, std::vector<Operand> operands,
-                                          std::vector<std::pair<std::string, std::string>> named) {
+                                          std::vector<std::pair<std::string, std::string>> named,
+                                          std::optional<struct stat> readers) {
     std::unique_ptr<Evaluation> e(new Evaluation(layout, std::move(program)));
     e->operands_ = std::move(operands);
     e->resolved_ = std::move(named);
+    e->readers_ = readers;
     return e;
   }
 };
@@ -107,8 +111,26 @@ EvaluationAttempt PrepareEvaluation(std::span<const uint8_t> recipe,
     return fail("a block of " + geometry::ToString(Box::FromShape(layout.blockshape())) +
                 " items would need more than 512 MiB to evaluate");
   }
-  attempt.evaluation =
-      EvaluationBuilder::Make(layout, std::move(program).value(), std::move(operands), named);
+  // Who may read the carrier and every operand (README.md, "Permissions");
+  // when no owner, group and mode can say it, nobody but root could, and
+  // the carrier is not evaluated (its recipe stays readable as it was).
+  std::vector<struct stat> inputs;
+  if (scope.readers) inputs.push_back(*scope.readers);
+  for (const Operand& o : operands) {
+    if (o.readers) inputs.push_back(*o.readers);
+  }
+  std::optional<struct stat> readers;
+  if (!inputs.empty()) {
+    readers = source::MostRestrictive(inputs);
+    if (!readers) {
+      return fail(
+          "no single owner, group and mode let the same users read the carrier and every "
+          "operand (their owners or permissions differ too much); b2ndfs serves computed "
+          "bytes only to users who could read each file they come from");
+    }
+  }
+  attempt.evaluation = EvaluationBuilder::Make(layout, std::move(program).value(),
+                                               std::move(operands), named, readers);
   return attempt;
 }
 
@@ -139,6 +161,9 @@ Result<cache::Value> Evaluation::Make(int64_t chunk, int64_t block) const {
   }
   std::vector<std::vector<uint8_t>> inputs(operands_.size());
   std::vector<const uint8_t*> pointers(operands_.size());
+  // The read that asked for this block holds its pins: the operands' reads
+  // are part of it.
+  const NestedReadScope nested;
   for (size_t i = 0; i < operands_.size(); ++i) {
     const Container& c = *operands_[i].container;
     inputs[i].resize(static_cast<size_t>(items * c.layout().itemsize()));

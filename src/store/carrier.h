@@ -13,7 +13,10 @@
 // Thread-safety: Make() from any thread.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -31,6 +34,9 @@ class Evaluation : public BlockMaker {
 
   // meta.json's "evaluation" members: each used operand's name and path.
   const std::vector<std::pair<std::string, std::string>>& resolved() const { return resolved_; }
+  // Who may read the computed bytes (operands.h, "Readers"); nullopt when
+  // neither the carrier's nor any operand's readers were known.
+  const std::optional<struct stat>& readers() const { return readers_; }
 
  private:
   friend struct EvaluationBuilder;
@@ -40,6 +46,7 @@ class Evaluation : public BlockMaker {
   const ElementwiseProgram program_;
   std::vector<Operand> operands_;  // by the expression's operand index
   std::vector<std::pair<std::string, std::string>> resolved_;
+  std::optional<struct stat> readers_;
 };
 
 // What came of trying: the evaluation, or why not (`error`, empty when the

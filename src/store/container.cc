@@ -451,6 +451,10 @@ void Container::LoadEvaluation(const OperandScope& scope) {
   }
 }
 
+std::optional<struct stat> Container::derived_readers() const {
+  return evaluation_ ? evaluation_->readers() : std::nullopt;
+}
+
 // A vlmeta entry's decompressed bytes (at most 64 MiB), or nullopt.
 Result<std::optional<std::vector<uint8_t>>> Container::DecompressedVlmeta(
     const std::string& name) const {

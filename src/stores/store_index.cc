@@ -44,11 +44,13 @@ struct Watched {
   }
 };
 
-// Splits "/a/b" (a key) into a relative path "a/b"; empty when the key cannot
-// be one (no leading "/", empty, "." or ".." components, NUL).
+// Splits "/a/b" (a key) into a relative path "a/b", each name shown as
+// ShownName() says; empty when the key cannot be one (no leading "/", empty,
+// "." or ".." components, NUL).
 std::string KeyPath(const std::string& key) {
   if (key.size() < 2 || key.front() != '/') return "";
   const std::string rel = key.substr(1);
+  std::string shown;
   size_t start = 0;
   while (start <= rel.size()) {
     size_t end = rel.find('/', start);
@@ -57,9 +59,10 @@ std::string KeyPath(const std::string& key) {
     if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string::npos) {
       return "";
     }
+    shown += (shown.empty() ? "" : "/") + ShownName(part);
     start = end + 1;
   }
-  return rel;
+  return shown;
 }
 
 std::string Parent(const std::string& path) {
@@ -99,10 +102,6 @@ class Builder {
       index_->nodes[dir];
       made.push_back(dir);
       dir = Parent(dir);
-    }
-    if (BaseName(path) == "meta.json") {
-      problems_.emplace_back(key, "named meta.json, as the directory's own description");
-      return false;
     }
     index_->nodes[path] = std::move(node);
     return true;
@@ -358,6 +357,17 @@ Status AddTables(const source::Tree& base, const std::string& store, const Watch
 }  // namespace
 
 std::string EmbedFilePath(const std::string& store_path) { return store_path + "/embed.b2e"; }
+
+std::string ShownName(const std::string& name) {
+  for (const char* generated : kGeneratedNames) {
+    if (name == generated) return "~" + name;
+  }
+  return !name.empty() && name.front() == '~' ? "~" + name : name;
+}
+
+std::string KeyName(const std::string& shown) {
+  return !shown.empty() && shown.front() == '~' ? shown.substr(1) : shown;
+}
 
 Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
                                                           const std::string& path, StoreKind kind) {

@@ -54,6 +54,15 @@ struct StoreIndex {
 
 std::string EmbedFilePath(const std::string& store_path);  // a .b2d's embed.b2e
 
+// The names b2ndfs makes in a store's directories (README.md, "python-blosc2
+// stores"): a key's name equal to one of them, or starting with "~", is
+// shown with one more "~" in front ("meta.json" as "~meta.json", "~x" as
+// "~~x"), so that no listing holds a name twice and every shown name leads
+// back to its key (KeyName()).
+constexpr const char* kGeneratedNames[] = {"meta.json", "columns.json", "valid"};
+std::string ShownName(const std::string& name);
+std::string KeyName(const std::string& shown);
+
 // Parses one version of the store at `path` of `base`. A store whose content
 // is wrong is an index whose root carries a problem; only trouble reaching
 // the source (transient, or the store gone) is an error.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "b2ndfs/source/provenance.h"
 #include "b2ndfs/util/log.h"
 #include "ctable.h"
 #include "leaf_sources.h"
@@ -116,6 +117,7 @@ class StoreTree final : public source::Tree {
   const std::string& root() const override { return base_->root(); }
   std::string StatsJson() const override { return base_->StatsJson(); }
   bool remote() const override { return base_->remote(); }
+  bool uniform_attributes() const override { return base_->uniform_attributes(); }
   double revalidate_seconds() const override { return base_->revalidate_seconds(); }
 
   Result<struct stat> Stat(const std::string& path) const override {
@@ -125,11 +127,31 @@ class StoreTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
     B2NDFS_ASSIGN_OR_RETURN(const Node* node, Find(*index, at->rel, path));
     if (node != nullptr) {
-      if (node->directory) return AsDirectory(at->st);
-      return AsFile(at->st, FileSize(*node));
+      B2NDFS_ASSIGN_OR_RETURN(const struct stat readers, Readers(*at, *index, at->rel, *node));
+      if (node->directory) return AsDirectory(readers);
+      return AsFile(readers, FileSize(*node));
     }
     B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
-    return AsFile(at->st, static_cast<int64_t>(meta->size()));
+    const size_t slash = at->rel.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : at->rel.substr(0, slash);
+    B2NDFS_ASSIGN_OR_RETURN(const struct stat readers,
+                            Readers(*at, *index, dir, index->nodes.at(dir)));
+    return AsFile(readers, static_cast<int64_t>(meta->size()));
+  }
+
+  // Outside a store, as the base says; below one, as Stat() (whose answer
+  // already binds a .b2d's members by the directories they lie in), bound
+  // by the directories above the store too.
+  Result<struct stat> StatBeneath(const std::string& path, bool confined) const override {
+    B2NDFS_ASSIGN_OR_RETURN(std::optional<Located> at, Locate(path));
+    if (!at) return base_->StatBeneath(path, confined);
+    B2NDFS_ASSIGN_OR_RETURN(struct stat above, base_->StatBeneath(at->store, confined));
+    B2NDFS_ASSIGN_OR_RETURN(const struct stat own, Stat(path));
+    const struct stat inputs[] = {own, source::SearchedAs(AsDirectory(above))};
+    if (auto bound = source::MostRestrictive(inputs)) return *bound;
+    struct stat nobody = own;
+    nobody.st_mode &= ~static_cast<mode_t>(0777);
+    return nobody;
   }
 
   // A directory outside the stores is read page by page, as its tree gives
@@ -157,19 +179,23 @@ class StoreTree final : public source::Tree {
     if (node == nullptr) return Status(ENOTDIR, path + ": not a directory");
     if (!node->directory) return Status(ENOTDIR, path + ": not a directory");
     std::vector<source::TreeEntry> out;
+    B2NDFS_ASSIGN_OR_RETURN(const struct stat own, Readers(*at, *index, at->rel, *node));
     if (!node->meta_json.empty()) {
-      out.push_back({"meta.json", AsFile(at->st, static_cast<int64_t>(node->meta_json.size()))});
+      out.push_back({"meta.json", AsFile(own, static_cast<int64_t>(node->meta_json.size()))});
     }
     if (!node->columns_json.empty()) {
-      out.push_back(
-          {"columns.json", AsFile(at->st, static_cast<int64_t>(node->columns_json.size()))});
+      out.push_back({"columns.json", AsFile(own, static_cast<int64_t>(node->columns_json.size()))});
     }
     if (node->problem.empty()) {
       const std::string prefix = at->rel.empty() ? "" : at->rel + "/";
       for (const auto& name : node->children) {
         const Node& child = index->nodes.at(prefix + name);
+        // A member that cannot be reached beneath SOURCE (a link out of it)
+        // is not shown.
+        auto readers = Readers(*at, *index, prefix + name, child);
+        if (!readers.ok()) continue;
         out.push_back(
-            {name, child.directory ? AsDirectory(at->st) : AsFile(at->st, FileSize(child))});
+            {name, child.directory ? AsDirectory(*readers) : AsFile(*readers, FileSize(child))});
       }
     }
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -373,6 +399,50 @@ class StoreTree final : public source::Tree {
     const std::string& text = name == "meta.json" ? it->second.meta_json : it->second.columns_json;
     if (text.empty()) return Status(ENOENT, path);
     return &text;
+  }
+
+  // Who may read the node at `rel` (README.md, "Permissions"): in a .b2z or
+  // .b2e, whoever may read the store file; in a .b2d, whoever may read the
+  // file or directory it is (its leaf file, or embed.b2e for an embedded
+  // leaf), searching every directory above it, reached without a link out
+  // of SOURCE (EXDEV then); a CTable's valid/NAME.npy, whoever may read both
+  // leaves it is made from. A group only the embed file knows is the store's.
+  Result<struct stat> Readers(const Located& at, const StoreIndex& index, const std::string& rel,
+                              const Node& node) const {
+    if (at.kind != StoreKind::kDir || base_->uniform_attributes()) return at.st;
+    auto beneath = [&](const std::string& below) -> Result<struct stat> {
+      B2NDFS_ASSIGN_OR_RETURN(struct stat st,
+                              base_->StatBeneath(at.store + "/" + below, /*confined=*/true));
+      return st;
+    };
+    if (node.leaf) {
+      if (node.leaf->where == Leaf::Where::kFile) return beneath(node.leaf->file);
+      return beneath(internal::EmbedFilePath(at.store).substr(at.store.size() + 1));
+    }
+    if (node.valid_file) {
+      std::vector<struct stat> inputs;
+      for (const std::string* leaf : {&node.valid_file->column, &node.valid_file->valid_rows}) {
+        auto it = index.nodes.find(*leaf);
+        if (it == index.nodes.end()) return Status(ENOENT, at.store + "/" + *leaf);
+        B2NDFS_ASSIGN_OR_RETURN(const struct stat st, Readers(at, index, *leaf, it->second));
+        inputs.push_back(st);
+      }
+      if (auto bound = source::MostRestrictive(inputs)) return *bound;
+      struct stat nobody = inputs[0];
+      nobody.st_mode &= ~static_cast<mode_t>(0777);
+      return nobody;
+    }
+    if (rel.empty()) return at.st;
+    std::string physical;  // the directory's own names, not as shown
+    for (size_t begin = 0; begin <= rel.size();) {
+      size_t end = rel.find('/', begin);
+      if (end == std::string::npos) end = rel.size();
+      physical += (physical.empty() ? "" : "/") + internal::KeyName(rel.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    auto dir = beneath(physical);
+    if (!dir.ok() && source::IsGone(dir.status())) return at.st;  // a group of embedded leaves
+    return dir;
   }
 
   Result<LeafAt> FindLeaf(const Located& at, const std::string& path) const {

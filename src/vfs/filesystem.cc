@@ -63,13 +63,16 @@ struct stat ContainerStat(const struct stat& src, Ino ino, bool directory, int64
 
 // The attributes of a node inside a container, from its generation alone:
 // the source as it was when the version was opened (a change of any of its
-// attributes is a new version), the size from the view.
+// attributes is a new version), the size from the view. What a container
+// computes from other files (an evaluated carrier) is readable only by
+// whoever may read all of them (README.md, "Permissions").
 Attr InsideAttributes(const Generation& generation, const store::Container& container,
                       const views::Node& view, Ino ino, double timeout) {
   Attr attr;
   const bool directory = view.IsDirectory();
-  attr.st =
-      ContainerStat(generation.source_stat(), ino, directory, directory ? 0 : view.Size(container));
+  const std::optional<struct stat> derived = container.derived_readers();
+  attr.st = ContainerStat(derived ? *derived : generation.source_stat(), ino, directory,
+                          directory ? 0 : view.Size(container));
   attr.timeout = timeout;
   return attr;
 }
@@ -126,7 +129,7 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
       options_.max_open > 0 ? static_cast<size_t>(options_.max_open) : kDefaultMaxOpen;
   open_containers_ =
       std::make_unique<OpenContainers>(max_open, std::max<int64_t>(cache_bytes / 4, 1 << 20));
-  inodes_ = std::make_unique<InodeTable>();
+  inodes_ = std::make_unique<InodeTable>(InodeNumbering{options_.ino32});
   entry_context_ = std::make_unique<EntryContext>();
   entry_context_->tree = tree_.get();
   entry_context_->services =
@@ -237,8 +240,11 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
   switch (target.type) {
     case NodeType::kControlDir:
     case NodeType::kStatsFile: {
-      // Owned like the mount's root; readable by whoever may read the root.
+      // Owned like the mount's root; readable by whoever may read the root,
+      // but for the log, which names other users' files: the daemon's user's
+      // alone unless log_access=all (README.md, "Logs").
       B2NDFS_ASSIGN_OR_RETURN(st, tree_->Stat(tree_->root()));
+      const bool private_log = target.ino == kLogFileIno && !options_.log_readable_by_all;
       st.st_ino = target.ino;
       st.st_nlink = target.type == NodeType::kControlDir ? 2 : 1;
       if (target.type == NodeType::kControlDir) {
@@ -246,7 +252,11 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
         st.st_size = 0;
         st.st_blocks = 0;
       } else {
-        st.st_mode = S_IFREG | 0444;
+        st.st_mode = S_IFREG | (private_log ? 0400 : 0444);
+        if (private_log) {
+          st.st_uid = ::geteuid();
+          st.st_gid = ::getegid();
+        }
         st.st_size = static_cast<off_t>(ControlFileText(target.ino).size());
       }
       attr.timeout = 0;

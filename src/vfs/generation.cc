@@ -130,7 +130,7 @@ Result<std::shared_ptr<const store::Container>> Generation::Container() {
     services_.open->Touch(open);
     return open;
   }
-  const auto scope = TopScope(services_.operands.get(), path_);
+  const auto scope = TopScope(services_.operands.get(), path_, source_stat_);
   auto container =
       store::Container::Open(source_, services_.store, cache_id_, services_.views, scope.get());
   if (!container->ok() && container->transient()) {
@@ -255,7 +255,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
     } else {
       const GenerationServices& services = context_->services;
       const uint64_t cache_id = NextCacheId();
-      const auto scope = TopScope(services.operands.get(), path_);
+      const auto scope = TopScope(services.operands.get(), path_, *source_stat);
       auto container =
           store::Container::Open(*source, services.store, cache_id, services.views, scope.get());
       if (!container->ok() && container->transient()) {

@@ -1,7 +1,6 @@
 #include "inode_table.h"
 
 #include <algorithm>
-#include <functional>
 #include <vector>
 
 namespace b2ndfs::vfs {
@@ -30,21 +29,22 @@ size_t GenerationIndex::size() const {
   return blocks_.size();
 }
 
-InodeTable::InodeTable() : generations_(std::make_shared<GenerationIndex>()) {}
+InodeTable::InodeTable(InodeNumbering numbering)
+    : counted_end_(numbering.ino32 ? PathNumbers::kNarrowBase : PathNumbers::kWideBase),
+      numbers_(numbering.ino32, numbering.narrow_names, numbering.max_names),
+      generations_(std::make_shared<GenerationIndex>()) {}
 
-Ino InodeTable::PathIno(const std::string& path, mode_t type) const {
-  // A path that changed kind (a file replaced by a directory) is another
-  // inode. std::hash is stable for the process's life, which is all that
-  // numbers need.
-  const uint64_t h = std::hash<std::string>{}(path) ^ (S_ISDIR(type) ? 0x9e3779b97f4a7c15ULL : 0);
-  return kPathBase + ((h ^ (h >> 31)) & (kPathBase - 1));
+Ino InodeTable::PathIno(const std::string& path, mode_t type) {
+  const PathNumbers::Key key = numbers_.KeyOf(path, S_ISDIR(type));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return numbers_.Number(key);
 }
 
 Ino InodeTable::NextCounted(uint64_t count) {
   count = std::max<uint64_t>(count, 1);
-  // Counted numbers stay below the path-bound range while they can, and go
-  // on above it (numbers past 32 bits) once a long-lived mount used them up.
-  if (next_ < kPathBase && next_ + count > kPathBase) next_ = 2 * kPathBase;
+  // Counted numbers stay below the path-bound ranges while they can, and go
+  // on far above them once a long-lived mount used them up.
+  if (next_ < counted_end_ && next_ + count > counted_end_) next_ = kCountedOverflow;
   const Ino base = next_;
   next_ += count;
   return base;
@@ -61,14 +61,15 @@ std::string CountedKey(const std::string& path, bool directory) {
 
 std::shared_ptr<PathNode> InodeTable::RefPath(std::shared_ptr<PathNode> candidate) {
   const bool directory = candidate->type != NodeType::kFile;
-  const Ino hashed = PathIno(candidate->path, directory ? S_IFDIR : S_IFREG);
+  const PathNumbers::Key number_key = numbers_.KeyOf(candidate->path, directory);
   const std::string key = CountedKey(candidate->path, directory);
   std::lock_guard<std::mutex> lock(mutex_);
   auto counted = counted_paths_.find(key);
-  Ino ino = counted != counted_paths_.end() ? counted->second : hashed;
-  auto it = paths_.find(ino);
-  if (it != paths_.end() && it->second->path != candidate->path) {
-    // Another held path has this hash: this one is counted while held.
+  Ino ino = counted != counted_paths_.end() ? counted->second : numbers_.Number(number_key);
+  auto it = ino == 0 ? paths_.end() : paths_.find(ino);
+  if (ino == 0 || (it != paths_.end() && it->second->path != candidate->path)) {
+    // No number of its own (the table is full), or a held path has the same
+    // fingerprint: a counted number while held.
     ino = NextCounted(1);
     counted_paths_[key] = ino;
     it = paths_.end();
@@ -89,11 +90,13 @@ std::shared_ptr<PathNode> InodeTable::FindPath(Ino ino) const {
 }
 
 std::shared_ptr<PathNode> InodeTable::FindPathByName(const std::string& path) const {
+  const PathNumbers::Key keys[2] = {numbers_.KeyOf(path, true), numbers_.KeyOf(path, false)};
   std::lock_guard<std::mutex> lock(mutex_);
   for (const bool directory : {true, false}) {
     auto counted = counted_paths_.find(CountedKey(path, directory));
-    const Ino ino = counted != counted_paths_.end() ? counted->second
-                                                    : PathIno(path, directory ? S_IFDIR : S_IFREG);
+    const Ino ino =
+        counted != counted_paths_.end() ? counted->second : numbers_.Find(keys[directory ? 0 : 1]);
+    if (ino == 0) continue;
     auto it = paths_.find(ino);
     if (it != paths_.end() && it->second->path == path) return it->second;
   }
@@ -149,6 +152,16 @@ void InodeTable::Forget(Ino ino, uint64_t nlookup) {
     }
   }
   // Numbers in a generation's block hold nothing to forget.
+}
+
+size_t InodeTable::path_numbers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return numbers_.size();
+}
+
+size_t InodeTable::path_number_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return numbers_.bytes();
 }
 
 size_t InodeTable::size() const {

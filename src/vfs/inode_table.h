@@ -3,21 +3,24 @@
 // Numbers come in four kinds, told apart by value alone:
 // - fixed: the root (1), .b2ndfs (2), .b2ndfs/stats (3) and .b2ndfs/log (4);
 // - path-bound (mirrored directories, plain files, container directories):
-//   computed from the path and its kind (a 31-bit hash in [2^31, 2^32), so
-//   that 32-bit programs can still readdir and stat), so a listing of the
-//   mirrored tree gives every entry its number without remembering it; a
-//   PathNode record exists only while the kernel holds a reference (lookup
-//   count > 0) and goes with its last FORGET. The rare path whose hash is
-//   taken by another held path gets a counted number instead (its listing
-//   then shows the hash);
+//   each path and kind gets a number of its own the first time a listing or
+//   lookup meets it, kept for the mount's life (path_numbers.h: about 25
+//   bytes a name, above 2^32, or in [2^31, 2^32) with ino32), so numbers
+//   are stable across FORGET and never shared by two paths. A PathNode
+//   record exists only while the kernel holds a reference (lookup count >
+//   0) and goes with its last FORGET. A path that cannot have its own number
+//   (a fingerprint shared with a held path, or the table full) gets a
+//   counted number while held;
 // - generation blocks: each generation of a container reserves a block of
 //   counted numbers, one per listable name of its views (views' ordinals):
 //   a number in the block *is* (generation, ordinal), so the thousands of
 //   files inside a container cost nothing per name (GenerationIndex);
 // - unlisted names inside a container (view/, view/EXPR): a counted number
 //   each, with a record kept while the kernel holds it.
-// Counted numbers are never reused, so a number names one thing for the
-// mount's life (stale ones answer ESTALE).
+// Counted numbers start at 16, below the path-bound ones (below 2^32, or
+// 2^31 with ino32), and go on at 2^62 once a long-lived mount used those up.
+// They are never reused, so a number names one thing for the mount's life
+// (stale ones answer ESTALE).
 // Thread-safety: every method may be called from any thread; the mutexes
 // here are leaf locks.
 #pragma once
@@ -34,6 +37,7 @@
 
 #include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "path_numbers.h"
 
 namespace b2ndfs::views {
 class Node;
@@ -99,13 +103,22 @@ class GenerationIndex {
   std::map<Ino, Block> blocks_;  // by first number
 };
 
+// How path-bound numbers are made (Options::ino32); the limits are
+// smaller only in tests.
+struct InodeNumbering {
+  bool ino32 = false;
+  uint64_t narrow_names = PathNumbers::kNarrowBase;
+  uint64_t max_names = PathNumbers::kMaxNames;
+};
+
 class InodeTable {
  public:
-  InodeTable();
+  explicit InodeTable(InodeNumbering numbering = {});
 
-  // The number a path of this kind has (S_IFDIR or S_IFREG) when it is not
-  // held: what listings give.
-  Ino PathIno(const std::string& path, mode_t type) const;
+  // The number of a path of this kind (S_IFDIR or S_IFREG), given now if it
+  // has none: what listings give (0: the table is full, README.md "Inode
+  // numbers").
+  Ino PathIno(const std::string& path, mode_t type);
   // Counts one kernel reference to the path node `candidate` describes (its
   // ino is set here), and returns the held node (an existing one keeps its
   // record: cached_version, entry).
@@ -127,17 +140,23 @@ class InodeTable {
   void Forget(Ino ino, uint64_t nlookup);
   // Records held for the kernel (path and unlisted nodes).
   size_t size() const;
-  static bool IsPathIno(Ino ino) { return ino >= kPathBase && ino < 2 * kPathBase; }
+  bool IsPathIno(Ino ino) const { return numbers_.Contains(ino); }
+  // Mirrored names numbered so far, and the bytes that costs.
+  size_t path_numbers() const;
+  size_t path_number_bytes() const;
 
  private:
-  static constexpr Ino kPathBase = Ino{1} << 31;
   Ino NextCounted(uint64_t count);  // under mutex_
   // Counted numbers start here (below are the fixed ones).
   static constexpr Ino kFirstCounted = 16;
+  // ... and once they reach counted_end_, go on here.
+  static constexpr Ino kCountedOverflow = Ino{1} << 62;
+  const Ino counted_end_;
 
   mutable std::mutex mutex_;  // leaf lock; guards everything below
+  PathNumbers numbers_;       // (Contains() needs no lock)
   std::unordered_map<Ino, std::shared_ptr<PathNode>> paths_;
-  // Held paths whose number is not their hash (a collision).
+  // Held paths whose number is not their own (see above).
   std::unordered_map<std::string, Ino> counted_paths_;
   std::unordered_map<Ino, std::shared_ptr<UnlistedNode>> unlisted_;
   Ino next_ = kFirstCounted;

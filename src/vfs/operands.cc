@@ -74,10 +74,18 @@ class MountOperands : public store::OperandOpener {
     }
     out.path = path;
     out.shown = shown;
-    auto st = tree_->Stat(path);
+    auto st = tree_->StatBeneath(path, /*confined=*/true);
     if (!st.ok()) {
       out.missing = source::IsGone(st.status());
-      out.error = out.missing ? "no such container in the mount" : st.status().message();
+      // What is there now, so that the carrier's version stays until it
+      // changes (a link out of the mount is there, and refused).
+      if (!out.missing) {
+        if (auto probe = tree_->Probe(path); probe.ok()) out.version = *probe;
+      }
+      out.error = out.missing                           ? "no such container in the mount"
+                  : st.status().error_number() == EXDEV ? "a symbolic link on its path leads "
+                                                          "out of the mount"
+                                                        : st.status().message();
       return out;
     }
     const auto kind = MirroredKind(*tree_, path, parts.back(), *st);
@@ -93,7 +101,7 @@ class MountOperands : public store::OperandOpener {
       out.error = source.status().message();
       return out;
     }
-    store::OperandScope inner{this, path, scope.chain, scope.budget};
+    store::OperandScope inner{this, path, scope.chain, scope.budget, *st};
     inner.chain.push_back(carrier);
     const uint64_t cache_id = NextCacheId();
     out.version = (*source)->signature();
@@ -111,6 +119,9 @@ class MountOperands : public store::OperandOpener {
       }
     };
     out.keep = std::make_shared<const Erase>(store_, cache_id);
+    // An operand that is itself computed is read by whoever may read what
+    // it is computed from (its readers include its own file's).
+    out.readers = out.container->derived_readers().value_or(*st);
     return out;
   }
 
@@ -127,10 +138,10 @@ std::shared_ptr<const store::OperandOpener> MakeMountOperands(const source::Tree
 }
 
 std::unique_ptr<store::OperandScope> TopScope(const store::OperandOpener* opener,
-                                              const std::string& path) {
+                                              const std::string& path, const struct stat& readers) {
   if (opener == nullptr) return nullptr;
   return std::make_unique<store::OperandScope>(store::OperandScope{
-      opener, path, {}, std::make_shared<std::atomic<int>>(store::kMaxOperandOpens)});
+      opener, path, {}, std::make_shared<std::atomic<int>>(store::kMaxOperandOpens), readers});
 }
 
 bool OperandsUnchanged(const source::Tree& tree,

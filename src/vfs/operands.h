@@ -2,7 +2,9 @@
 //
 // An operand's saved urlpath is resolved against the directory of its
 // carrier, lexically ("." and ".." taken apart, never above the mount's
-// root), and must name a container of the mount (mirror.h). It is opened from
+// root), and must name a container of the mount (mirror.h), reached without
+// a symbolic link out of the mount (Tree::StatBeneath, confined); who may
+// read it is its attributes bound by every directory passed on the way. It is opened from
 // the tree as its own version with its own cache_id, whose cached blocks
 // are erased when the carrier lets it go. Carriers among the operands are
 // opened with the scope's chain grown by one: a path already in the chain is
@@ -22,9 +24,10 @@ namespace b2ndfs::vfs {
 std::shared_ptr<const store::OperandOpener> MakeMountOperands(const source::Tree* tree,
                                                               store::StoreContext* store);
 
-// The scope a container at `path` is opened in (null without an opener).
+// The scope a container at `path`, whose readers `readers` says (its
+// source's attributes), is opened in (null without an opener).
 std::unique_ptr<store::OperandScope> TopScope(const store::OperandOpener* opener,
-                                              const std::string& path);
+                                              const std::string& path, const struct stat& readers);
 
 // Whether every path a version depends on still holds the version read
 // (a path that cannot be reached now counts as unchanged).

@@ -101,7 +101,7 @@ Result<Target> Resolver::Find(Ino ino, bool allow_dead) {
     target.type = ino == kControlDirIno ? NodeType::kControlDir : NodeType::kStatsFile;
     return target;
   }
-  if (InodeTable::IsPathIno(ino) || !inodes_->generations().Find(ino)) {
+  if (inodes_->IsPathIno(ino) || !inodes_->generations().Find(ino)) {
     if (auto path = inodes_->FindPath(ino)) {
       target.type = path->type;
       target.path = std::move(path);

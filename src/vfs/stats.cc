@@ -45,6 +45,11 @@ std::string Filesystem::StatsJson() const {
   // none), and the container versions alive (current, or held by open files).
   out += "  \"inodes\": " + std::to_string(inodes) + ",\n";
   out += "  \"generations\": " + std::to_string(inodes_->generations().size()) + ",\n";
+  // Mirrored names numbered for the mount's life, and what they hold.
+  out += "  \"inode_numbers\": {\n";
+  out += kv("paths", inodes_->path_numbers());
+  out += kv("bytes", inodes_->path_number_bytes(), true);
+  out += "  },\n";
   out += "  \"containers\": {\n";
   out += kv("open", r.containers_open.load());
   out += kv("kept_open", open_containers_->size());

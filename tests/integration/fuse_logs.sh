@@ -9,6 +9,10 @@
 #   detached; without /dev/log, a detaching daemon says once, on stderr
 #   before it detaches, where its messages go. README's "Runtime statistics"
 #   names every counter of .b2ndfs/stats.
+# - .b2ndfs/log names other users' files: on a mount made by root with
+#   allow_other it is root's, mode 0400, and another user (setpriv, uid 2001)
+#   gets EACCES reading it while .b2ndfs/stats stays readable; with
+#   log_access=all that user reads it too.
 # - A foreground daemon started with `&` from a script (which ignores SIGINT
 #   for it) stops and unmounts on SIGINT.
 # Usage: fuse_logs.sh BUILD_DIR
@@ -31,7 +35,7 @@ has() { grep -qE -- "$2" "$1" 2>/dev/null; }
 LOG=$TMP/logs/b2ndfs.log
 echo "an older line" >"$LOG"
 M=$TMP/mnt
-mount_fs "$S" "$M" -o log_file="$LOG" || exit 1
+mount_fs "$S" "$M" -o log_file="$LOG",allow_other,log_access=all || exit 1
 PID=$DAEMON_PID
 # The line comes with the kernel's INIT, which may follow the mount by a moment.
 wait_until 10 has "$LOG" "info: mounted $S on $M\$" ||
@@ -44,6 +48,11 @@ check "a refused name in the log file" \
 check ".b2ndfs/log is listed" eval "ls '$M/.b2ndfs' | grep -qx log"
 check ".b2ndfs/log has the mount and the refused name" eval \
   "has '$M/.b2ndfs/log' 'Z info: mounted ' && has '$M/.b2ndfs/log' 'view/1,2,3: 3 indices'"
+# as_other CMD...: CMD as an unprivileged user of no group of ours.
+as_other() { setpriv --reuid=2001 --regid=2001 --clear-groups -- "$@"; }
+check "log_access=all: .b2ndfs/log is 0444" eval "[[ \$(stat -c %a '$M/.b2ndfs/log') == 444 ]]"
+check "log_access=all: another user reads .b2ndfs/log" eval \
+  "as_other cat '$M/.b2ndfs/log' | grep -q 'view/1,2,3: 3 indices'"
 
 # logrotate: move the file away, then SIGHUP.
 mv "$LOG" "$LOG.1"
@@ -63,7 +72,7 @@ grep -q 'secret\|password' "$LOG" && fail "the log file holds a credential word"
 
 # --- a daemon that detaches -------------------------------------------------
 M2=$TMP/mnt2
-mount_daemon "$S" "$M2" || exit 1
+mount_daemon "$S" "$M2" -o allow_other || exit 1
 if [[ -S /dev/log ]]; then
   check "nothing on stderr with syslog" test ! -s "$M2.log"
 else
@@ -73,6 +82,15 @@ fi
 stat "$M2/a.b2nd/view/99" >/dev/null 2>&1
 check ".b2ndfs/log of a detached daemon has its messages" \
   has "$M2/.b2ndfs/log" "info: .*a.b2nd: view/99: index 99 is out of range"
+# By default the log is the daemon's user's alone; stats is as it was.
+check ".b2ndfs/log is the daemon's, 0400" eval "[[ \$(stat -c '%a %u' '$M2/.b2ndfs/log') == '400 $(id -u)' ]]"
+check ".b2ndfs/stats is 0444" eval "[[ \$(stat -c %a '$M2/.b2ndfs/stats') == 444 ]]"
+if out=$(as_other cat "$M2/.b2ndfs/log" 2>&1); then
+  fail "another user read .b2ndfs/log: $(head -c 200 <<<"$out")"
+else
+  check "another user gets EACCES on .b2ndfs/log" grep -q "Permission denied" <<<"$out"
+fi
+check "another user reads .b2ndfs/stats" eval "as_other cat '$M2/.b2ndfs/stats' | grep -q uptime_s"
 # README's "Runtime statistics" names every counter .b2ndfs/stats has.
 README=$(dirname "${BASH_SOURCE[0]}")/../../README.md
 check "README documents every .b2ndfs/stats counter" "$PY" - "$M2/.b2ndfs/stats" "$README" <<'EOF'

@@ -5,7 +5,12 @@
 # report option errors, also for http:// and s3:// sources in fstab (a real
 # nginx and s3rver); systemd/mnt-arrays.mount and systemd/b2ndfs@.service
 # pass `systemd-analyze verify --man=no` (minimal machines have no man;
-# the man page a unit names is not what is being checked), and the commands they run work.
+# the man page a unit names is not what is being checked), and the commands they run work;
+# b2ndfs@.service's ExecStart and ExecStopPost run under the unit's own sandbox
+# (unit_sandbox.py applies its capabilities, no_new_privs, namespaces,
+# system call filter, address families and W^X as systemd would); an fstab
+# line with setuid=USER,drop_privileges runs b2ndfs as USER without
+# capabilities on /dev/fd/N.
 #
 # mount(8) runs its helpers without the caller's PATH (util-linux drops it;
 # /bin/sh then searches its default path, /usr/local/bin first), so PATH=...
@@ -107,6 +112,34 @@ else
   fail "mount with an fstab line failed: $(cat "$TMP/mount.err")"
 fi
 
+# Least privilege in fstab (README.md, "Running with least privilege"):
+# drop_privileges has mount.fuse3 mount /dev/fuse itself and start b2ndfs on
+# the descriptor (/dev/fd/N) without any capability, under no_new_privs, and
+# setuid= as a user of its own (nobody stands for it here).
+printf '%s  %s  fuse.b2ndfs  ro,allow_other,default_permissions,cache_size=64M,nofail,setuid=nobody,drop_privileges  0  0\n' \
+  "$S" "$M" >"$TMP/fstab.dp"
+if mount -T "$TMP/fstab.dp" "$M" 2>"$TMP/mount.err"; then
+  dp_pid=""
+  for p in $(pgrep -x b2ndfs); do
+    [[ $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) == "b2ndfs $S /dev/fd/"* ]] && dp_pid=$p
+  done
+  if [[ -n $dp_pid ]]; then
+    ITEST_PIDS+=("$dp_pid")
+    check "drop_privileges: the daemon holds no capability" \
+      grep -q "^CapEff:[[:space:]]*0*$" "/proc/$dp_pid/status"
+    check "drop_privileges: under no_new_privs" grep -q "^NoNewPrivs:[[:space:]]*1$" "/proc/$dp_pid/status"
+    check "setuid=nobody: the daemon runs as nobody" \
+      grep -qE "^Uid:[[:space:]]+$(id -u nobody)[[:space:]]" "/proc/$dp_pid/status"
+  else
+    fail "drop_privileges: no b2ndfs serving /dev/fd/N: $(pgrep -a b2ndfs)"
+  fi
+  after_mount "mount -T fstab, drop_privileges"
+  [[ -z $dp_pid ]] || exits_within 20 "$dp_pid" >/dev/null ||
+    fail "drop_privileges: b2ndfs still runs 20 s after umount"
+else
+  fail "mount with drop_privileges failed: $(cat "$TMP/mount.err")"
+fi
+
 # Remote sources in fstab (README's lines): an http URL, and an s3:// bucket
 # whose keys are in a credentials= file, both with _netdev,nofail.
 # (Without nginx or s3rver, which fuse.http and fuse.s3 skip on, this part
@@ -172,17 +205,25 @@ cmdline=${cmdline//'${SOURCE}'/$SOURCE}
 cmdline=${cmdline//%f/$M}
 log "ExecStart: $cmdline"
 # shellcheck disable=SC2086
-$cmdline 2>"$TMP/service.log" &
+# Under the unit's sandbox (systemd does not run units here).
+SANDBOX=("$PY" "$(dirname "${BASH_SOURCE[0]}")/unit_sandbox.py" "$U/b2ndfs@mnt-arrays.service" --)
+# shellcheck disable=SC2086  # a command line, split as systemd does
+"${SANDBOX[@]}" $cmdline 2>"$TMP/service.log" &
 service_pid=$!
 ITEST_PIDS+=("$service_pid")
 ITEST_MOUNTS+=("$M")
 if wait_until 20 is_mounted "$M"; then
   check "b2ndfs@.service: read data" cmp "$M/ndim/3d_f4.b2nd/data" "$TMP/want"
+  check "b2ndfs@.service: the daemon holds only CAP_SYS_ADMIN and CAP_DAC_READ_SEARCH" \
+    grep -q "^CapEff:[[:space:]]*0000000000200004$" "/proc/$service_pid/status"
+  check "b2ndfs@.service: under a system call filter" grep -q "^Seccomp:[[:space:]]*2$" "/proc/$service_pid/status"
+  grep -qi "operation not permitted\|bad system call" "$TMP/service.log" &&
+    fail "b2ndfs@.service's daemon met a refused call: $(cat "$TMP/service.log")"
   # ExecStopPost: fusermount3 -uz %f; the service process then ends.
   stop_post=$(sed -n 's/^ExecStopPost=-\{0,1\}//p' "$U/b2ndfs@mnt-arrays.service")
   stop_post=${stop_post//%f/$M}
   # shellcheck disable=SC2086  # a command line, split as systemd does
-  check "b2ndfs@.service ExecStopPost" $stop_post
+  check "b2ndfs@.service ExecStopPost" "${SANDBOX[@]}" $stop_post
   wait_until 10 eval "! kill -0 $service_pid 2>/dev/null" || fail "b2ndfs@.service's process did not end after ExecStopPost"
 else
   fail "b2ndfs@.service's ExecStart did not mount: $(cat "$TMP/service.log")"

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -123,6 +124,29 @@ TEST_CASE("bad max_threads, max_open and log_level values are reported") {
     auto cl = Parse({"-o", option, "/a", "/b"});
     REQUIRE_FALSE(cl.ok());
     CHECK(cl.status().message().find(option) != std::string::npos);
+  }
+}
+
+TEST_CASE("log_access= and ino32") {
+  auto defaults = Parse({"/src", "/mnt"});
+  REQUIRE(defaults.ok());
+  CHECK_FALSE(defaults->log_access_all);
+  CHECK_FALSE(defaults->ino32);
+  auto cl = Parse({"-o", "allow_other,log_access=all,ino32", "/src", "/mnt"});
+  REQUIRE(cl.ok());
+  CHECK(cl->log_access_all);
+  CHECK(cl->ino32);
+  // Neither is passed on to libfuse, which would refuse it.
+  CHECK(cl->fuse_options == std::vector<std::string>{"allow_other"});
+  cl = Parse({"-o", "log_access=all", "-o", "log_access=owner", "/src", "/mnt"});
+  REQUIRE(cl.ok());
+  CHECK_FALSE(cl->log_access_all);
+  for (const char* option : {"log_access=", "log_access=everyone", "log_access=ALL"}) {
+    INFO(option);
+    auto bad = Parse({"-o", option, "/a", "/b"});
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message().find(option) != std::string::npos);
+    CHECK(bad.status().message().find("owner or all") != std::string::npos);
   }
 }
 
@@ -339,4 +363,36 @@ TEST_CASE("http sources take a .netrc file and a CA file; passwords in URLs are 
   CHECK(std::string(argv[2]) == "http://host/x@y");  // an '@' in the path is no password
   CHECK(std::string(argv[3]) == "http://anna@host/");
   CHECK(std::string(argv[4]) == "/mnt");
+}
+
+TEST_CASE("MOUNTPOINT: a directory made absolute, or a /dev/fuse descriptor as /dev/fd/N") {
+  using b2ndfs::app::PrepareMountpoint;
+  char cwd[4096];
+  REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
+  auto here = PrepareMountpoint(".");
+  REQUIRE(here.ok());
+  CHECK(*here == cwd);
+  auto missing = PrepareMountpoint("/nonexistent/b2ndfs-mnt");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() == "mountpoint /nonexistent/b2ndfs-mnt: does not exist");
+  auto file = PrepareMountpoint("/proc/self/exe");  // this test, a regular file
+  REQUIRE_FALSE(file.ok());
+  CHECK(file.status().error_number() == ENOTDIR);
+  // A descriptor of anything but /dev/fuse is refused, as is a closed one.
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  REQUIRE(null_fd >= 0);
+  const std::string null_path = "/dev/fd/" + std::to_string(null_fd);
+  auto not_fuse = PrepareMountpoint(null_path);
+  REQUIRE_FALSE(not_fuse.ok());
+  CHECK(not_fuse.status().error_number() == EBADF);
+  ::close(null_fd);
+  CHECK(PrepareMountpoint(null_path).status().error_number() == EBADF);
+  const int fuse_fd = ::open("/dev/fuse", O_RDWR);
+  if (fuse_fd >= 0) {  // (no /dev/fuse in a package build)
+    const std::string fuse_path = "/dev/fd/" + std::to_string(fuse_fd);
+    auto fuse = PrepareMountpoint(fuse_path);
+    CHECK(fuse.ok());
+    CHECK((fuse.ok() && *fuse == fuse_path));
+    ::close(fuse_fd);
+  }
 }

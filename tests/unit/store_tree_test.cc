@@ -337,3 +337,43 @@ TEST_CASE("a store group is a Zarr group whose variable is the leaf's own direct
   CHECK(!m.Lookup({"s.b2z", "grp", "leaf", "x1"}).ok());
 }
 }  // namespace b2ndfs
+
+namespace b2ndfs {
+namespace {
+
+TEST_CASE("store keys named like the files b2ndfs makes are shown escaped, once each", "[stores]") {
+  auto [frame, data] = MakeLeaf(2.5f);
+  StoreMount m;
+  m.fake->PutFile("s.b2z", testing::MakeTestArchive({{"meta.json.b2nd", frame},
+                                                     {"columns.json.b2nd", frame},
+                                                     {"valid/x.b2nd", frame},
+                                                     {"~tilde.b2nd", frame},
+                                                     {"embed.b2e", EmptyEmbedStore()}})
+                               .bytes);
+  m.Start();
+  auto listing = m.fs->OpenDir(m.Lookup({"s.b2z"})->st.st_ino);
+  REQUIRE(listing.ok());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < (*listing)->size(); ++i) names.push_back((*listing)->at(i).name);
+  std::sort(names.begin(), names.end());
+  CHECK(names ==
+        std::vector<std::string>{"meta.json", "~columns.json", "~meta.json", "~valid", "~~tilde"});
+  for (const std::vector<std::string>& leaf :
+       {std::vector<std::string>{"s.b2z", "~meta.json", "data"},
+        {"s.b2z", "~columns.json", "data"},
+        {"s.b2z", "~valid", "x", "data"},
+        {"s.b2z", "~~tilde", "data"}}) {
+    INFO(leaf[1]);
+    auto file = m.Lookup(leaf);
+    REQUIRE(file.ok());
+    auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
+    REQUIRE(handle.ok());
+    CHECK(m.ReadAll(*handle, 400) == data);
+  }
+  auto meta = m.Lookup({"s.b2z", "meta.json"});
+  REQUIRE(meta.ok());
+  CHECK(S_ISREG(meta->st.st_mode));
+}
+
+}  // namespace
+}  // namespace b2ndfs

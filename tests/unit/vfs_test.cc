@@ -2,6 +2,7 @@
 // file, a generation and a name hold when containers are replaced, sources
 // fail and walks visit every name (README.md, "Containers that change").
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -71,9 +72,11 @@ struct Mount {
     options.healthy_grace_ms = healthy_grace_ms;
     options.suspect_grace_ms = suspect_grace_ms;
     options.views = views;
+    options.log_readable_by_all = log_readable_by_all;
     fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
   }
   std::shared_ptr<const views::Registry> views;  // null: every kind
+  bool log_readable_by_all = false;
   std::vector<std::string> ListNames(vfs::Ino dir) {
     auto listing = fs->OpenDir(dir);
     REQUIRE(listing.ok());
@@ -583,6 +586,20 @@ TEST_CASE(".b2ndfs lists stats and log; log holds the recent messages", "[vfs]")
   const std::string text(bytes.begin(), bytes.end());
   CHECK(text == RecentLogText());
   CHECK(text.find("warning: a message for .b2ndfs/log\n") != std::string::npos);
+  // The log names other users' files: the daemon's user's alone; stats is
+  // the root's (the fake tree's root: 0755, uid 0).
+  CHECK((attr->st.st_mode & 07777) == 0400);
+  CHECK(attr->st.st_uid == ::geteuid());
+  auto stats = m.fs->GetAttr(m.Lookup(control, "stats"));
+  REQUIRE(stats.ok());
+  CHECK((stats->st.st_mode & 07777) == 0444);
+  CHECK(stats->st.st_uid == 0);
+  Mount all;
+  all.log_readable_by_all = true;
+  all.Start();
+  auto shared = all.fs->GetAttr(all.Lookup(all.Lookup(vfs::kRootIno, ".b2ndfs"), "log"));
+  REQUIRE(shared.ok());
+  CHECK((shared->st.st_mode & 07777) == 0444);
 }
 
 }  // namespace

@@ -73,8 +73,18 @@ class Tree {
   virtual ~Tree() = default;
   // The root's path (see "Paths").
   virtual const std::string& root() const = 0;
-  // The attributes of an entry (symbolic links followed).
+  // The attributes of an entry (symbolic links followed; a link's read bits
+  // also say who may search the directories it leads through, as
+  // StatBeneath(path, false)).
   virtual Result<struct stat> Stat(const std::string& path) const = 0;
+  // What binds a reader of `path` (README.md, "Permissions"): Stat(path)
+  // with the owner, group and read bits that also let its readers search
+  // every directory passed to reach it from the root (source/provenance.h),
+  // symbolic links followed as the walk meets them. `confined`: a path
+  // that a container names (an operand, a store member), which must not
+  // leave the root through a link (EXDEV). Here: Stat(path), for trees
+  // whose entries all carry the same attributes (remote ones).
+  virtual Result<struct stat> StatBeneath(const std::string& path, bool confined) const;
   // The entries of a directory that are directories or regular files (after
   // following links; dangling links, devices, fifos and sockets are left
   // out), sorted by name.
@@ -98,6 +108,10 @@ class Tree {
   // The tree's own members of .b2ndfs/stats: JSON object members, each line
   // indented by two spaces and ending with ",\n" (empty if none).
   virtual std::string StatsJson() const = 0;
+  // True when every entry shows the same owner, group and permissions (a
+  // remote tree's made-up ones): who may read a file made from others then
+  // needs no look at them.
+  virtual bool uniform_attributes() const { return false; }
   // True when reads may wait on the network (a web server, an object store):
   // the FUSE layer then answers them off its request threads.
   virtual bool remote() const { return false; }

@@ -20,6 +20,8 @@
 // Thread-safety: all const methods may be called from any thread.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -179,6 +181,10 @@ class Container : public std::enable_shared_from_this<Container> {
   ContentKind content_kind() const { return evaluation_ ? ContentKind::kArray : tag_.kind; }
   // A carrier with an expression in the grammar that is not evaluated: why.
   const std::string& evaluation_error() const { return evaluation_error_; }
+  // Who may read what this container serves when it is computed from other
+  // files (an evaluated carrier: operands.h, "Readers"); nullopt otherwise,
+  // when its own file's attributes say it.
+  std::optional<struct stat> derived_readers() const;
   // The operand paths a carrier's value depends on (its operands', theirs
   // in turn), at the versions read; a changed one makes this version stale.
   const std::vector<OperandVersion>& operand_versions() const { return watched_; }

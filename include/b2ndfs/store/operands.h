@@ -9,11 +9,19 @@
 // be carriers themselves, opened the same way with a longer `chain`: a path
 // already in the chain is a cycle, and at most kMaxCarrierDepth carriers
 // nest; `budget` bounds the containers one evaluation opens in all.
+// Readers: whoever may read a carrier's computed bytes must be allowed to
+// read every file they come from (README.md, "Permissions"): each operand
+// says who may read it (`readers`: its attributes bound by the directories
+// passed to reach it and, for a carrier, by its own operands), and the
+// evaluation combines them with the carrier's own (scope `readers`) by
+// source::MostRestrictive(), or is refused when no owner and mode can say it.
 // Lifetime: the opened operands belong to the carrier's Container; an
 // Operand's `keep` is released after its container (the opener may erase
 // the operand's cached blocks then).
 // Thread-safety: Open() may be called from any thread.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <atomic>
 #include <memory>
@@ -38,6 +46,9 @@ struct OperandScope {
   std::string path;                // this container's path in the mount
   std::vector<std::string> chain;  // the carriers whose operands led here, outermost first
   std::shared_ptr<std::atomic<int>> budget;  // operand containers left to open
+  // Who may read this container's own file (nullopt: not known, as in the
+  // inspection tool).
+  std::optional<struct stat> readers;
 };
 
 struct Operand {
@@ -47,6 +58,8 @@ struct Operand {
   std::shared_ptr<const void> keep;
   // Non-empty: why the operand cannot be used, in words.
   std::string error;
+  // Who may read what is made from it (see "Readers"); set with `container`.
+  std::optional<struct stat> readers;
   // The operand was not there (a later version of the mount may hold it).
   bool missing = false;
   // The version of `path` read (the container's, or what the tree says of

@@ -8,6 +8,12 @@
 // ticket was, so a large batch is never starved by small ones that would
 // keep fitting in beside what is pinned. A batch larger than the limit is
 // admitted alone, once nothing is pinned.
+// Nested reads: a read made to compute a block for a read that already holds
+// its pins (a carrier's operands) does not Acquire() again, which would wait
+// behind readers that wait for this one (store/box_reader.h's
+// NestedReadScope): it draws on its caller's admission, holding at most one
+// batch of max_pinned_bytes per nesting level (carriers nest at most 4
+// deep) beyond the limit.
 // Thread-safety: all methods may be called from any thread.
 // Lock order: mutex_ is a leaf lock.
 #pragma once

@@ -4,10 +4,12 @@
 // State (who owns whom, and for how long; see inode_table.h and
 // generation.h for each piece):
 // - The mirrored tree (directories, plain files, container directories) is
-//   bound to source paths: a node's number is computed from its path and
-//   kind, and the daemon keeps a record of it only while the kernel holds a
-//   reference (its lookup count), so walks that the kernel forgets cost
-//   nothing. A container directory's record owns its ContainerEntry.
+//   bound to source paths: a path and kind get a number of their own when
+//   first listed or looked up, kept for the mount's life (about 25 bytes a
+//   name, README.md "Inode numbers"); the daemon keeps a record of the node
+//   only while the kernel holds a reference (its lookup count), so walks
+//   that the kernel forgets cost no more than that. A container directory's
+//   record owns its ContainerEntry.
 // - Everything inside a container directory is bound to one *generation* of
 //   that container (one version of its source): a generation reserves a
 //   block of inode numbers, one per listable name (views' ordinals), and a
@@ -154,6 +156,12 @@ struct Options {
   // the server answers, and once it failed or kept a request waiting.
   int healthy_grace_ms = 2000;
   int suspect_grace_ms = 40;
+  // Mirrored names numbered below 2^32 (for 32-bit readers); default: above
+  // (README.md, "Inode numbers").
+  bool ino32 = false;
+  // .b2ndfs/log readable by whoever may read the root; default: by the
+  // daemon's user alone (mode 0400), as it names other users' files.
+  bool log_readable_by_all = false;
 };
 
 constexpr int kDefaultBackgroundThreads = 4;
