@@ -220,7 +220,7 @@ ROOT_RC=$LOGS/root.rc
 root_start() {
   echo "== the demo and the main pass in a fresh minimal Debian root (scripts/check_minbase.sh --main-only; lines [root])"
   rm -f "$LOGS/minbase-summary.tsv" "$LOGS/minbase-phases.tsv" "$ROOT_RC"
-  BG_GRACE[root]=120 # its cleanup stops what runs in the root and unmounts
+  BG_GRACE["root"]=120 # its cleanup stops what runs in the root and unmounts
   bg_start root "$MY_NICE" root_job "$@"
 }
 root_job() {

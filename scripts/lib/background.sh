@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/test.sh: jobs in the background, each a process group
 # of its own (set -m), so that its priority can be changed and it can be
 # stopped as a whole. Needs LOGS, scripts/lib/phases.sh and

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced: the compiler cache every build of the scripts shares (build.sh,
 # test.sh's sanitizer trees, fuzz.sh, build_deb.sh's package build), kept
 # outside the clone so that a fresh clone, and the minimal root of

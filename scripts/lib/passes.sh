@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/test.sh: a pass's ctest run, its summary line, and the
 # test slot. Needs LOGS, JOBS and scripts/lib/phases.sh.
 #

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced: the per-phase timing table that scripts/test.sh prints at the end
 # of every run (and scripts/check_minbase.sh for what it runs in its root).
 # A phase is a line of PHASES_FILE: NAME, start and end (seconds since the
