@@ -3,6 +3,8 @@
 # Arguments go to cmake's first configuration of the build tree.
 # B2NDFS_BUILD_TARGETS="t1 t2": build only these targets, after installing only
 # what building needs (scripts/setup.sh --build); the demo does this.
+# Compiles go through ccache when it is installed (setup.sh installs it), with
+# a cache outside the clone (scripts/lib/ccache.sh; B2NDFS_CCACHE=0: none).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
@@ -13,10 +15,14 @@ if [ -n "${B2NDFS_BUILD_TARGETS:-}" ]; then
 else
   bash "$ROOT/scripts/setup.sh"
 fi
+# shellcheck source=lib/ccache.sh
+source "$ROOT/scripts/lib/ccache.sh"
+ccache_setup "$ROOT"
 GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DB2NDFS_WERROR=ON "$@" >/dev/null
+  cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" "${CCACHE_LAUNCHER[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DB2NDFS_WERROR=ON "$@" >/dev/null
 fi
 if [ "${#TARGETS[@]}" -gt 0 ]; then
   cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"

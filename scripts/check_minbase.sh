@@ -9,13 +9,21 @@
 #                           exit status become this script's
 # By hand (B2NDFS_MINBASE=1 bash scripts/test.sh runs this too):
 #   bash scripts/check_minbase.sh [--keep] [--main-only] [--summary FILE]
-#                                 [ctest args...]
+#                                 [--phases FILE] [--slot FILE] [ctest args...]
 # --keep       leaves the root (and its build trees) for a look afterwards.
 # --main-only  runs only test.sh's main pass after the demo (scripts/test.sh
 #              does this on every run as root: its other passes run outside).
 # --summary F  writes test.sh's summary there (B2NDFS_SUMMARY_FILE, see
 #              test.sh), copied out of the root before it is removed, and a
 #              line of its own for the demo.
+# --phases F   writes the phases (scripts/lib/phases.sh) there: making the
+#              root, the demo, test.sh and, indented, test.sh's own.
+# --slot F     the test slot's lock file (scripts/lib/passes.sh): its
+#              directory is bound into the root, so that test.sh's ctest runs
+#              there and those of the caller here take turns.
+# The compiler cache (scripts/lib/ccache.sh) is bound into the root at the
+# same path, so that the builds there share it with this machine's and with
+# earlier runs; the apt package cache too (scripts/lib/minbase.sh).
 # The demo runs first, on the fresh root (it installs only what building
 # needs); the test command then reuses its build tree, and the package test
 # does not run the demo again on a root of its own (B2NDFS_MINBASE_DEMO=0).
@@ -25,8 +33,13 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/minbase.sh
 source "$ROOT/scripts/lib/minbase.sh"
+# shellcheck source=lib/ccache.sh
+source "$ROOT/scripts/lib/ccache.sh"
+# shellcheck source=lib/phases.sh
+source "$ROOT/scripts/lib/phases.sh"
 KEEP=0
 MAIN_ONLY=0
+SLOT=
 SUMMARY_OUT=
 while (($# > 0)); do
   case $1 in
@@ -36,8 +49,17 @@ while (($# > 0)); do
       SUMMARY_OUT=${2:?--summary needs a file}
       shift
       ;;
+    --phases)
+      PHASES_FILE=${2:?--phases needs a file}
+      : >"$PHASES_FILE"
+      shift
+      ;;
+    --slot)
+      SLOT=${2:?--slot needs a file}
+      shift
+      ;;
     -h | --help)
-      sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       exit 0
       ;;
     *) break ;;
@@ -73,21 +95,45 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 log "debootstrap --variant=minbase of this machine's release into $R"
+e0=$EPOCHSECONDS
 minbase_make "$R" "$WORK/debootstrap.log"
 rc=$?
 ((rc == 0)) || exit "$rc"
 minbase_copy_sources "$ROOT" "$R/root/b2ndfs"
+ccache_setup "$ROOT"
+shared_settings=()
+if [[ -n ${CCACHE_DIR:-} ]]; then
+  if minbase_share "$CCACHE_DIR" "$R"; then
+    shared_settings=(CCACHE_DIR="$CCACHE_DIR")
+    log "compiler cache $CCACHE_DIR shared with the root"
+  else
+    log "cannot bind $CCACHE_DIR into the root: it compiles without a cache"
+  fi
+fi
+if [[ -n $SLOT ]]; then
+  if minbase_share "$(dirname "$SLOT")" "$R" /run/b2ndfs-slot; then
+    shared_settings+=(B2NDFS_TEST_SLOT="/run/b2ndfs-slot/$(basename "$SLOT")")
+  else
+    log "cannot bind the test slot's directory into the root: its tests may run alongside others"
+  fi
+fi
+phase_since "debootstrap" "$e0" "a minimal root, the sources copied in"
 
 # The test passes' own settings (B2NDFS_SANITIZERS, B2NDFS_JOBS, ...) go
 # along; paths of this machine do not. Inside, test.sh runs on that root
 # itself (B2NDFS_MINBASE=0).
 mapfile -t settings < <(env | grep -E '^B2NDFS_(SANITIZERS|TSAN|TSAN_TESTS|FUZZ_SMOKE|JOBS)=')
-settings+=(B2NDFS_MINBASE=0 B2NDFS_SUMMARY_FILE=/root/test-summary.tsv)
-((MAIN_ONLY)) && settings+=(B2NDFS_SANITIZERS=0 B2NDFS_FUZZ_SMOKE=0)
+settings+=(B2NDFS_MINBASE=0 B2NDFS_SUMMARY_FILE=/root/test-summary.tsv
+  B2NDFS_PHASES_FILE=/root/test-phases.tsv "${shared_settings[@]}")
+[[ -n ${B2NDFS_CCACHE:-} ]] && settings+=(B2NDFS_CCACHE="$B2NDFS_CCACHE")
+((MAIN_ONLY)) && settings+=(B2NDFS_SANITIZERS=0 B2NDFS_FUZZ_SMOKE=0 B2NDFS_MAIN_ONLY=1)
 log "README's main command: bash scripts/demo.sh"
 demo_t0=$SECONDS
-minbase_demo "$R" "$WORK/demo.log"
+e0=$EPOCHSECONDS
+# The demo's build goes through the shared compiler cache too.
+minbase_demo "$R" "$WORK/demo.log" "${shared_settings[@]}"
 demo_rc=$?
+phase_since demo "$e0" "bash scripts/demo.sh (installs, builds, mounts)"
 demo_detail="bash scripts/demo.sh on the fresh root, $((SECONDS - demo_t0)) s"
 if ((demo_rc == 0)); then
   tail -n 25 "$WORK/demo.log"
@@ -101,8 +147,14 @@ settings+=(B2NDFS_MINBASE_DEMO=0)
 args=""
 (($# > 0)) && args=$(printf ' %q' "$@")
 log "README's test command: bash scripts/test.sh$args"
+e0=$EPOCHSECONDS
 minbase_run "$R" "${settings[@]}" bash -c "cd /root/b2ndfs && bash scripts/test.sh$args"
 test_rc=$?
+phase_since "test.sh$( ((MAIN_ONLY)) && echo ' --main-only')" "$e0"
+if [[ -s $R/root/test-phases.tsv ]]; then
+  grep -v '^total	' "$R/root/test-phases.tsv" >"$WORK/test-phases.tsv"
+  phase_import "$WORK/test-phases.tsv" "  "
+fi
 if [[ -n $SUMMARY_OUT ]]; then
   cp "$R/root/test-summary.tsv" "$SUMMARY_OUT" 2>/dev/null
   printf 'demo\t%d\t%d\t0\t(%s)\n' $((demo_rc == 0)) $((demo_rc != 0)) "$demo_detail" >>"$SUMMARY_OUT"

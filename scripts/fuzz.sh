@@ -15,6 +15,11 @@
 # inputs are written to build-fuzz/artifacts-TARGET/; replay one with
 #   build-fuzz/tests/fuzz/fuzz_TARGET FILE      (or the fuzz_TARGET_replay of any build)
 # and, when it is a b2ndfs bug, keep it in tests/fuzz/crashes/TARGET/.
+#
+# The build holds the libFuzzer targets, b2nd_fixture and fuzz_corpus_tool
+# (for the seeds) only: a fuzz_TARGET binary replays a FILE given to it, and
+# the fuzz_TARGET_replay programs are in every ctest build tree. Compiles go
+# through ccache when it is installed (scripts/lib/ccache.sh).
 # Environment: FUZZ_BUILD (default ROOT/build-fuzz), CC/CXX (default clang),
 # FUZZ_JOBS (build parallelism, default 2); FUZZ_NO_BUILD=1: TARGET runs
 # without the build step (after --build-only; runs of several targets at once
@@ -51,12 +56,19 @@ build() {
     exit 2
   fi
   if [[ ! -f $BUILD/CMakeCache.txt ]]; then
-    CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$ROOT" -B "$BUILD" -G Ninja \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DB2NDFS_FUZZ=ON -DB2NDFS_SANITIZE=ON >/dev/null
+    # shellcheck source=lib/ccache.sh
+    source "$ROOT/scripts/lib/ccache.sh"
+    ccache_setup "$ROOT"
+    # -O1 and line tables only, as OSS-Fuzz builds fuzz targets: findings
+    # still name their lines, and the tree compiles faster.
+    CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$ROOT" -B "$BUILD" -G Ninja "${CCACHE_LAUNCHER[@]}" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DB2NDFS_FUZZ=ON -DB2NDFS_SANITIZE=ON \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
   fi
   local targets=(b2nd_fixture fuzz_corpus_tool)
   local t
-  for t in "${TARGETS[@]}"; do targets+=("fuzz_$t" "fuzz_${t}_replay"); done
+  for t in "${TARGETS[@]}"; do targets+=("fuzz_$t"); done
   cmake --build "$BUILD" -j "${FUZZ_JOBS:-2}" --target "${targets[@]}"
   # The fixture sets, once: the fuzzers' starting point besides the seeds.
   local seeds=$BUILD/seeds

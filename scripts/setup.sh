@@ -49,6 +49,9 @@ BUILD_PACKAGES=(
   libcurl4-openssl-dev libssl-dev
   # the demo reads arrays with numpy
   python3-numpy
+  # the compiler cache every build of the scripts shares (scripts/lib/ccache.sh):
+  # a second build, even of a fresh clone, compiles only what changed
+  ccache
 )
 # What the tests add: real clients and servers, sanitizers, packaging.
 TEST_PACKAGES=(

@@ -6,19 +6,29 @@
 # its resolv.conf, apt Acquire settings and locally added CA certificates
 # (e.g. of a TLS-intercepting egress proxy; they join the root's trust store
 # when its ca-certificates package is installed). Nothing else, but dpkg
-# set to skip its fsyncs (the root is thrown away).
+# set to skip its fsyncs (the root is thrown away), and this machine's apt
+# package cache (B2NDFS_MINBASE_DEB_CACHE, default /var/cache/apt/archives;
+# empty: none) as debootstrap's and the root's own: packages this machine
+# already fetched are not downloaded again (apt and debootstrap check each
+# against the root's own package lists), new ones stay for the next run.
 # Needs root. Used by tests/package/package_deb.sh and scripts/check_minbase.sh.
 #
 #   minbase_make ROOT LOG   debootstrap into ROOT (its output into LOG);
 #                           exit status 77 if the archive is unreachable,
 #                           1 on any other failure (the reason on stderr)
 #   minbase_run ROOT CMD..  CMD in ROOT with a clean environment
+#   minbase_share DIR ROOT [AT]
+#                           binds this machine's DIR into ROOT, at AT or the
+#                           same path (e.g. the compiler cache:
+#                           scripts/lib/ccache.sh)
 #   minbase_copy_sources SRC DEST
 #                           the source tree as a user gets it (no build
 #                           trees, no .deps, no .git)
-#   minbase_demo ROOT LOG   the README's main command (scripts/demo.sh) in
-#                           ROOT/root/b2ndfs, its output into LOG; fails,
-#                           saying why on stderr, unless it ran to its end,
+#   minbase_demo ROOT LOG [VAR=VALUE...]
+#                           the README's main command (scripts/demo.sh) in
+#                           ROOT/root/b2ndfs (with those variables), its
+#                           output into LOG; fails, saying why on stderr,
+#                           unless it ran to its end,
 #                           showed its slice check, left build/docs/b2ndfs.1
 #                           (for man -l) and left no mount
 #   minbase_release ROOT    stops every process whose root is ROOT and
@@ -36,7 +46,13 @@ minbase_make() {
     return 77
   fi
   codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-  if ! debootstrap --variant=minbase "$codename" "$root" "$uri" >"$log" 2>&1; then
+  local debs=${B2NDFS_MINBASE_DEB_CACHE-/var/cache/apt/archives} cache=()
+  if [[ -n $debs && -d $debs && -w $debs ]]; then
+    cache=(--cache-dir="$(cd "$debs" && pwd -P)")
+  else
+    debs=
+  fi
+  if ! debootstrap --variant=minbase "${cache[@]}" "$codename" "$root" "$uri" >"$log" 2>&1; then
     if grep -qiE "Failed getting release file|Temporary failure resolving|Could not resolve|Connection refused" "$log"; then
       echo "the archive is unreachable: $(grep -iE 'fail|resolv|refused' "$log" | head -n2)" >&2
       return 77
@@ -55,6 +71,7 @@ minbase_make() {
   mount --bind /sys "$root/sys" || return 1
   mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || return 1
   [[ -c $root/dev/fuse ]] || mknod -m 666 "$root/dev/fuse" c 10 229 || return 1
+  [[ -z $debs ]] || minbase_share "$debs" "$root" /var/cache/apt/archives || return 1
   # A throwaway root: dpkg's fsync of every file it unpacks guards against a
   # power loss, which would lose the root anyway (the set-up there: 350 ->
   # 277 s).
@@ -79,6 +96,11 @@ minbase_run() {
   chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root TERM=dumb "$@"
 }
 
+minbase_share() {
+  local dir=$1 root=$2 at=${3:-$1}
+  mkdir -p "$root$at" && mount --bind "$dir" "$root$at"
+}
+
 minbase_copy_sources() {
   mkdir -p "$2"
   tar -C "$1" --exclude='./build*' --exclude='./.git' --exclude='./.deps' --exclude='./bench/out' -cf - . |
@@ -87,7 +109,8 @@ minbase_copy_sources() {
 
 minbase_demo() {
   local root=$1 log=$2 ok=0
-  if ! minbase_run "$root" bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' >"$log" 2>&1; then
+  shift 2
+  if ! minbase_run "$root" "$@" bash -c 'cd /root/b2ndfs && bash scripts/demo.sh' >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     echo "bash scripts/demo.sh fails on a minimal root" >&2
     ok=1

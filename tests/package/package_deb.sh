@@ -15,6 +15,10 @@
 # README's main command (scripts/demo.sh) runs on that minimal root from a
 # fresh copy of the sources.
 # Skips (77) with a message when not root or when the archive is unreachable.
+# B2NDFS_PREBUILT_DEB=FILE: that package, which scripts/build_deb.sh built
+# (scripts/test.sh builds it once, in the background, while the other tests
+# run), instead of building it here; its build log (FILE's directory,
+# work/build.log) must show the same unit tests run.
 # Usage: package_deb.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 SRC=$(cd "$1" && pwd)
@@ -53,17 +57,23 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building the package"
-deb=$(bash "$SRC/scripts/build_deb.sh" "$BUILD/deb" 2>"$TMP/build_deb.log" | tail -n1)
-if [[ ! -f $deb ]]; then
-  cat "$TMP/build_deb.log" >&2
-  fail "scripts/build_deb.sh made no package"
-  exit 1
+if [[ -n ${B2NDFS_PREBUILT_DEB:-} ]]; then
+  deb=$B2NDFS_PREBUILT_DEB
+  [[ -f $deb ]] || { fail "B2NDFS_PREBUILT_DEB=$deb: no such package"; exit 1; }
+  log "the package scripts/build_deb.sh built: $deb"
+else
+  log "building the package"
+  deb=$(bash "$SRC/scripts/build_deb.sh" "$BUILD/deb" 2>"$TMP/build_deb.log" | tail -n1)
+  if [[ ! -f $deb ]]; then
+    cat "$TMP/build_deb.log" >&2
+    fail "scripts/build_deb.sh made no package"
+    exit 1
+  fi
+  log "built $(basename "$deb"); $(grep -o 'lintian: .*errors, [0-9]* warnings' "$TMP/build_deb.log")"
 fi
-log "built $(basename "$deb"); $(grep -o 'lintian: .*errors, [0-9]* warnings' "$TMP/build_deb.log")"
 # Built as every Debian builder builds it (no nocheck): dh_auto_test ran the
 # unit tests.
-build_log=$BUILD/deb/work/build.log
+build_log=$(dirname "$deb")/work/build.log
 if grep -q 'dh_auto_test' "$build_log" && grep -qE '100% tests passed, 0 tests failed out of [1-9]' "$build_log"; then
   log "dh_auto_test: $(grep -E 'tests passed' "$build_log" | tail -n1)"
 else
