@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "b2ndfs/format/meta_json.h"
+#include "b2ndfs/stores/store_tree.h"
 #include "ctable.h"
 #include "leaf_sources.h"
 
@@ -359,8 +360,56 @@ Status AddTables(const source::Tree& base, const std::string& store, const Watch
 
 std::string EmbedFilePath(const std::string& store_path) { return store_path + "/embed.b2e"; }
 
+std::string SignatureText(const source::Signature& s) {
+  return std::to_string(s.device) + ":" + std::to_string(s.inode) + ":" + std::to_string(s.size) +
+         ":" + std::to_string(s.mtime_ns) + ":" + std::to_string(s.ctime_ns) + ":" +
+         std::to_string(s.dir_inode) + ":" + std::to_string(s.dir_mtime_ns) + ":" + s.tag;
+}
+
+StoreIndexStats& GlobalStoreIndexStats() {
+  static StoreIndexStats stats;
+  return stats;
+}
+
+namespace {
+
+// The verdict that replaces an index of `bytes` bytes (or, estimated before
+// it is built, at least that many).
+std::shared_ptr<const StoreIndex> Oversize(std::shared_ptr<StoreIndex> index, const char* kind_name,
+                                           int64_t bytes, bool estimated) {
+  GlobalStoreIndexStats().oversize.fetch_add(1, std::memory_order_relaxed);
+  StoreIndex verdict;
+  verdict.kind = index->kind;
+  verdict.signature = index->signature;
+  verdict.nodes[""].problem =
+      std::string("its index ") + (estimated ? "would take at least " : "takes ") +
+      std::to_string(bytes) + " bytes of memory, more than the " + std::to_string(kMaxIndexBytes) +
+      " b2ndfs keeps for one store: its leaves are not shown";
+  *index = std::move(verdict);
+  Builder broken(index.get());
+  broken.Finish(kind_name, "", "");
+  index->memory_bytes = 4096;
+  return index;
+}
+
+// A lower bound of what the index of `zip`'s members will hold (each member
+// a ZipMember, a node and a name in its directory's list), so that an
+// archive whose index cannot be kept is refused before it is built.
+int64_t EstimatedBytes(const ZipDirectory& zip) {
+  int64_t bytes = 0;
+  for (const auto& m : zip.members) {
+    bytes += static_cast<int64_t>(sizeof(ZipMember) + sizeof(Node) + 32 + m.name.capacity() +
+                                  3 * m.name.size());
+  }
+  return bytes;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
-                                                          const std::string& path, StoreKind kind) {
+                                                          const std::string& path, StoreKind kind,
+                                                          const EmbedUnitCache& units) {
+  GlobalStoreIndexStats().parsed.fetch_add(1, std::memory_order_relaxed);
   auto index = std::make_shared<StoreIndex>();
   index->kind = kind;
   Builder builder(index.get());
@@ -387,6 +436,8 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     if (!src.read_error.ok()) return src.read_error;
     if (!zip.ok()) {
       problem = zip.status().message();
+    } else if (const int64_t estimate = EstimatedBytes(*zip); estimate > kMaxIndexBytes) {
+      return Oversize(std::move(index), kind_name, estimate, true);
     } else {
       index->zip = std::move(zip).value();
       std::vector<int64_t> data_offsets;
@@ -433,8 +484,10 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     index->embed_size = size;
   }
   if (problem.empty() && index->embed_size > 0) {
-    auto frame =
-        EmbedFrame::Open(src.Reader(index->embed_offset, index->embed_size), index->embed_size);
+    EmbedUnitCache frame_units{units.cache, units.identity + "|" + SignatureText(index->signature) +
+                                                "|" + std::to_string(index->embed_offset)};
+    auto frame = EmbedFrame::Open(src.Reader(index->embed_offset, index->embed_size),
+                                  index->embed_size, std::move(frame_units));
     if (!src.read_error.ok()) return src.read_error;
     if (!frame.ok()) {
       problem = (kind == StoreKind::kEmbed ? "" : "embed.b2e: ") + frame.status().message();
@@ -515,6 +568,7 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
   for (const auto& m : index->zip.members) {
     bytes += static_cast<int64_t>(sizeof(m) + m.name.capacity() + m.problem.capacity());
   }
+  if (bytes > kMaxIndexBytes) return Oversize(std::move(index), kind_name, bytes, false);
   index->memory_bytes = bytes;
   return std::shared_ptr<const StoreIndex>(std::move(index));
 }

@@ -1,9 +1,13 @@
 // Private to stores: what one version of a python-blosc2 store holds, parsed
-// once (StoreTree caches it per store and version): every key as a path
-// below the store's directory, where each leaf's bytes lie, and the
-// meta.json of the store and of its groups. Immutable once built.
+// once (StoreTree keeps it in the block cache per store and version): every
+// key as a path below the store's directory, where each leaf's bytes lie, and
+// the meta.json of the store and of its groups. Immutable once built.
+// An index that would hold more than kMaxIndexBytes is a verdict instead: a
+// root with that problem and nothing else (small, and kept like any index, so
+// that the store is not parsed again while its version stays).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -54,10 +58,23 @@ struct StoreIndex {
 
 std::string EmbedFilePath(const std::string& store_path);  // a .b2d's embed.b2e
 
+// A signature as text, every field: part of a block cache key's identity.
+std::string SignatureText(const source::Signature& s);
+
+// Parses of store indexes, process-wide (for stats and tests).
+struct StoreIndexStats {
+  std::atomic<uint64_t> parsed{0};    // BuildStoreIndex calls
+  std::atomic<uint64_t> oversize{0};  // of those, verdicts for indexes over kMaxIndexBytes
+};
+StoreIndexStats& GlobalStoreIndexStats();
+
 // Parses one version of the store at `path` of `base`. A store whose content
 // is wrong is an index whose root carries a problem; only trouble reaching
-// the source (transient, or the store gone) is an error.
+// the source (transient, or the store gone) is an error. The embed frame's
+// decompressed units go to `units.cache`, named by units.identity followed by
+// the signature of the file read (so by the version parsed).
 Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
-                                                          const std::string& path, StoreKind kind);
+                                                          const std::string& path, StoreKind kind,
+                                                          const EmbedUnitCache& units = {});
 
 }  // namespace b2ndfs::stores::internal
