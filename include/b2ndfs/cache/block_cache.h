@@ -126,6 +126,14 @@ struct CacheStats {
   size_t external_bytes = 0;  // charged from outside the cache (Charge)
 };
 
+// What the daemon holds beyond cache_size and its pin budget (blocks readers
+// copy from outside the cache, store/pin_budget.h), at most: the program and
+// its libraries, thread stacks, decompression contexts' scratch, request and
+// reply buffers, and sources' metadata in flight (a store's central
+// directory being parsed, a listing page). README.md, "Runtime statistics",
+// documents it; fuse.stores checks the daemon's peak RSS against it.
+constexpr size_t kDaemonOverheadBytes = size_t{192} << 20;
+
 class BlockCache {
  public:
   // capacity_bytes is split evenly across `shards` (rounded to >= 1 shard).
