@@ -129,10 +129,11 @@ struct CacheStats {
 // What the daemon holds beyond cache_size and its pin budget (blocks readers
 // copy from outside the cache, store/pin_budget.h), at most: the program and
 // its libraries, thread stacks, decompression contexts' scratch, request and
-// reply buffers, and sources' metadata in flight (a store's central
-// directory being parsed, a listing page). README.md, "Runtime statistics",
+// reply buffers, and metadata being parsed (a store's central directory of
+// at most 32 MiB and its members, before the index is charged to the cache;
+// a listing page). README.md, "Runtime statistics" (cache.memory_bound_bytes)
 // documents it; fuse.stores checks the daemon's peak RSS against it.
-constexpr size_t kDaemonOverheadBytes = size_t{192} << 20;
+constexpr size_t kDaemonOverheadBytes = size_t{128} << 20;
 
 class BlockCache {
  public:
