@@ -392,6 +392,28 @@ std::shared_ptr<const StoreIndex> Oversize(std::shared_ptr<StoreIndex> index, co
   return index;
 }
 
+// Bytes a parse holds before its index exists (a central directory read,
+// its members), charged to the block cache while the parse runs, so that the
+// cache makes room for them; the finished index is charged as its entry.
+class ParseCharge {
+ public:
+  explicit ParseCharge(cache::BlockCache* cache) : cache_(cache) {}
+  ~ParseCharge() {
+    if (cache_ != nullptr && bytes_ > 0) cache_->Charge(-bytes_);
+  }
+  ParseCharge(const ParseCharge&) = delete;
+  ParseCharge& operator=(const ParseCharge&) = delete;
+  void Add(int64_t bytes) {
+    if (cache_ == nullptr || bytes <= 0) return;
+    cache_->Charge(bytes);
+    bytes_ += bytes;
+  }
+
+ private:
+  cache::BlockCache* const cache_;
+  int64_t bytes_ = 0;
+};
+
 // A lower bound of what the index of `zip`'s members will hold (each member
 // a ZipMember, a node and a name in its directory's list), so that an
 // archive whose index cannot be kept is refused before it is built.
@@ -431,9 +453,19 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
   std::string problem;
   std::string tag;
   std::string embed_vlmeta;
+  ParseCharge charge(units.cache);
   if (kind == StoreKind::kZip) {
-    auto zip = ReadZipDirectory(src.Reader(0, size), size);
+    // Large reads (the central directory: up to kMaxCentralDirectorySize)
+    // are charged before they are made.
+    const FrameReadAt whole = src.Reader(0, size);
+    auto zip = ReadZipDirectory(
+        [&whole, &charge](int64_t at, int64_t n) {
+          if (n >= (int64_t{64} << 10)) charge.Add(n);
+          return whole(at, n);
+        },
+        size);
     if (!src.read_error.ok()) return src.read_error;
+    if (zip.ok()) charge.Add(EstimatedBytes(*zip));
     if (!zip.ok()) {
       problem = zip.status().message();
     } else if (const int64_t estimate = EstimatedBytes(*zip); estimate > kMaxIndexBytes) {
