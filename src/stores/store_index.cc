@@ -414,6 +414,15 @@ class ParseCharge {
   int64_t bytes_ = 0;
 };
 
+// What the parsed central directory holds.
+int64_t MembersBytes(const ZipDirectory& zip) {
+  int64_t bytes = static_cast<int64_t>(zip.members.capacity() * sizeof(ZipMember));
+  for (const auto& m : zip.members) {
+    bytes += static_cast<int64_t>(m.name.capacity() + m.problem.capacity());
+  }
+  return bytes;
+}
+
 // A lower bound of what the index of `zip`'s members will hold (each member
 // a ZipMember, a node and a name in its directory's list), so that an
 // archive whose index cannot be kept is refused before it is built.
@@ -465,7 +474,7 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
         },
         size);
     if (!src.read_error.ok()) return src.read_error;
-    if (zip.ok()) charge.Add(EstimatedBytes(*zip));
+    if (zip.ok()) charge.Add(MembersBytes(*zip));
     if (!zip.ok()) {
       problem = zip.status().message();
     } else if (const int64_t estimate = EstimatedBytes(*zip); estimate > kMaxIndexBytes) {
