@@ -17,6 +17,7 @@
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/stores/store_tree.h"
 #include "ctable.h"
+#include "index_budget.h"
 #include "leaf_sources.h"
 
 namespace b2ndfs::stores::internal {
@@ -360,83 +361,6 @@ Status AddTables(const source::Tree& base, const std::string& store, const Watch
 
 std::string EmbedFilePath(const std::string& store_path) { return store_path + "/embed.b2e"; }
 
-std::string SignatureText(const source::Signature& s) {
-  return std::to_string(s.device) + ":" + std::to_string(s.inode) + ":" + std::to_string(s.size) +
-         ":" + std::to_string(s.mtime_ns) + ":" + std::to_string(s.ctime_ns) + ":" +
-         std::to_string(s.dir_inode) + ":" + std::to_string(s.dir_mtime_ns) + ":" + s.tag;
-}
-
-StoreIndexStats& GlobalStoreIndexStats() {
-  static StoreIndexStats stats;
-  return stats;
-}
-
-namespace {
-
-// The verdict that replaces an index of `bytes` bytes (or, estimated before
-// it is built, at least that many).
-std::shared_ptr<const StoreIndex> Oversize(std::shared_ptr<StoreIndex> index, const char* kind_name,
-                                           int64_t bytes, bool estimated) {
-  GlobalStoreIndexStats().oversize.fetch_add(1, std::memory_order_relaxed);
-  StoreIndex verdict;
-  verdict.kind = index->kind;
-  verdict.signature = index->signature;
-  verdict.nodes[""].problem =
-      std::string("its index ") + (estimated ? "would take at least " : "takes ") +
-      std::to_string(bytes) + " bytes of memory, more than the " + std::to_string(kMaxIndexBytes) +
-      " b2ndfs keeps for one store: its leaves are not shown";
-  *index = std::move(verdict);
-  Builder broken(index.get());
-  broken.Finish(kind_name, "", "");
-  index->memory_bytes = 4096;
-  return index;
-}
-
-// Bytes a parse holds before its index exists (a central directory read,
-// its members), charged to the block cache while the parse runs, so that the
-// cache makes room for them; the finished index is charged as its entry.
-class ParseCharge {
- public:
-  explicit ParseCharge(cache::BlockCache* cache) : cache_(cache) {}
-  ~ParseCharge() {
-    if (cache_ != nullptr && bytes_ > 0) cache_->Charge(-bytes_);
-  }
-  ParseCharge(const ParseCharge&) = delete;
-  ParseCharge& operator=(const ParseCharge&) = delete;
-  void Add(int64_t bytes) {
-    if (cache_ == nullptr || bytes <= 0) return;
-    cache_->Charge(bytes);
-    bytes_ += bytes;
-  }
-
- private:
-  cache::BlockCache* const cache_;
-  int64_t bytes_ = 0;
-};
-
-// What the parsed central directory holds.
-int64_t MembersBytes(const ZipDirectory& zip) {
-  int64_t bytes = static_cast<int64_t>(zip.members.capacity() * sizeof(ZipMember));
-  for (const auto& m : zip.members) {
-    bytes += static_cast<int64_t>(m.name.capacity() + m.problem.capacity());
-  }
-  return bytes;
-}
-
-// A lower bound of what the index of `zip`'s members will hold (each member
-// a ZipMember, a node and a name in its directory's list), so that an
-// archive whose index cannot be kept is refused before it is built.
-int64_t EstimatedBytes(const ZipDirectory& zip) {
-  int64_t bytes = 0;
-  for (const auto& m : zip.members) {
-    bytes += static_cast<int64_t>(sizeof(ZipMember) + sizeof(Node) + 32 + m.name.capacity() +
-                                  3 * m.name.size());
-  }
-  return bytes;
-}
-
-}  // namespace
-
 Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
                                                           const std::string& path, StoreKind kind,
                                                           const EmbedUnitCache& units) {
@@ -478,7 +402,7 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     if (!zip.ok()) {
       problem = zip.status().message();
     } else if (const int64_t estimate = EstimatedBytes(*zip); estimate > kMaxIndexBytes) {
-      return Oversize(std::move(index), kind_name, estimate, true);
+      return OversizeVerdict(std::move(index), estimate, true);
     } else {
       index->zip = std::move(zip).value();
       std::vector<int64_t> data_offsets;
@@ -595,21 +519,8 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
   }
   B2NDFS_RETURN_IF_ERROR(AddTables(base, path, &src, index.get()));
   builder.Finish(kind_name, tag, embed_vlmeta);
-  int64_t bytes = sizeof(StoreIndex) + (index->embed ? index->embed->memory_bytes() : 0);
-  for (const auto& [p, node] : index->nodes) {
-    bytes += static_cast<int64_t>(p.capacity() * 2 + sizeof(Node) + node.meta_json.capacity() +
-                                  node.problem.capacity() + node.columns_json.capacity());
-    if (node.valid_file) {
-      bytes += static_cast<int64_t>(sizeof(ValidFileSpec) + node.valid_file->header.capacity() +
-                                    node.valid_file->live_before->size() * 8 +
-                                    node.valid_file->column.capacity() * 2);
-    }
-    for (const auto& c : node.children) bytes += static_cast<int64_t>(c.capacity() + 32);
-  }
-  for (const auto& m : index->zip.members) {
-    bytes += static_cast<int64_t>(sizeof(m) + m.name.capacity() + m.problem.capacity());
-  }
-  if (bytes > kMaxIndexBytes) return Oversize(std::move(index), kind_name, bytes, false);
+  const int64_t bytes = IndexMemoryBytes(*index);
+  if (bytes > kMaxIndexBytes) return OversizeVerdict(std::move(index), bytes, false);
   index->memory_bytes = bytes;
   return std::shared_ptr<const StoreIndex>(std::move(index));
 }

@@ -7,7 +7,6 @@
 // that the store is not parsed again while its version stays).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -57,16 +56,6 @@ struct StoreIndex {
 };
 
 std::string EmbedFilePath(const std::string& store_path);  // a .b2d's embed.b2e
-
-// A signature as text, every field: part of a block cache key's identity.
-std::string SignatureText(const source::Signature& s);
-
-// Parses of store indexes, process-wide (for stats and tests).
-struct StoreIndexStats {
-  std::atomic<uint64_t> parsed{0};    // BuildStoreIndex calls
-  std::atomic<uint64_t> oversize{0};  // of those, verdicts for indexes over kMaxIndexBytes
-};
-StoreIndexStats& GlobalStoreIndexStats();
 
 // Parses one version of the store at `path` of `base`. A store whose content
 // is wrong is an index whose root carries a problem; only trouble reaching

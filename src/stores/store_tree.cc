@@ -11,6 +11,7 @@
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/log.h"
 #include "ctable.h"
+#include "index_budget.h"
 #include "leaf_sources.h"
 #include "store_index.h"
 #include "valid_file.h"

@@ -20,7 +20,7 @@
 #include "b2ndfs/stores/store_tree.h"
 #include "b2ndfs/util/log.h"
 #include "fake_tree.h"
-#include "store_index.h"
+#include "index_budget.h"
 #include "test_store.h"
 #include "zip_test_archive.h"
 
