@@ -92,7 +92,7 @@ enum class EntryKind : uint8_t {
   kBlock = 0,
   kCompressedChunk = 1,
   kOther = 2,
-  kEmbedChunk = 3,   // a decompressed chunk of a store's embed frame
+  kEmbedChunk = 3,   // a decompressed piece of a store's embed frame chunk
   kWholeObject = 4,  // a small remote object fetched whole
   kObject = 5,       // an ObjectValue (see above)
 };
