@@ -118,10 +118,16 @@ int main(int argc, char** argv) {
     }
     view_kinds = std::move(filtered).value();
   }
+  // Made before the source is opened: a remote tree keeps the small objects
+  // it fetches whole in it.
+  const size_t cache_size = cl.cache_size > 0 ? cl.cache_size : DefaultCacheSize();
+  // Few shards for small caches, so that one shard still holds large blocks.
+  const int shards = static_cast<int>(std::clamp<size_t>(cache_size / (64u << 20), 1, 16));
+  cache::BlockCache cache(cache_size, shards);
   // The source is checked (a remote one answers) before the daemon detaches.
   std::shared_ptr<source::Tree> tree;
   if (app::IsRemoteSource(cl.source)) {
-    auto opened = app::OpenRemoteTree(cl);
+    auto opened = app::OpenRemoteTree(cl, &cache);
     if (!opened.ok()) {
       std::fprintf(stderr, "b2ndfs: %s\n", opened.status().message().c_str());
       return 1;
@@ -154,11 +160,6 @@ int main(int argc, char** argv) {
 
   const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int threads = cl.threads > 0 ? cl.threads : cpus;
-  const size_t cache_size = cl.cache_size > 0 ? cl.cache_size : DefaultCacheSize();
-
-  // Few shards for small caches, so that one shard still holds large blocks.
-  const int shards = static_cast<int>(std::clamp<size_t>(cache_size / (64u << 20), 1, 16));
-  cache::BlockCache cache(cache_size, shards);
   // Serve block and chunk buffers (up to a few MiB) from malloc's arenas
   // rather than fresh mmaps: a cold read otherwise spends its time in page
   // faults. Freed memory is reused by the cache, which stays in budget.

@@ -164,10 +164,12 @@ Result<std::string> PrepareMountpoint(const std::string& mountpoint) {
   return absolute;
 }
 
-Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl) {
+Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl,
+                                                     cache::BlockCache* cache) {
   std::string scheme = cl.source.substr(0, cl.source.find("://"));
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   remote::RemoteOptions options;
+  options.cache = cache;
   options.http.timeout = cl.timeout > 0 ? cl.timeout : kDefaultTimeout;
   options.http.retries = cl.retries >= 0 ? cl.retries : kDefaultRetries;
   if (cl.connections > 0) options.http.connections = static_cast<size_t>(cl.connections);

@@ -14,6 +14,10 @@
 #include "b2ndfs/util/status.h"
 #include "options.h"
 
+namespace b2ndfs::cache {
+class BlockCache;
+}  // namespace b2ndfs::cache
+
 namespace b2ndfs::app {
 
 // SOURCE, already known to exist: a regular file must be a container by its
@@ -39,8 +43,10 @@ Result<std::string> PrepareMountpoint(const std::string& mountpoint);
 
 // The tree of a remote SOURCE (http://, https://, s3://), with the command
 // line's timeout and retries and, for s3://, its endpoint, region and
-// credentials (never echoed in a message); its root has answered.
-Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl);
+// credentials (never echoed in a message); its root has answered. Small
+// objects fetched whole are kept in `cache` (the mount's block cache).
+Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl,
+                                                     cache::BlockCache* cache);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (as libfuse's
 // passthrough_hp does): every open container holds descriptors. Returns the

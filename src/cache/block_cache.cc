@@ -153,7 +153,7 @@ struct alignas(64) BlockCache::Shard {
     if (const List::iterator* it = index.Find(key, hash)) {
       DropLocked(*it, dropped);
     }
-    const size_t charge = ChargeFor(value->size());
+    const size_t charge = ChargeOf(key, *value);
     if (charge + reserved > budget) return;
     lru.push_front(Entry{key, std::move(value), charge});
     try {
@@ -267,6 +267,27 @@ Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<V
   } catch (const std::bad_alloc&) {
     return Status(ENOMEM, "out of memory");
   }
+}
+
+Result<std::shared_ptr<const void>> BlockCache::GetOrLoadObject(
+    Key key, const std::function<Result<LoadedObject>()>& loader) {
+  key.kind = EntryKind::kObject;
+  B2NDFS_ASSIGN_OR_RETURN(Value value, GetOrLoad(key, [&loader]() -> Result<Value> {
+                            B2NDFS_ASSIGN_OR_RETURN(LoadedObject loaded, loader());
+                            if (loaded.object == nullptr) return Value();
+                            auto held = std::make_shared<ObjectValue>();
+                            held->object = std::move(loaded.object);
+                            held->charge_bytes = loaded.bytes;
+                            return Value(std::move(held));
+                          }));
+  return static_cast<const ObjectValue&>(*value).object;
+}
+
+std::shared_ptr<const void> BlockCache::TryGetObject(Key key) {
+  key.kind = EntryKind::kObject;
+  Value value = TryGet(key, Count::kNo);
+  if (value == nullptr) return nullptr;
+  return static_cast<const ObjectValue&>(*value).object;
 }
 
 Value BlockCache::Lookup(const Key& key) {

@@ -227,6 +227,7 @@ Result<std::shared_ptr<source::Tree>> OpenAzureTree(const std::string& url,
   config.base = container_url + (prefix.empty() ? "" : "/" + EncodeKey(prefix));
   config.root_is_dir = true;
   config.disk_cache = OpenConfiguredDiskCache(options.remote);
+  config.cache = options.remote.cache;
   if (!explicit_dir) {
     // A PREFIX naming a blob is one container; else a directory. (A Data
     // Lake account answers for its directories too: an empty blob.)

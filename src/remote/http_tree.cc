@@ -55,6 +55,7 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
   while (config.base.size() > 1 && config.base.back() == '/') config.base.pop_back();
   config.root = RedactUrl(config.base);
   config.disk_cache = OpenConfiguredDiskCache(options);
+  config.cache = options.cache;
   // A directory is its index page (the URL with a trailing '/').
   config.list = [client](const std::string& path, const std::string& dir_url) {
     return OnePage([client, path, dir_url]() -> Result<std::vector<IndexEntry>> {

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/cache/cache_id.h"
 #include "object_tree.h"
 
 namespace b2ndfs::remote {
@@ -24,16 +26,14 @@ source::Signature ObjectSignature(const ObjectInfo& info) {
 namespace {
 
 // A contiguous frame up to this size is fetched whole by its first read and
-// kept as this generation's bytes (dropped with it): the open's header and
-// trailer windows, every chunk head and every block then cost one GET, where
-// reading it by parts cost up to nine requests and 1.3 times its bytes (a
-// 78 KB container, docs/remote.md). Above it, a container is read by ranges.
+// kept in the mount's block cache (keyed by its URL and version, charged in
+// cache_size, evicted like a block: the next read then fetches it again):
+// the open's header and trailer windows, every chunk head and every block
+// then cost one GET, where reading it by parts cost up to nine requests and
+// 1.3 times its bytes (a 78 KB container, docs/remote.md). Above it, or when
+// the cache is too small to keep a few such objects in a shard, a container
+// is read by ranges.
 constexpr int64_t kWholeObjectMaxBytes = int64_t{1} << 20;
-// What all whole objects kept by the process's open generations may hold
-// together (a mount keeps up to max_open generations: 1,024 by default). A
-// generation that would pass it is read by ranges, as a large one.
-constexpr int64_t kWholeObjectsBudget = int64_t{64} << 20;
-std::atomic<int64_t> g_whole_bytes{0};
 
 // A Range read of one version of an object: through the disk cache when
 // there is one. A changed object's ranges are dropped from it.
@@ -54,19 +54,17 @@ Status FetchRange(HttpClient& client, DiskCache* disk_cache, const std::string& 
 class ObjectSource final : public source::ByteSource {
  public:
   ObjectSource(std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
-               std::string url, std::string name, bool sparse, source::Signature signature,
-               std::optional<ObjectInfo> frame, Listing listing)
+               cache::BlockCache* cache, std::string url, std::string name, bool sparse,
+               source::Signature signature, std::optional<ObjectInfo> frame, Listing listing)
       : client_(std::move(client)),
         disk_cache_(std::move(disk_cache)),
+        cache_(cache),
         url_(std::move(url)),
         name_(std::move(name)),
         sparse_(sparse),
         signature_(std::move(signature)),
         frame_(std::move(frame)),
         listing_(std::move(listing)) {}
-  ~ObjectSource() override {
-    if (whole_state_ == WholeState::kYes) g_whole_bytes.fetch_sub(frame_->size);
-  }
 
   const std::string& name() const override { return name_; }
   bool sparse() const override { return sparse_; }
@@ -181,50 +179,37 @@ class ObjectSource final : public source::ByteSource {
 
  private:
   // Whether reads of `part` are served from the whole object (see
-  // kWholeObjectMaxBytes), decided at the first read: its bytes are
-  // reserved in kWholeObjectsBudget then, until the generation is dropped.
+  // kWholeObjectMaxBytes).
   bool Whole(int64_t part) const {
-    if (part != source::kFramePart || sparse_ || !frame_ || frame_->size <= 0 ||
-        frame_->size > kWholeObjectMaxBytes) {
-      return false;
-    }
-    std::lock_guard<std::mutex> lock(whole_mutex_);
-    if (whole_state_ == WholeState::kUndecided) {
-      int64_t held = g_whole_bytes.load();
-      whole_state_ = WholeState::kNo;
-      while (held + frame_->size <= kWholeObjectsBudget) {
-        if (g_whole_bytes.compare_exchange_weak(held, held + frame_->size)) {
-          whole_state_ = WholeState::kYes;
-          break;
-        }
-      }
-    }
-    return whole_state_ == WholeState::kYes;
+    return part == source::kFramePart && !sparse_ && frame_ && frame_->size > 0 &&
+           frame_->size <= kWholeObjectMaxBytes && cache_ != nullptr &&
+           cache_->CanRetain(static_cast<size_t>(frame_->size) * 4);
   }
 
-  // Bytes [offset, offset + length) of the whole object, fetched by the
-  // first read (one GET, at the version of the open); readers meanwhile wait
-  // for it. A failed fetch is not kept: the next read asks again.
+  // Bytes [offset, offset + length) of the whole object, from the block
+  // cache, or fetched (one GET, at the version of the open) by the first of
+  // the readers that ask at once. A failed fetch is not kept: the next read
+  // asks again.
   Status ReadWhole(int64_t offset, size_t length, uint8_t* out) const {
-    std::shared_ptr<const std::vector<uint8_t>> bytes;
-    {
-      std::lock_guard<std::mutex> lock(whole_mutex_);
-      if (whole_ == nullptr) {
-        auto fetched = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(frame_->size));
-        Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(source::kFramePart), 0,
-                              fetched->size(), fetched->data(), *frame_);
-        if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
-        B2NDFS_RETURN_IF_ERROR(s);
-        whole_ = std::move(fetched);
-      }
-      bytes = whole_;
-    }
-    if (offset < 0 || offset > static_cast<int64_t>(bytes->size()) ||
-        length > bytes->size() - static_cast<size_t>(offset)) {
+    const std::string identity = url_ + "|" + std::to_string(frame_->size) + "|" + frame_->etag +
+                                 "|" + frame_->last_modified;
+    auto bytes = cache_->GetOrLoad(
+        cache::NamedKey(cache::EntryKind::kWholeObject, identity), [&]() -> Result<cache::Value> {
+          auto fetched = std::make_shared<cache::Bytes>(static_cast<size_t>(frame_->size));
+          Status s = FetchRange(*client_, disk_cache_.get(), PartUrl(source::kFramePart), 0,
+                                fetched->size(), fetched->data(), *frame_);
+          if (s.error_number() == ESTALE) stale_.store(true, std::memory_order_relaxed);
+          B2NDFS_RETURN_IF_ERROR(s);
+          return cache::Value(std::move(fetched));
+        });
+    B2NDFS_RETURN_IF_ERROR(bytes.status());
+    const cache::Bytes& whole = **bytes;
+    if (offset < 0 || offset > static_cast<int64_t>(whole.size()) ||
+        length > whole.size() - static_cast<size_t>(offset)) {
       return InvalidData(name_ + ": read of " + std::to_string(length) + " bytes at " +
                          std::to_string(offset) + " passes its end");
     }
-    std::copy_n(bytes->data() + offset, length, out);
+    std::copy_n(whole.data() + offset, length, out);
     return Status::Ok();
   }
 
@@ -287,6 +272,7 @@ class ObjectSource final : public source::ByteSource {
 
   const std::shared_ptr<HttpClient> client_;
   const std::shared_ptr<DiskCache> disk_cache_;
+  cache::BlockCache* const cache_;  // small objects fetched whole; may be null
   const std::string url_;
   const std::string name_;
   const bool sparse_;
@@ -296,12 +282,6 @@ class ObjectSource final : public source::ByteSource {
   mutable std::atomic<bool> stale_{false};
   mutable std::mutex mutex_;  // leaf lock; guards chunks_
   mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
-  // Held across the one fetch of a small object (a network round trip):
-  // only readers of this object wait on it; no other lock is taken inside.
-  mutable std::mutex whole_mutex_;
-  enum class WholeState { kUndecided, kYes, kNo };
-  mutable WholeState whole_state_ = WholeState::kUndecided;    // guarded by whole_mutex_
-  mutable std::shared_ptr<const std::vector<uint8_t>> whole_;  // guarded by whole_mutex_
 };
 
 class ObjectFile final : public source::PlainFile {
@@ -332,15 +312,13 @@ class ObjectFile final : public source::PlainFile {
 };
 }  // namespace
 
-std::shared_ptr<const source::ByteSource> MakeObjectSource(std::shared_ptr<HttpClient> client,
-                                                           std::shared_ptr<DiskCache> disk_cache,
-                                                           std::string url, std::string name,
-                                                           bool sparse, source::Signature signature,
-                                                           std::optional<ObjectInfo> frame,
-                                                           Listing listing) {
-  return std::make_shared<ObjectSource>(std::move(client), std::move(disk_cache), std::move(url),
-                                        std::move(name), sparse, std::move(signature),
-                                        std::move(frame), std::move(listing));
+std::shared_ptr<const source::ByteSource> MakeObjectSource(
+    std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
+    cache::BlockCache* cache, std::string url, std::string name, bool sparse,
+    source::Signature signature, std::optional<ObjectInfo> frame, Listing listing) {
+  return std::make_shared<ObjectSource>(std::move(client), std::move(disk_cache), cache,
+                                        std::move(url), std::move(name), sparse,
+                                        std::move(signature), std::move(frame), std::move(listing));
 }
 
 std::shared_ptr<const source::PlainFile> MakeObjectFile(std::shared_ptr<HttpClient> client,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/util/log.h"
 #include "meta_cache.h"
@@ -108,6 +109,10 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
       : revalidate_(revalidate),
         client_(std::move(client)),
         disk_cache_(std::move(config.disk_cache)),
+        own_cache_(config.cache != nullptr
+                       ? nullptr
+                       : std::make_unique<cache::BlockCache>(kOwnCacheBytes, 1)),
+        cache_(own_cache_ ? own_cache_.get() : config.cache),
         base_(std::move(config.base)),
         root_(std::move(config.root)),
         root_is_dir_(config.root_is_dir),
@@ -199,8 +204,8 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
     } else if (!directory || head.status().error_number() != ENOENT) {
       return head.status();
     }
-    return MakeObjectSource(client_, disk_cache_, Url(path), path, directory, std::move(signature),
-                            std::move(frame), std::move(listing));
+    return MakeObjectSource(client_, disk_cache_, cache_, Url(path), path, directory,
+                            std::move(signature), std::move(frame), std::move(listing));
   }
 
   Result<std::shared_ptr<const source::PlainFile>> OpenFile(
@@ -525,6 +530,11 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
   const double revalidate_;
   const std::shared_ptr<HttpClient> client_;
   const std::shared_ptr<DiskCache> disk_cache_;
+  // A tree opened without the mount's block cache keeps small objects in
+  // one of its own of this size.
+  static constexpr size_t kOwnCacheBytes = size_t{64} << 20;
+  const std::unique_ptr<cache::BlockCache> own_cache_;
+  cache::BlockCache* const cache_;
   const std::string base_;  // the root's request URL, without a trailing '/'
   const std::string root_;  // its name, without credentials
   const bool root_is_dir_;

@@ -50,6 +50,8 @@ struct ObjectTreeConfig {
   std::optional<ObjectInfo> root_head;
   // Optional: where fetched ranges are kept (disk_cache.h).
   std::shared_ptr<DiskCache> disk_cache;
+  // Optional: where small objects fetched whole are kept (RemoteOptions).
+  cache::BlockCache* cache = nullptr;
 };
 
 // A container's signature from its object's answer: size, mtime, and the
@@ -66,12 +68,12 @@ using Listing = std::shared_ptr<const std::vector<IndexEntry>>;
 // Every read names the version it expects (If-Match, else
 // If-Unmodified-Since, and the total size): a changed object reads as
 // ESTALE and sets found_stale(), never as another version's bytes.
-std::shared_ptr<const source::ByteSource> MakeObjectSource(std::shared_ptr<HttpClient> client,
-                                                           std::shared_ptr<DiskCache> disk_cache,
-                                                           std::string url, std::string name,
-                                                           bool sparse, source::Signature signature,
-                                                           std::optional<ObjectInfo> frame,
-                                                           Listing listing);
+// Small objects are fetched whole into `cache` (object_source.cc), which
+// must outlive the source.
+std::shared_ptr<const source::ByteSource> MakeObjectSource(
+    std::shared_ptr<HttpClient> client, std::shared_ptr<DiskCache> disk_cache,
+    cache::BlockCache* cache, std::string url, std::string name, bool sparse,
+    source::Signature signature, std::optional<ObjectInfo> frame, Listing listing);
 
 // One version of a plain file, read as a container's parts are.
 std::shared_ptr<const source::PlainFile> MakeObjectFile(std::shared_ptr<HttpClient> client,

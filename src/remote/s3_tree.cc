@@ -199,6 +199,7 @@ Result<std::shared_ptr<source::Tree>> OpenS3Tree(const std::string& url, const S
   config.base = bucket_url + (prefix.empty() ? "" : "/" + EncodeKey(prefix));
   config.root_is_dir = true;
   config.disk_cache = OpenConfiguredDiskCache(options.remote);
+  config.cache = options.remote.cache;
   if (!explicit_dir) {
     // A PREFIX naming an object is one container; else a directory.
     auto head = client->Head(config.base);

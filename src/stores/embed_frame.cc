@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
@@ -12,9 +13,6 @@ namespace b2ndfs::stores {
 namespace {
 
 constexpr int64_t kMaxEmbedChunks = int64_t{1} << 20;
-
-// Bytes of decompressed chunks kept by every EmbedFrame of the process.
-std::atomic<int64_t> g_kept_bytes{0};
 
 Status Bad(const std::string& what) { return InvalidData("embed store frame: " + what); }
 
@@ -74,10 +72,17 @@ Result<std::string> FrameVlmetaJson(const FrameReadAt& read, int64_t frame_size,
   return out + "}";
 }
 
+EmbedStats& GlobalEmbedStats() {
+  static EmbedStats stats;
+  return stats;
+}
+
 Result<std::shared_ptr<const EmbedFrame>> EmbedFrame::Open(const FrameReadAt& read,
-                                                           int64_t frame_size) {
+                                                           int64_t frame_size,
+                                                           EmbedUnitCache units) {
   B2NDFS_ASSIGN_OR_RETURN(format::FrameInfo info, format::ParseFrame(read, frame_size));
   std::shared_ptr<EmbedFrame> frame(new EmbedFrame());
+  frame->units_ = std::move(units);
   for (const auto& m : info.metalayers) {
     if (m.name == "b2embed" || m.name == "b2dict" || m.name == "b2tree") frame->tag_ = m.name;
   }
@@ -133,60 +138,67 @@ Result<std::shared_ptr<const EmbedFrame>> EmbedFrame::Open(const FrameReadAt& re
   return std::shared_ptr<const EmbedFrame>(std::move(frame));
 }
 
-EmbedFrame::~EmbedFrame() { g_kept_bytes.fetch_sub(kept_bytes_, std::memory_order_relaxed); }
+EmbedFrame::~EmbedFrame() = default;
 
 int64_t EmbedFrame::memory_bytes() const {
   int64_t bytes = static_cast<int64_t>(sizeof(*this) + chunk_positions_.capacity() * 8 +
-                                       vlmeta_json_.capacity());
+                                       vlmeta_json_.capacity() + units_.identity.capacity());
   for (const auto& e : map_.entries) {
     bytes += static_cast<int64_t>(sizeof(e) + e.key.capacity() + e.urlbase.capacity() +
                                   e.path.capacity() + e.problem.capacity());
   }
-  // Kept chunks are bounded apart (kMaxKeptBytes).
+  // Decompressed units are the block cache's, charged there.
   return bytes;
 }
 
-Result<std::shared_ptr<const std::vector<uint8_t>>> EmbedFrame::Chunk(const FrameReadAt& read,
-                                                                      int64_t index) const {
-  {
-    std::lock_guard lock(mutex_);
-    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-      if (it->first == index) {
-        kept_.splice(kept_.begin(), kept_, it);
-        return kept_.front().second;
-      }
-    }
+Result<cache::Value> EmbedFrame::Unit(const FrameReadAt& read, int64_t chunk, int64_t unit) const {
+  cache::BlockCache* const cache = units_.cache;
+  if (cache == nullptr || !cache->CanRetain(static_cast<size_t>(kEmbedUnitBytes))) {
+    return DecodeUnit(read, chunk, unit);
   }
-  const int64_t nbytes = std::min(chunksize_, stream_size_ - index * chunksize_);
-  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(nbytes));
-  const int64_t position = chunk_positions_[static_cast<size_t>(index)];
-  if (position >= 0) {
-    const std::string what = "chunk " + std::to_string(index);
-    B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> header, read(position, codec::kChunkHeaderSize));
-    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
-    if (ci.nbytes != nbytes)
-      return Bad(what + " holds " + std::to_string(ci.nbytes) + " bytes, not " +
-                 std::to_string(nbytes));
-    if (ci.cbytes > frame_size_ - position) return Bad(what + " runs past the frame");
-    B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> chunk, read(position, ci.cbytes));
-    codec::Decompressor d;
-    B2NDFS_RETURN_IF_ERROR(d.DecompressAll(chunk, *out).WithContext(what));
+  const int64_t units_per_chunk = (chunksize_ + kEmbedUnitBytes - 1) / kEmbedUnitBytes;
+  const cache::Key key = cache::NamedKey(cache::EntryKind::kEmbedChunk, units_.identity,
+                                         chunk * units_per_chunk + unit);
+  return cache->GetOrLoad(key, [&] { return DecodeUnit(read, chunk, unit); });
+}
+
+// Only the blocks the unit covers are read and decoded (the chunk's head, then
+// the span of its blocks), but for chunks c-blosc2 decodes only whole
+// (codec::ChunkInfo::needs_whole_chunk), stored ones and special values.
+Result<cache::Value> EmbedFrame::DecodeUnit(const FrameReadAt& read, int64_t chunk,
+                                            int64_t unit) const {
+  const int64_t nbytes = std::min(chunksize_, stream_size_ - chunk * chunksize_);
+  const int64_t begin = unit * kEmbedUnitBytes;
+  const int64_t length = std::min(kEmbedUnitBytes, nbytes - begin);
+  auto out = std::make_shared<cache::Bytes>(static_cast<size_t>(length));
+  const int64_t position = chunk_positions_[static_cast<size_t>(chunk)];
+  if (position < 0) {
+    std::memset(out->data(), 0, out->size());
+    return cache::Value(std::move(out));
   }
-  std::lock_guard lock(mutex_);
-  const int64_t size = static_cast<int64_t>(out->size());
-  if (kept_.size() >= kKeptChunks) {
-    const int64_t dropped = static_cast<int64_t>(kept_.back().second->size());
-    kept_.pop_back();
-    kept_bytes_ -= dropped;
-    g_kept_bytes.fetch_sub(dropped, std::memory_order_relaxed);
-  }
-  if (g_kept_bytes.fetch_add(size, std::memory_order_relaxed) + size <= kMaxKeptBytes) {
-    kept_.emplace_front(index, out);
-    kept_bytes_ += size;
+  const std::string what = "chunk " + std::to_string(chunk);
+  B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> header, read(position, codec::kChunkHeaderSize));
+  B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
+  if (ci.nbytes != nbytes)
+    return Bad(what + " holds " + std::to_string(ci.nbytes) + " bytes, not " +
+               std::to_string(nbytes));
+  if (ci.cbytes > frame_size_ - position) return Bad(what + " runs past the frame");
+  codec::Decompressor d;
+  if (ci.needs_whole_chunk || ci.vl_blocks || ci.memcpyed || ci.special || length == nbytes) {
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> whole, read(position, ci.cbytes));
+    B2NDFS_RETURN_IF_ERROR(d.DecompressRange(whole, begin, *out).WithContext(what));
   } else {
-    g_kept_bytes.fetch_sub(size, std::memory_order_relaxed);
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> head, read(position, codec::ChunkHeadSize(ci)));
+    B2NDFS_ASSIGN_OR_RETURN(codec::ChunkSpan span, codec::SpanForRange(head, ci, begin, length));
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> part,
+                            read(position + span.begin, span.end - span.begin));
+    B2NDFS_RETURN_IF_ERROR(
+        d.DecompressRangeFromPart(head, ci, span, part, begin, *out).WithContext(what));
   }
-  return std::shared_ptr<const std::vector<uint8_t>>(std::move(out));
+  EmbedStats& stats = GlobalEmbedStats();
+  stats.units_decompressed.fetch_add(1, std::memory_order_relaxed);
+  stats.bytes_decompressed.fetch_add(static_cast<uint64_t>(length), std::memory_order_relaxed);
+  return cache::Value(std::move(out));
 }
 
 Status EmbedFrame::ReadStream(const FrameReadAt& read, int64_t offset, size_t length,
@@ -198,11 +210,12 @@ Status EmbedFrame::ReadStream(const FrameReadAt& read, int64_t offset, size_t le
   size_t done = 0;
   while (done < length) {
     const int64_t at = offset + static_cast<int64_t>(done);
-    const int64_t index = at / chunksize_;
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<uint8_t>> chunk, Chunk(read, index));
-    const int64_t inside = at - index * chunksize_;
-    const size_t n = std::min(length - done, static_cast<size_t>(chunk->size() - inside));
-    std::memcpy(out + done, chunk->data() + inside, n);
+    const int64_t chunk = at / chunksize_;
+    const int64_t unit = (at - chunk * chunksize_) / kEmbedUnitBytes;
+    B2NDFS_ASSIGN_OR_RETURN(cache::Value bytes, Unit(read, chunk, unit));
+    const int64_t inside = at - chunk * chunksize_ - unit * kEmbedUnitBytes;
+    const size_t n = std::min(length - done, static_cast<size_t>(bytes->size() - inside));
+    std::memcpy(out + done, bytes->data() + inside, n);
     done += n;
   }
   return Status::Ok();

@@ -15,7 +15,9 @@
 #include <algorithm>
 
 #include "b2ndfs/format/meta_json.h"
+#include "b2ndfs/stores/store_tree.h"
 #include "ctable.h"
+#include "index_budget.h"
 #include "leaf_sources.h"
 
 namespace b2ndfs::stores::internal {
@@ -370,7 +372,9 @@ std::string KeyName(const std::string& shown) {
 }
 
 Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
-                                                          const std::string& path, StoreKind kind) {
+                                                          const std::string& path, StoreKind kind,
+                                                          const EmbedUnitCache& units) {
+  GlobalStoreIndexStats().parsed.fetch_add(1, std::memory_order_relaxed);
   auto index = std::make_shared<StoreIndex>();
   index->kind = kind;
   Builder builder(index.get());
@@ -392,11 +396,23 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
   std::string problem;
   std::string tag;
   std::string embed_vlmeta;
+  ParseCharge charge(units.cache);
   if (kind == StoreKind::kZip) {
-    auto zip = ReadZipDirectory(src.Reader(0, size), size);
+    // Large reads (the central directory: up to kMaxCentralDirectorySize)
+    // are charged before they are made.
+    const FrameReadAt whole = src.Reader(0, size);
+    auto zip = ReadZipDirectory(
+        [&whole, &charge](int64_t at, int64_t n) {
+          if (n >= (int64_t{64} << 10)) charge.Add(n);
+          return whole(at, n);
+        },
+        size);
     if (!src.read_error.ok()) return src.read_error;
+    if (zip.ok()) charge.Add(MembersBytes(*zip));
     if (!zip.ok()) {
       problem = zip.status().message();
+    } else if (const int64_t estimate = EstimatedBytes(*zip); estimate > kMaxIndexBytes) {
+      return OversizeVerdict(std::move(index), estimate, true);
     } else {
       index->zip = std::move(zip).value();
       std::vector<int64_t> data_offsets;
@@ -443,8 +459,10 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     index->embed_size = size;
   }
   if (problem.empty() && index->embed_size > 0) {
-    auto frame =
-        EmbedFrame::Open(src.Reader(index->embed_offset, index->embed_size), index->embed_size);
+    EmbedUnitCache frame_units{units.cache, units.identity + "|" + SignatureText(index->signature) +
+                                                "|" + std::to_string(index->embed_offset)};
+    auto frame = EmbedFrame::Open(src.Reader(index->embed_offset, index->embed_size),
+                                  index->embed_size, std::move(frame_units));
     if (!src.read_error.ok()) return src.read_error;
     if (!frame.ok()) {
       problem = (kind == StoreKind::kEmbed ? "" : "embed.b2e: ") + frame.status().message();
@@ -511,20 +529,8 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
   }
   B2NDFS_RETURN_IF_ERROR(AddTables(base, path, &src, index.get()));
   builder.Finish(kind_name, tag, embed_vlmeta);
-  int64_t bytes = sizeof(StoreIndex) + (index->embed ? index->embed->memory_bytes() : 0);
-  for (const auto& [p, node] : index->nodes) {
-    bytes += static_cast<int64_t>(p.capacity() * 2 + sizeof(Node) + node.meta_json.capacity() +
-                                  node.problem.capacity() + node.columns_json.capacity());
-    if (node.valid_file) {
-      bytes += static_cast<int64_t>(sizeof(ValidFileSpec) + node.valid_file->header.capacity() +
-                                    node.valid_file->live_before->size() * 8 +
-                                    node.valid_file->column.capacity() * 2);
-    }
-    for (const auto& c : node.children) bytes += static_cast<int64_t>(c.capacity() + 32);
-  }
-  for (const auto& m : index->zip.members) {
-    bytes += static_cast<int64_t>(sizeof(m) + m.name.capacity() + m.problem.capacity());
-  }
+  const int64_t bytes = IndexMemoryBytes(*index);
+  if (bytes > kMaxIndexBytes) return OversizeVerdict(std::move(index), bytes, false);
   index->memory_bytes = bytes;
   return std::shared_ptr<const StoreIndex>(std::move(index));
 }

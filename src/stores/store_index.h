@@ -1,7 +1,10 @@
 // Private to stores: what one version of a python-blosc2 store holds, parsed
-// once (StoreTree caches it per store and version): every key as a path
-// below the store's directory, where each leaf's bytes lie, and the
-// meta.json of the store and of its groups. Immutable once built.
+// once (StoreTree keeps it in the block cache per store and version): every
+// key as a path below the store's directory, where each leaf's bytes lie, and
+// the meta.json of the store and of its groups. Immutable once built.
+// An index that would hold more than kMaxIndexBytes is a verdict instead: a
+// root with that problem and nothing else (small, and kept like any index, so
+// that the store is not parsed again while its version stays).
 #pragma once
 
 #include <cstdint>
@@ -65,8 +68,11 @@ std::string KeyName(const std::string& shown);
 
 // Parses one version of the store at `path` of `base`. A store whose content
 // is wrong is an index whose root carries a problem; only trouble reaching
-// the source (transient, or the store gone) is an error.
+// the source (transient, or the store gone) is an error. The embed frame's
+// decompressed units go to `units.cache`, named by units.identity followed by
+// the signature of the file read (so by the version parsed).
 Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& base,
-                                                          const std::string& path, StoreKind kind);
+                                                          const std::string& path, StoreKind kind,
+                                                          const EmbedUnitCache& units = {});
 
 }  // namespace b2ndfs::stores::internal

@@ -5,13 +5,14 @@
 #include <sys/stat.h>
 
 #include <cstring>
-#include <list>
-#include <mutex>
-#include <unordered_map>
 
+#include "b2ndfs/cache/block_cache.h"
+#include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/source/provenance.h"
+#include "b2ndfs/store/container.h"
 #include "b2ndfs/util/log.h"
 #include "ctable.h"
+#include "index_budget.h"
 #include "leaf_sources.h"
 #include "store_index.h"
 #include "valid_file.h"
@@ -104,6 +105,13 @@ class StoreFilesAsDirectories final : public source::ListCursor {
   std::unique_ptr<source::ListCursor> base_;
 };
 
+// What the block cache holds for one version of one store: the text its key
+// was named by (checked on every use: a key is a hash), and the index.
+struct CachedIndex {
+  std::string identity;
+  std::shared_ptr<const StoreIndex> index;
+};
+
 // The size a file node (a leaf, or a CTable's valid/NAME.npy) shows.
 int64_t FileSize(const Node& node) {
   return node.leaf ? node.leaf->length : node.valid_file->size();
@@ -112,10 +120,31 @@ int64_t FileSize(const Node& node) {
 class StoreTree final : public source::Tree {
  public:
   StoreTree(std::shared_ptr<source::Tree> base, store::StoreContext* context)
-      : base_(std::move(base)), context_(context) {}
+      : base_(std::move(base)),
+        context_(context),
+        own_cache_(context != nullptr && context->cache != nullptr
+                       ? nullptr
+                       : std::make_unique<cache::BlockCache>(kOwnCacheBytes, 1)),
+        cache_(own_cache_ ? own_cache_.get() : context->cache),
+        identity_("stores" + std::to_string(cache::NewCacheId()) + "|") {}
 
   const std::string& root() const override { return base_->root(); }
-  std::string StatsJson() const override { return base_->StatsJson(); }
+  std::string StatsJson() const override {
+    const internal::StoreIndexStats& i = internal::GlobalStoreIndexStats();
+    const EmbedStats& e = GlobalEmbedStats();
+    auto kv = [](const char* key, uint64_t value, bool last = false) {
+      return std::string("    \"") + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
+    };
+    std::string out = base_->StatsJson();
+    out += "  \"stores\": {\n";
+    out += kv("indexes_parsed", i.parsed.load(std::memory_order_relaxed));
+    out += kv("indexes_oversize", i.oversize.load(std::memory_order_relaxed));
+    out += kv("embed_units_decompressed", e.units_decompressed.load(std::memory_order_relaxed));
+    out +=
+        kv("embed_bytes_decompressed", e.bytes_decompressed.load(std::memory_order_relaxed), true);
+    out += "  },\n";
+    return out;
+  }
   bool remote() const override { return base_->remote(); }
   bool uniform_attributes() const override { return base_->uniform_attributes(); }
   double revalidate_seconds() const override { return base_->revalidate_seconds(); }
@@ -220,7 +249,7 @@ class StoreTree final : public source::Tree {
     const std::string& rel = (*at)->rel;
     if (EndsWith(rel, ".npy") &&
         (rel.rfind("valid/", 0) == 0 || rel.find("/valid/") != std::string::npos)) {
-      if (auto kept = Kept((*at)->store)) {
+      if (auto kept = Kept(**at)) {
         auto it = kept->nodes.find(rel);
         return it != kept->nodes.end() && it->second.leaf.has_value();
       }
@@ -256,7 +285,7 @@ class StoreTree final : public source::Tree {
           base_->OpenContainer(embed_file ? internal::EmbedFilePath(at->store) : at->store,
                                nullptr));
       if (!(src->signature() == found.index->signature)) {
-        Forget(at->store);
+        cache_->EraseContainer(found.key.container_id);
         if (attempt < 2) continue;
         return Status(EAGAIN, at->store + ": changed while being opened");
       }
@@ -291,6 +320,7 @@ class StoreTree final : public source::Tree {
   struct LeafAt {
     std::shared_ptr<const StoreIndex> index;
     Leaf leaf;
+    cache::Key key;  // the index's in the block cache
   };
 
   // A CTable's valid/NAME.npy: its two leaves opened as this tree opens
@@ -317,11 +347,15 @@ class StoreTree final : public source::Tree {
     return file;
   }
 
-  // The index kept for `store`, whatever its version (nullptr: none).
-  std::shared_ptr<const StoreIndex> Kept(const std::string& store) const {
-    std::lock_guard lock(mutex_);
-    auto it = cache_.find(store);
-    return it == cache_.end() ? nullptr : it->second->index;
+  // The index of the store's current version when the cache holds it
+  // (nullptr: none, or the version cannot be told now).
+  std::shared_ptr<const StoreIndex> Kept(const Located& at) const {
+    auto version = Version(at);
+    if (!version.ok()) return nullptr;
+    const std::string identity = IndexIdentity(at, *version);
+    auto kept = std::static_pointer_cast<const CachedIndex>(
+        cache_->TryGetObject(cache::NamedKey(cache::EntryKind::kObject, identity)));
+    return kept != nullptr && kept->identity == identity ? kept->index : nullptr;
   }
 
   // The store `path` lies in, if any: its first component named like a
@@ -446,10 +480,11 @@ class StoreTree final : public source::Tree {
   }
 
   Result<LeafAt> FindLeaf(const Located& at, const std::string& path) const {
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(at));
+    cache::Key key;
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(at, &key));
     auto it = index->nodes.find(at.rel);
     if (it == index->nodes.end() || !it->second.leaf) return Status(ENOENT, path);
-    return LeafAt{index, *it->second.leaf};
+    return LeafAt{index, *it->second.leaf, key};
   }
 
   static source::Signature LeafSignature(const StoreIndex& index, const std::string& rel) {
@@ -475,70 +510,51 @@ class StoreTree final : public source::Tree {
     return s;
   }
 
-  Result<std::shared_ptr<const StoreIndex>> Index(const Located& at) const {
+  // What names one version of one store in the block cache.
+  std::string IndexIdentity(const Located& at, const source::Signature& version) const {
+    return identity_ + at.store + "|" + internal::SignatureText(version);
+  }
+
+  // The store's index at its current version: from the block cache, or
+  // parsed once however many callers ask at the same time (its single
+  // flight), then kept there and charged what it holds. An oversize index
+  // is kept as its small verdict (store_index.h), so it is not parsed again
+  // while the version stays. `key` (optional) receives the entry's key.
+  Result<std::shared_ptr<const StoreIndex>> Index(const Located& at,
+                                                  cache::Key* key = nullptr) const {
     B2NDFS_ASSIGN_OR_RETURN(source::Signature version, Version(at));
-    {
-      std::lock_guard lock(mutex_);
-      auto it = cache_.find(at.store);
-      if (it != cache_.end() && it->second->version == version) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return it->second->index;
+    const std::string identity = IndexIdentity(at, version);
+    const cache::Key named = cache::NamedKey(cache::EntryKind::kObject, identity);
+    if (key != nullptr) *key = named;
+    auto load = [&]() -> Result<cache::BlockCache::LoadedObject> {
+      B2NDFS_ASSIGN_OR_RETURN(
+          std::shared_ptr<const StoreIndex> index,
+          internal::BuildStoreIndex(*base_, at.store, at.kind,
+                                    EmbedUnitCache{cache_, identity_ + at.store}));
+      const auto& root = index->nodes.at("");
+      if (!root.problem.empty()) {
+        LogOnce("store:" + at.store, LogLevel::kWarning, at.store + ": " + root.problem);
       }
-    }
-    // Parsed outside the lock (it reads the source); two threads may parse
-    // the same store at once, and the last one keeps its answer.
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index,
-                            internal::BuildStoreIndex(*base_, at.store, at.kind));
-    const auto& root = index->nodes.at("");
-    if (!root.problem.empty()) {
-      LogOnce("store:" + at.store, LogLevel::kWarning, at.store + ": " + root.problem);
-    }
-    std::lock_guard lock(mutex_);
-    if (auto it = cache_.find(at.store); it != cache_.end()) {
-      bytes_ -= it->second->index->memory_bytes;
-      lru_.erase(it->second);
-      cache_.erase(it);
-    }
-    if (index->memory_bytes > kMaxIndexBytes) {
-      // Parsed again at each use rather than kept beyond the bound.
-      LogOnce("store-size:" + at.store, LogLevel::kWarning,
-              at.store + ": its index takes " + std::to_string(index->memory_bytes) +
-                  " bytes, more than the " + std::to_string(kMaxIndexBytes) +
-                  " kept for stores: it is parsed again at each use");
-      return index;
-    }
-    lru_.push_front(Entry{at.store, version, index});
-    cache_[at.store] = lru_.begin();
-    bytes_ += index->memory_bytes;
-    while (lru_.size() > 1 && (lru_.size() > kMaxIndexes || bytes_ > kMaxIndexBytes)) {
-      bytes_ -= lru_.back().index->memory_bytes;
-      cache_.erase(lru_.back().store);
-      lru_.pop_back();
-    }
-    return index;
+      auto cached = std::make_shared<CachedIndex>(CachedIndex{identity, std::move(index)});
+      const size_t bytes = static_cast<size_t>(cached->index->memory_bytes) + identity.capacity();
+      return cache::BlockCache::LoadedObject{std::move(cached), bytes};
+    };
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const CachedIndex> cached,
+                            cache_->GetOrLoadObjectAs<CachedIndex>(named, load));
+    if (cached->identity == identity) return cached->index;
+    // Two identities with one 128-bit key: parsed for this caller alone.
+    B2NDFS_ASSIGN_OR_RETURN(auto other, load());
+    return std::static_pointer_cast<const CachedIndex>(other.object)->index;
   }
 
-  void Forget(const std::string& store) const {
-    std::lock_guard lock(mutex_);
-    if (auto it = cache_.find(store); it != cache_.end()) {
-      bytes_ -= it->second->index->memory_bytes;
-      lru_.erase(it->second);
-      cache_.erase(it);
-    }
-  }
-
-  struct Entry {
-    std::string store;
-    source::Signature version;
-    std::shared_ptr<const StoreIndex> index;
-  };
+  // A BlockCache of this size serves a tree made without a store context.
+  static constexpr size_t kOwnCacheBytes = size_t{64} << 20;
 
   const std::shared_ptr<source::Tree> base_;
   store::StoreContext* const context_;  // may be null: valid/ files then read as EIO
-  mutable std::mutex mutex_;            // leaf lock: guards lru_, cache_, bytes_
-  mutable std::list<Entry> lru_;
-  mutable std::unordered_map<std::string, std::list<Entry>::iterator> cache_;
-  mutable int64_t bytes_ = 0;
+  const std::unique_ptr<cache::BlockCache> own_cache_;  // null when context_ has a cache
+  cache::BlockCache* const cache_;                      // indexes and embed units live here
+  const std::string identity_;                          // this tree's, begins every key identity
 };
 
 }  // namespace

@@ -4,13 +4,11 @@
 #include <atomic>
 #include <cstring>
 
+#include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/store/container.h"
 
 namespace b2ndfs::stores::internal {
 namespace {
-
-// Cache ids of these containers: far from the ones vfs counts up from 1.
-std::atomic<uint64_t> g_next_cache_id{uint64_t{1} << 62};
 
 // A container opened for a valid file; its cached blocks go with it.
 struct Opened {
@@ -130,7 +128,7 @@ Result<std::unique_ptr<Opened>> OpenLeaf(std::shared_ptr<const source::ByteSourc
   auto opened = std::make_unique<Opened>();
   opened->context = context;
   opened->container =
-      store::Container::Open(std::move(source), context, g_next_cache_id.fetch_add(1), nullptr);
+      store::Container::Open(std::move(source), context, cache::NewCacheId(), nullptr);
   const store::Container& c = *opened->container;
   if (!c.ok()) return Status(EIO, c.name() + ": " + c.error());
   const geometry::Shape& shape = c.layout().shape();

@@ -7,19 +7,12 @@
 #include <ctime>
 #include <vector>
 
+#include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
 #include "operands.h"
 
 namespace b2ndfs::vfs {
-namespace {
-
-std::atomic<uint64_t> g_next_cache_id{1};
-
-}  // namespace
-
-uint64_t NextCacheId() { return g_next_cache_id.fetch_add(1); }
-
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
   std::vector<std::shared_ptr<const store::Container>> closing;  // released unlocked
   std::lock_guard<std::mutex> lock(mutex_);
@@ -254,7 +247,7 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
       gone = error;
     } else {
       const GenerationServices& services = context_->services;
-      const uint64_t cache_id = NextCacheId();
+      const uint64_t cache_id = cache::NewCacheId();
       const auto scope = TopScope(services.operands.get(), path_, *source_stat);
       auto container =
           store::Container::Open(*source, services.store, cache_id, services.views, scope.get());

@@ -91,9 +91,6 @@ struct GenerationServices {
   std::shared_ptr<const store::OperandOpener> operands;
 };
 
-// A cache_id no generation (or carrier operand) of this process used.
-uint64_t NextCacheId();
-
 class ContainerEntry;
 
 // One version of one container.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "b2ndfs/cache/cache_id.h"
 #include "generation.h"
 #include "mirror.h"
 
@@ -103,7 +104,7 @@ class MountOperands : public store::OperandOpener {
     }
     store::OperandScope inner{this, path, scope.chain, scope.budget, *st};
     inner.chain.push_back(carrier);
-    const uint64_t cache_id = NextCacheId();
+    const uint64_t cache_id = cache::NewCacheId();
     out.version = (*source)->signature();
     out.container =
         store::Container::Open(std::move(source).value(), store_, cache_id, nullptr, &inner);

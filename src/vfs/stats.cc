@@ -1,10 +1,12 @@
 // .b2ndfs/stats: the runtime statistics document; .b2ndfs/log: the recent
 // messages util/log keeps.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
 #include "b2ndfs/cache/buffer_memory.h"
 #include "b2ndfs/source/tree.h"
+#include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "generation.h"
@@ -77,7 +79,13 @@ std::string Filesystem::StatsJson() const {
   out += kv("inserts", c.inserts);
   out += kv("load_errors", c.load_errors);
   out += kv("bytes_loaded", c.bytes_loaded);
-  out += kv("external_bytes", c.external_bytes, true);
+  out += kv("external_bytes", c.external_bytes);
+  // One figure for what the daemon holds, and the bound it stays within.
+  const size_t pin_limit = store_->pins != nullptr ? store_->pins->limit() : 0;
+  const size_t pinned = static_cast<size_t>(std::max<int64_t>(0, r.pinned_bytes.load()));
+  out += kv("memory_held_bytes", c.bytes_cached + c.external_bytes + pinned);
+  out += kv("pin_limit_bytes", pin_limit);
+  out += kv("memory_bound_bytes", c.capacity_bytes + pin_limit + cache::kDaemonOverheadBytes, true);
   out += "  },\n";
   // Where block memory lives (process-wide): what RSS holds beyond the cache.
   const cache::BufferMemoryStats m = cache::GetBufferMemoryStats();

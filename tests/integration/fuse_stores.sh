@@ -24,8 +24,14 @@
 # a table whose _valid_rows are not bools says so in its columns.json,
 # while their intact neighbours still read right; replacing tree.b2z by
 # rename is seen by the next open while an open leaf file keeps its bytes.
-# A .b2z mounted as SOURCE shows its leaves at the root. Also run through
-# http, s3 and az (lib.sh's B2NDFS_ITEST_THROUGH).
+# A .b2z mounted as SOURCE shows its leaves at the root. One memory budget
+# (local only): a hostile .b2z whose index would take more than 64 MiB (70,000
+# members of 200-character names) and a .b2e of 64 MiB embed chunks: `ls -l`
+# of their directories 100 times parses each index once
+# (stores.indexes_parsed), the .b2z holds only meta.json saying why, the
+# .b2e's leaves read right, and the daemon's peak RSS (VmHWM) stays within
+# cache.memory_bound_bytes (cache_size + the pin budget + the documented
+# overhead). Also run through http, s3 and az (lib.sh's B2NDFS_ITEST_THROUGH).
 # Skips (77) when /dev/fuse is unusable or /usr/bin/python3 lacks numpy,
 # zarr or xarray.
 # Usage: fuse_stores.sh BUILD_DIR
@@ -311,6 +317,49 @@ check "bad_map.b2e: the intact leaf reads" cmp "$M/bad_map.b2e/good/data" "$TMP/
 # that the two versions differ). Local sources only: a remote run serves
 # what was uploaded at mount.
 if [[ -n ${ITEST_THROUGH:-} ]]; then finish; fi
+
+# One memory budget: store indexes and embed units live in the block cache.
+H=$TMP/hostile
+"$PY" - "$H/big.b2z" "$TMP/src/emb.b2e" <<'EOF2' || { fail "big.b2z"; exit 1; }
+import sys, zipfile
+out, embed = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+    for i in range(70000):
+        zf.writestr("k" * (200 - len(str(i))) + str(i) + ".b2nd", b"")
+    zf.write(embed, "embed.b2e")
+EOF2
+M3=$TMP/mnt_budget
+mount_fs "$H" "$M3" -o cache_size=64M || exit 1
+PID3=$(daemon_pid "$M3")
+parsed0=$(stats_field "$M3" stores.indexes_parsed)
+t0=$(now)
+for _ in $(seq 100); do
+  ls -l "$M3/big.b2z" "$M3/emb64.b2e" "$M3/emb64.b2e/dir" >/dev/null || fail "ls -l"
+done
+parsed=$(($(stats_field "$M3" stores.indexes_parsed) - parsed0))
+log "100 x ls -l of the hostile stores: $(elapsed "$t0") s, $parsed indexes parsed"
+check "each store's index is parsed once" test "$parsed" -eq 2
+check "an oversize index is a verdict" error_of "$M3/big.b2z" "more than the"
+check "stores.indexes_oversize counts it" test "$(stats_field "$M3" stores.indexes_oversize)" -eq 1
+check "a leaf before 64 MiB of zeros reads" cmp "$M3/emb64.b2e/first/data" "$TMP/ref/emb64/first.raw"
+check "a leaf in the second 64 MiB chunk reads" cmp "$M3/emb64.b2e/dir/second/data" \
+  "$TMP/ref/emb64/dir/second.raw"
+units=$(stats_field "$M3" stores.embed_units_decompressed)
+cat "$M3/emb64.b2e/first/data" "$M3/emb64.b2e/dir/second/data" >/dev/null
+check "read again, the embed units come from the block cache" \
+  test "$(stats_field "$M3" stores.embed_units_decompressed)" -eq "$units"
+bound=$(stats_field "$M3" cache.memory_bound_bytes)
+held=$(stats_field "$M3" cache.memory_held_bytes)
+hwm_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$PID3/status")
+log "daemon: peak RSS $((hwm_kb / 1024)) MiB, holds $((held >> 20)) MiB; bound $((bound >> 20)) MiB"
+if [[ ${B2NDFS_SANITIZED:-0} == 1 ]]; then
+  log "sanitized build: RSS is reported, not bounded"
+else
+  check "peak RSS within cache.memory_bound_bytes" test "$((hwm_kb * 1024))" -le "$bound"
+fi
+check "memory_held_bytes within cache_size + the pin budget" \
+  test "$held" -le "$(($(stats_field "$M3" cache.capacity_bytes) + $(stats_field "$M3" cache.pin_limit_bytes)))"
+unmount_fs "$M3"
 
 # A store as SOURCE: its leaves at the mount's root.
 M2=$TMP/mnt_store

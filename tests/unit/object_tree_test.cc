@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/remote/s3_tree.h"
 #include "b2ndfs/source/tree.h"
 #include "meta_cache.h"
@@ -601,4 +602,48 @@ TEST_CASE("the metadata cache drops the least recently used key, not all of them
   CHECK(*cache.Get("b", 60, load) == 4);
   // A stale entry is loaded again.
   CHECK(*cache.Get("b", -1, load) == 5);
+}
+
+TEST_CASE("small objects fetched whole live in the given block cache, charged and evicted",
+          "[remote]") {
+  FakeS3 server;
+  constexpr size_t kSmall = 200000;
+  for (char c = 'a'; c < 'h'; ++c) server.Put(std::string(1, c) + ".b2frame", Pattern(c, kSmall));
+  // One shard of 1 MiB: room for a few such objects, not for all seven.
+  cache::BlockCache cache(size_t{1} << 20, 1);
+  remote::S3Options options = Options(server);
+  options.remote.cache = &cache;
+  auto opened = remote::OpenS3Tree("s3://bkt/", options);
+  REQUIRE(opened.ok());
+  const std::shared_ptr<source::Tree> tree = *opened;
+  auto read_tail = [&](char c) {
+    auto source = tree->OpenContainer(tree->root() + "/" + std::string(1, c) + ".b2frame", nullptr);
+    REQUIRE(source.ok());
+    std::string tail(100, '\0');
+    REQUIRE(
+        (*source)
+            ->Read(source::kFramePart, kSmall - 100, 100, reinterpret_cast<uint8_t*>(tail.data()))
+            .ok());
+    CHECK(tail == Pattern(c, kSmall).substr(kSmall - 100));
+  };
+  const int gets0 = server.gets();
+  read_tail('a');
+  CHECK(server.gets() - gets0 == 1);
+  CHECK(cache.stats().bytes_cached >= kSmall);
+  read_tail('a');  // another generation of the same version: from the cache
+  CHECK(server.gets() - gets0 == 1);
+  for (char c = 'b'; c < 'h'; ++c) read_tail(c);
+  CHECK(server.gets() - gets0 == 7);
+  CHECK(cache.stats().bytes_cached <= cache.capacity_bytes());
+  CHECK(cache.stats().evictions > 0);
+  read_tail('a');  // evicted: fetched whole again
+  CHECK(server.gets() - gets0 == 8);
+  // A new version is another entry: its first read fetches it.
+  server.Put("g.b2frame", Pattern('x', kSmall));
+  auto source = tree->OpenContainer(tree->root() + "/g.b2frame", nullptr);
+  REQUIRE(source.ok());
+  std::string head(10, '\0');
+  REQUIRE((*source)->Read(source::kFramePart, 0, 10, reinterpret_cast<uint8_t*>(head.data())).ok());
+  CHECK(head == Pattern('x', kSmall).substr(0, 10));
+  CHECK(server.gets() - gets0 == 9);
 }

@@ -18,6 +18,14 @@
 // budget, as one accounting pool: container metadata, chunk indexes and
 // rendered documents. Their total is spread over the shards, which evict
 // blocks to make room.
+// Objects: a value that is not bytes (a python-blosc2 store's parsed index)
+// is held as an ObjectValue, a Value of no bytes that owns the object and
+// says what it costs; GetOrLoadObject() loads it through the same single
+// flight and LRU as blocks, charged ChargeFor(its declared bytes). Keys of
+// kind kObject hold ObjectValues only: use them with GetOrLoadObject(),
+// TryGetObject() and EraseContainer() alone. Other kinds that outlive one
+// container generation (embed chunks, whole remote objects) are bytes keyed
+// by cache_id.h's NamedKey(): their source's name and signature.
 // Errors: a loader's non-OK Result is handed to every waiter and not cached
 // (the next call retries); a loader that throws yields ENOMEM (bad_alloc) or
 // EIO (anything else), and one that returns a null Value yields EIO.
@@ -80,7 +88,14 @@ struct UninitializedAllocator : std::allocator<T> {
 using Bytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 using Value = std::shared_ptr<const Bytes>;
 
-enum class EntryKind : uint8_t { kBlock = 0, kCompressedChunk = 1, kOther = 2 };
+enum class EntryKind : uint8_t {
+  kBlock = 0,
+  kCompressedChunk = 1,
+  kOther = 2,
+  kEmbedChunk = 3,   // a decompressed piece of a store's embed frame chunk
+  kWholeObject = 4,  // a small remote object fetched whole
+  kObject = 5,       // an ObjectValue (see above)
+};
 
 struct Key {
   uint64_t container_id = 0;  // unique per opened container generation
@@ -88,6 +103,13 @@ struct Key {
   int64_t block = 0;
   EntryKind kind = EntryKind::kBlock;
   bool operator==(const Key&) const = default;
+};
+
+// A typed value held by the cache: no bytes of its own, it owns `object`
+// and counts `charge_bytes` (what the object holds) against the budget.
+struct ObjectValue final : Bytes {
+  std::shared_ptr<const void> object;
+  size_t charge_bytes = 0;
 };
 
 struct CacheStats {
@@ -104,6 +126,15 @@ struct CacheStats {
   size_t external_bytes = 0;  // charged from outside the cache (Charge)
 };
 
+// What the daemon holds beyond cache_size and its pin budget (blocks readers
+// copy from outside the cache, store/pin_budget.h), at most: the program and
+// its libraries, thread stacks, decompression contexts' scratch, request and
+// reply buffers, and metadata being parsed (a store's central directory of
+// at most 32 MiB and its members, before the index is charged to the cache;
+// a listing page). README.md, "Runtime statistics" (cache.memory_bound_bytes)
+// documents it; fuse.stores checks the daemon's peak RSS against it.
+constexpr size_t kDaemonOverheadBytes = size_t{128} << 20;
+
 class BlockCache {
  public:
   // capacity_bytes is split evenly across `shards` (rounded to >= 1 shard).
@@ -115,6 +146,22 @@ class BlockCache {
   // Returns the cached value, or runs `loader` (once across concurrent
   // callers of the same key) and caches what it returns.
   Result<Value> GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader);
+  // The same for a typed object (key.kind is set to kObject): `loader`
+  // returns the object and the bytes it holds.
+  struct LoadedObject {
+    std::shared_ptr<const void> object;
+    size_t bytes = 0;
+  };
+  Result<std::shared_ptr<const void>> GetOrLoadObject(
+      Key key, const std::function<Result<LoadedObject>()>& loader);
+  template <typename T>
+  Result<std::shared_ptr<const T>> GetOrLoadObjectAs(
+      const Key& key, const std::function<Result<LoadedObject>()>& loader) {
+    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const void> object, GetOrLoadObject(key, loader));
+    return std::static_pointer_cast<const T>(std::move(object));
+  }
+  // The cached object of `key` (kind set to kObject), or nullptr; no stats.
+  std::shared_ptr<const void> TryGetObject(Key key);
   // Cached value or nullptr; counts a hit or a miss.
   Value Lookup(const Key& key);
   // Cached value (made most recently used) or nullptr. A value found counts
@@ -155,6 +202,18 @@ class BlockCache {
   // What an entry holding `value_bytes` bytes counts against the budget.
   static constexpr size_t ChargeFor(size_t value_bytes) {
     return value_bytes + kEntryOverheadBytes;
+  }
+  // What the entry of `key` holding `value` counts (an ObjectValue: its
+  // declared bytes).
+  static size_t ChargeOf(const Key& key, const Bytes& value) {
+    return key.kind == EntryKind::kObject
+               ? ChargeFor(static_cast<const ObjectValue&>(value).charge_bytes)
+               : ChargeFor(value.size());
+  }
+  // True when a value of `value_bytes` bytes can be retained at all (it fits
+  // a shard's budget): callers choose smaller units otherwise.
+  bool CanRetain(size_t value_bytes) const {
+    return ChargeFor(value_bytes) <= capacity_bytes_ / shards_.size();
   }
 
  private:

@@ -24,10 +24,17 @@
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
 
+namespace b2ndfs::cache {
+class BlockCache;
+}  // namespace b2ndfs::cache
+
 namespace b2ndfs::remote {
 
 struct RemoteOptions {
   HttpOptions http;
+  // Where small objects fetched whole are kept (the mount's block cache,
+  // counted in cache_size); null: a tree keeps its own of 64 MiB.
+  cache::BlockCache* cache = nullptr;
   double revalidate = 1.0;  // seconds a listing or HEAD answer is reused
   // A local cache of fetched ranges (disk_cache.h); empty: none. A cache
   // that cannot be opened (another daemon holds it) is logged and left out.

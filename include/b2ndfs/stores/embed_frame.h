@@ -7,31 +7,34 @@
 // `chunksize` bytes but the last (EmbedStore.__init__ makes it with
 // blosc2.SChunk(chunksize=...), typesize 1). Open() reads and checks the
 // header, trailer, chunk index and "estore_metadata"; ReadStream()
-// decompresses the chunks a byte range covers, through c-blosc2 checked by
-// the codec module (a chunk naming a codec or filter that is not built in is
-// an error, never a plugin load), keeping the last few decompressed chunks
-// (kKeptChunks per frame, and kMaxKeptBytes for every frame of the process
-// together: a chunk that does not fit is decompressed again when read).
+// decompresses the part of the stream a byte range covers, through c-blosc2
+// checked by the codec module (a chunk naming a codec or filter that is not
+// built in is an error, never a plugin load), in units of at most
+// kEmbedUnitBytes of one chunk (only the blocks a unit covers are read and
+// decoded). Units live in the mount's block cache (block_cache.h), keyed by
+// the frame's identity (its store's path and signature: cache_id.h's
+// NamedKey) and loaded once however many readers wait, so they count in
+// cache_size and a replaced store never serves old ones; without a cache
+// (or one too small to keep a unit) each read decodes its units again.
 // Errors: Status(EIO) naming what is wrong; a failed read's Status passes on.
 // Thread-safety: every const method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/format/embed_map.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::stores {
 
 constexpr int64_t kMaxEmbedChunkSize = int64_t{64} << 20;
-constexpr size_t kKeptChunks = 4;
-constexpr int64_t kMaxKeptBytes = int64_t{32} << 20;
+constexpr int64_t kEmbedUnitBytes = int64_t{4} << 20;
 // Bytes of variable-length metalayers decompressed for meta.json at most.
 constexpr int64_t kVlmetaBudget = 4 << 20;
 
@@ -50,10 +53,25 @@ Result<std::string> FrameVlmetaJson(const FrameReadAt& read, int64_t frame_size,
 Result<std::vector<std::pair<std::string, std::vector<uint8_t>>>> FrameVlmeta(
     const FrameReadAt& read, int64_t frame_size);
 
+// Where a frame keeps its decompressed units: `cache` (null: nowhere), under
+// keys named by `identity`, which must name the frame's bytes exactly (the
+// store's path, its version's signature, and where the frame lies in it).
+struct EmbedUnitCache {
+  cache::BlockCache* cache = nullptr;
+  std::string identity;
+};
+
+// Decompressions of embed frame units, process-wide (for stats and tests).
+struct EmbedStats {
+  std::atomic<uint64_t> units_decompressed{0};
+  std::atomic<uint64_t> bytes_decompressed{0};
+};
+EmbedStats& GlobalEmbedStats();
+
 class EmbedFrame {
  public:
-  static Result<std::shared_ptr<const EmbedFrame>> Open(const FrameReadAt& read,
-                                                        int64_t frame_size);
+  static Result<std::shared_ptr<const EmbedFrame>> Open(const FrameReadAt& read, int64_t frame_size,
+                                                        EmbedUnitCache units = {});
   ~EmbedFrame();
   EmbedFrame(const EmbedFrame&) = delete;
   EmbedFrame& operator=(const EmbedFrame&) = delete;
@@ -74,8 +92,10 @@ class EmbedFrame {
 
  private:
   EmbedFrame() = default;
-  Result<std::shared_ptr<const std::vector<uint8_t>>> Chunk(const FrameReadAt& read,
-                                                            int64_t index) const;
+  // Unit `unit` of chunk `chunk`: the chunk's decompressed bytes from
+  // unit * kEmbedUnitBytes, at most kEmbedUnitBytes of them.
+  Result<cache::Value> Unit(const FrameReadAt& read, int64_t chunk, int64_t unit) const;
+  Result<cache::Value> DecodeUnit(const FrameReadAt& read, int64_t chunk, int64_t unit) const;
 
   std::string tag_;
   format::EmbedMap map_;
@@ -85,9 +105,7 @@ class EmbedFrame {
   int64_t frame_size_ = 0;
   // Where each chunk lies in the frame; -1: a run of zeros.
   std::vector<int64_t> chunk_positions_;
-  mutable std::mutex mutex_;  // leaf lock: guards kept_ and kept_bytes_
-  mutable int64_t kept_bytes_ = 0;
-  mutable std::list<std::pair<int64_t, std::shared_ptr<const std::vector<uint8_t>>>> kept_;
+  EmbedUnitCache units_;
 };
 
 }  // namespace b2ndfs::stores

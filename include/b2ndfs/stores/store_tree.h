@@ -15,8 +15,14 @@
 // embed.b2e's, or the leaf file's own), so replacing the store ends its
 // leaves' generations, and an open leaf keeps reading the store version it
 // opened (its ByteSource holds the store's).
-// Memory: parsed stores are kept per store and version in an LRU of at most
-// kMaxIndexes entries and kMaxIndexBytes bytes.
+// Memory: a store's parsed index lives in the mount's block cache (the
+// context's; a tree made without one has its own of 64 MiB), keyed by the
+// store's path and version: parsed once however many stats, lookups and
+// opens ask at the same time (the cache's single flight), charged what it
+// holds in cache_size, evicted like a block. An index that would hold more
+// than kMaxIndexBytes is kept as a verdict (a meta.json {"error": ...}), so
+// such a store is not parsed again while its version stays. The embed
+// frames' decompressed units live there too (embed_frame.h).
 // Errors: as source::Tree's; content errors are meta.json's, never errors.
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -32,7 +38,6 @@ struct StoreContext;
 
 namespace b2ndfs::stores {
 
-constexpr size_t kMaxIndexes = 64;
 constexpr int64_t kMaxIndexBytes = int64_t{64} << 20;
 
 // True for names of stores: NAME.b2z, NAME.b2e, NAME.b2d.
