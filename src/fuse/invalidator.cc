@@ -9,18 +9,23 @@ Invalidator::Invalidator(struct fuse_session* session) : session_(session) {
   thread_ = std::thread([this] { Loop(); });
 }
 
-Invalidator::~Invalidator() {
+Invalidator::~Invalidator() { Stop(); }
+
+void Invalidator::Stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mutex_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    pending_.clear();
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Invalidator::Enqueue(const std::vector<vfs::StaleNode>& nodes) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;  // unmounting: the kernel forgets everything anyway
     pending_.insert(pending_.end(), nodes.begin(), nodes.end());
   }
   wake_.notify_all();

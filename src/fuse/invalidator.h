@@ -2,6 +2,13 @@
 // Forwards "this inode changed" to the kernel (vfs::StaleNode: a container
 // changed on disk) from a thread of its own: the notification must not be
 // sent from inside a request for the same inode.
+// Lifetime: the session owns it (shared with the filesystem's invalidation
+// callback, so that a call still in progress never meets a freed object).
+// Stop() joins its thread, after which the session is never used again and
+// Enqueue() drops what it is given: at unmount the session calls it after
+// the filesystem's background probes stopped and before fuse_session_destroy
+// (session.cc, Serve).
+// Thread-safety: any thread. mutex_ is a leaf lock.
 
 #include <condition_variable>
 #include <mutex>
@@ -17,7 +24,9 @@ namespace b2ndfs::fuse {
 class Invalidator {
  public:
   explicit Invalidator(struct fuse_session* session);
-  ~Invalidator();  // what is still queued is dropped
+  ~Invalidator();  // stops
+  // What is still queued is dropped. Idempotent; not from the thread itself.
+  void Stop();
   Invalidator(const Invalidator&) = delete;
   Invalidator& operator=(const Invalidator&) = delete;
 
@@ -31,7 +40,8 @@ class Invalidator {
   std::condition_variable wake_;
   std::vector<vfs::StaleNode> pending_;  // guarded by mutex_
   bool stopping_ = false;                // guarded by mutex_
-  std::thread thread_;
+  std::thread thread_;                   // joined by the first Stop()
+  std::mutex stop_mutex_;                // serialises Stop(); before mutex_
 };
 
 }  // namespace b2ndfs::fuse

@@ -37,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -214,7 +215,9 @@ class SingleFlight {
   // The flight of `key`, or a new one whose `load` is handed to
   // `submit(std::function<void()>)` (returning whether it took the task, as
   // TaskPool::Submit); run here when it refuses or throws. `*joined` says
-  // whether the flight was already there. A task that `submit` took but
+  // whether the flight was already there. A load that throws answers its
+  // waiters as in Do(), and its exception then leaves the task, for the pool
+  // to log (run here, it is only answered). A task that `submit` took but
   // destroyed unrun (a pool stopping) ends its flight with EIO. Every task
   // must end before this SingleFlight is destroyed (stop the pool first).
   template <typename Submit>
@@ -242,11 +245,15 @@ class SingleFlight {
     FlightPtr flight = task->flight;
     bool taken = false;
     try {
-      taken = submit(std::function<void()>([task] { task->Run(); }));
+      // Once its waiters are answered, what the load threw goes on to the
+      // pool, which logs it (TaskPool: never fatal).
+      taken = submit(std::function<void()>([task] {
+        if (std::exception_ptr thrown = task->Run()) std::rethrow_exception(thrown);
+      }));
     } catch (...) {
       taken = false;  // not queued: run here
     }
-    if (!taken) task->Run();
+    if (!taken) (void)task->Run();
     return flight;
   }
 
@@ -275,10 +282,22 @@ class SingleFlight {
     ~Task() {
       if (!ran.exchange(true)) End(V(StoppedStatus(owner->what_)));
     }
-    void Run() noexcept {
-      if (ran.exchange(true)) return;
-      End(RunGuarded<V>(load, owner->what_));
+    // Runs the load (once) and ends the flight; returns what the load
+    // threw (null: nothing), for the pool to log.
+    std::exception_ptr Run() noexcept {
+      if (ran.exchange(true)) return nullptr;
+      std::exception_ptr thrown;
+      V outcome = [&]() -> V {
+        try {
+          return V(load());
+        } catch (...) {
+          thrown = std::current_exception();
+          return V(StatusOfCurrentException(owner->what_));
+        }
+      }();
       load = nullptr;  // what it captured goes now, not with the last copy
+      End(std::move(outcome));
+      return thrown;
     }
     void End(V outcome) noexcept {
       owner->Remove(key, *flight);
