@@ -280,7 +280,8 @@ TEST_CASE("task pool: stopping ends running tasks, answers queued flights, refus
   stopper.join();
   CHECK(*busy->Wait() == 0);
   for (const auto& q : queued) {
-    const Result<int>& r = q->Wait();  // a hang here is the failure
+    REQUIRE(q->WaitFor(std::chrono::seconds(10)));
+    const Result<int>& r = q->Wait();
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().error_number() == EIO);
     CHECK_THAT(r.status().message(), Catch::Matchers::Contains("stopped before it ran"));
