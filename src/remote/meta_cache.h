@@ -28,18 +28,15 @@
 
 #include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/status.h"
+#include "b2ndfs/util/text.h"
 
 namespace b2ndfs::remote {
-
-inline double MetaNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 template <class T>
 class MetaCache {
  public:
   struct Entry {
-    double at = 0;  // MetaNow() when the answer came
+    double at = 0;  // text::Now() when the answer came
     Result<T> value = Status(EIO, "unset");
     size_t weight = 1;
   };
@@ -59,7 +56,7 @@ class MetaCache {
     typename Flights::Joined joined;
     try {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (auto* e = FindLocked(key); e != nullptr && MetaNow() - e->at <= max_age) {
+      if (auto* e = FindLocked(key); e != nullptr && ::b2ndfs::text::Now() - e->at <= max_age) {
         return e->value;
       }
       joined = flights_.JoinLocked(key);
@@ -127,7 +124,7 @@ class MetaCache {
   }
   void PutLocked(const std::string& key, Result<T> value) {
     const size_t weight = weigh_ ? std::max<size_t>(weigh_(value), 1) : 1;
-    Entry entry{MetaNow(), std::move(value), weight};
+    Entry entry{::b2ndfs::text::Now(), std::move(value), weight};
     auto it = index_.find(key);
     if (it != index_.end()) {
       weight_ -= it->second->second.weight;
