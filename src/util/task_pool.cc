@@ -53,26 +53,32 @@ void TaskPool::Loop() {
     lock.unlock();
     try {
       task();
-    } catch (const std::exception& e) {
-      Report(e.what());
     } catch (...) {
-      Report("a non-standard exception");
+      failures_.fetch_add(1, std::memory_order_relaxed);
+      LogTaskFailure(name_, log_limit_);
     }
     task = nullptr;  // what it captured goes before the next wait
     lock.lock();
   }
 }
 
-void TaskPool::Report(const std::string& what) {
-  failures_.fetch_add(1, std::memory_order_relaxed);
+void LogTaskFailure(const std::string& pool, LogRateLimit& limit) noexcept {
   try {
+    std::string what;
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "a non-standard exception";
+    }
     uint64_t suppressed = 0;
-    if (!log_limit_.Allow(&suppressed)) return;
-    std::string message = name_ + " failed: " + what + " (the mount goes on)";
+    if (!limit.Allow(&suppressed)) return;
+    std::string message = pool + " failed: " + what + " (the mount goes on)";
     if (suppressed > 0) message += "; " + std::to_string(suppressed) + " more not shown";
     Log(LogLevel::kWarning, message);
   } catch (...) {
-    // No memory even for the message: the count above remains.
+    // No memory even for the message: the pool's count remains.
   }
 }
 

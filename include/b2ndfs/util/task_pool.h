@@ -29,6 +29,13 @@
 
 namespace b2ndfs {
 
+// Logs the exception being handled (call it only inside a catch block) as
+// the failure of a background task of `pool`: a warning "POOL failed: WHAT
+// (the mount goes on)", as often as `limit` lets through (the next one that
+// passes says how many were not shown). Never throws. TaskPool and
+// store::WorkerPool report through it.
+void LogTaskFailure(const std::string& pool, LogRateLimit& limit) noexcept;
+
 class TaskPool {
  public:
   // `name` appears in the log ("background probe").
@@ -48,7 +55,6 @@ class TaskPool {
 
  private:
   void Loop();
-  void Report(const std::string& what);
 
   const std::string name_;
   const int size_;
