@@ -28,10 +28,12 @@
 // and its waiters; its outcome lives as long as the last of them.
 // Thread-safety: Flight and SingleFlight from any thread; a FlightTable
 // under its owner's lock (methods ending in Locked).
-// Lock order: an owner's lock (or SingleFlight's mutex_) may be held while
-// a Flight's mutex is taken (JoinLocked counts a waiter), never the reverse;
-// Flight::mu_ is a leaf. A Launch()ed task takes SingleFlight's mutex_ when
-// it ends, so a pool must not run or drop tasks while holding it.
+// Lock order: Flight::mu_ is a leaf (held only to publish or read the
+// outcome); a table's lock (its owner's, or SingleFlight::mutex_) never
+// waits for a flight, and a flight is never published under it (a waiter
+// count and the abandoned mark are atomics). A Launch()ed task takes
+// SingleFlight::mutex_ when it ends, so a pool must not run or drop tasks
+// while holding it.
 #pragma once
 
 #include <atomic>
