@@ -256,7 +256,8 @@ int main(int argc, char** argv) {
   SetUpSignals();
   const int rc = fuse::Serve(filesystem, session);
   if (served) Log(LogLevel::kInfo, "unmounted " + cl.mountpoint);
-  // The request threads are gone; stop the read-ahead still queued or
+  // The request threads and the background probes are gone (Serve stopped
+  // them, before the invalidator); stop the read-ahead still queued or
   // running before the filesystem, the containers and the store go.
   if (io_workers) io_workers->Shutdown();
   workers.Shutdown();

@@ -2,16 +2,14 @@
 
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <exception>
 #include <list>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
+#include "b2ndfs/util/single_flight.h"
 #include "key_index.h"
 
 namespace b2ndfs::cache {
@@ -44,55 +42,7 @@ struct KeyHash {
   size_t operator()(const Key& key) const { return static_cast<size_t>(HashKey(key)); }
 };
 
-// Never lets an exception out: a throwing loader must still complete the
-// in-flight record, or its waiters would sleep forever.
-Result<Value> RunLoader(const std::function<Result<Value>()>& loader) noexcept {
-  try {
-    try {
-      Result<Value> result = loader();
-      if (result.ok() && *result == nullptr) {
-        return Status(EIO, "block loader returned no value");
-      }
-      return result;
-    } catch (const std::bad_alloc&) {
-      return Status(ENOMEM, "out of memory");  // fits the SSO: no allocation
-    } catch (const std::exception& e) {
-      return Status(EIO, std::string("block loader threw: ") + e.what());
-    } catch (...) {
-      return Status(EIO, "block loader threw a non-standard exception");
-    }
-  } catch (...) {
-    // Building the message above ran out of memory.
-    return Status(ENOMEM, "out of memory");
-  }
-}
-
-// One load in progress. Its creator (the loader) publishes the result once;
-// any number of waiters block on `cv` until then.
-struct InFlight {
-  std::mutex mu;  // Lock order: leaf; never held with a shard mutex.
-  std::condition_variable cv;
-  bool done = false;                    // guarded by mu
-  std::optional<Result<Value>> result;  // guarded by mu
-  // Cleared (under the owning shard's mutex) by EraseContainer/Clear so the
-  // finished load is handed to its waiters but not cached.
-  bool cacheable = true;
-
-  void Publish(Result<Value> r) noexcept {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      result.emplace(std::move(r));
-      done = true;
-    }
-    cv.notify_all();
-  }
-
-  Result<Value> Wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [this] { return done; });
-    return *result;
-  }
-};
+using Flights = FlightTable<Key, Result<Value>, KeyHash>;
 
 }  // namespace
 
@@ -111,15 +61,15 @@ struct alignas(64) BlockCache::Shard {
 
   explicit Shard(size_t budget_bytes) : budget(budget_bytes) {}
 
-  // Lock order: taken alone (one shard at a time, never while holding an
-  // InFlight::mu); loaders run after it is released.
+  // Lock order: taken alone (one shard at a time), before a flight's own
+  // mutex (util/single_flight.h); loaders run after it is released.
   mutable std::mutex mu;
   const size_t budget;
   size_t used = 0;      // sum of charges in `lru`; guarded by mu
   size_t reserved = 0;  // this shard's share of external charges; guarded by mu
   List lru;             // front = most recently used; guarded by mu
-  KeyIndex<Key, List::iterator, EntryKey> index;                          // guarded by mu
-  std::unordered_map<Key, std::shared_ptr<InFlight>, KeyHash> in_flight;  // guarded by mu
+  KeyIndex<Key, List::iterator, EntryKey> index;  // guarded by mu
+  Flights in_flight;                              // guarded by mu
 
   // Relaxed: they are tallies, read together only by stats().
   std::atomic<uint64_t> hits{0};
@@ -177,20 +127,18 @@ struct alignas(64) BlockCache::Shard {
 
   // Ends the load of `key` by `flight`: unregisters it and caches a good
   // result unless EraseContainer/Clear abandoned it meanwhile. Takes `mu`.
-  void Complete(const Key& key, uint64_t hash, const std::shared_ptr<InFlight>& flight,
+  void Complete(const Key& key, uint64_t hash, const Flight<Result<Value>>& flight,
                 const Result<Value>& result) noexcept {
     List dropped;  // outlives the lock: evicted buffers are freed unlocked
     std::lock_guard<std::mutex> lock(mu);
     // The record may be gone (abandoned) or replaced by a newer load.
-    if (auto it = in_flight.find(key); it != in_flight.end() && it->second == flight) {
-      in_flight.erase(it);
-    }
+    in_flight.RemoveLocked(key, &flight);
     if (!result.ok()) {
       load_errors.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     bytes_loaded.fetch_add((*result)->size(), std::memory_order_relaxed);
-    if (!flight->cacheable) return;
+    if (flight.abandoned()) return;
     try {
       RetainLocked(key, hash, *result, &dropped);
     } catch (const std::bad_alloc&) {
@@ -202,14 +150,7 @@ struct alignas(64) BlockCache::Shard {
   // and later callers start a fresh load.
   template <typename Pred>
   void AbandonInFlightLocked(Pred pred) {
-    for (auto it = in_flight.begin(); it != in_flight.end();) {
-      if (pred(it->first)) {
-        it->second->cacheable = false;
-        it = in_flight.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    in_flight.AbandonLocked(pred);
   }
 };
 
@@ -234,8 +175,7 @@ BlockCache::Shard& BlockCache::ShardFor(uint64_t hash) const {
 Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<Value>()>& loader) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
-  std::shared_ptr<InFlight> flight;
-  bool is_loader = false;
+  Flights::Joined joined;
   try {
     std::lock_guard<std::mutex> lock(shard.mu);
     if (Value hit = shard.TouchLocked(key, hash)) {
@@ -243,27 +183,35 @@ Result<Value> BlockCache::GetOrLoad(const Key& key, const std::function<Result<V
       return hit;
     }
     shard.misses.fetch_add(1, std::memory_order_relaxed);
-    if (auto it = shard.in_flight.find(key); it != shard.in_flight.end()) {
-      shard.shared_waits.fetch_add(1, std::memory_order_relaxed);
-      flight = it->second;
-    } else {
-      flight = std::make_shared<InFlight>();
-      shard.in_flight.emplace(key, flight);
-      is_loader = true;
-    }
+    joined = shard.in_flight.JoinLocked(key);
+    if (!joined.leader) shard.shared_waits.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::bad_alloc&) {
     return Status(ENOMEM, "out of memory");
   }
 
-  if (is_loader) {
-    Result<Value> result = RunLoader(loader);
-    shard.Complete(key, hash, flight, result);
-    // Published after the cache is updated: a caller arriving in between
-    // already finds the value (or, after an error, starts a fresh load).
-    flight->Publish(std::move(result));
+  const Result<Value>* outcome = nullptr;
+  if (joined.leader) {
+    auto load = [&loader]() -> Result<Value> {
+      Result<Value> result = loader();
+      if (result.ok() && *result == nullptr) {
+        return Status(EIO, "block loader returned no value");
+      }
+      return result;
+    };
+    // The cache is updated before the outcome is published: a caller
+    // arriving in between already finds the value (or, after an error,
+    // starts a fresh load).
+    outcome = &LeadFlight(
+        joined.flight, load,
+        [&](const Result<Value>& result) noexcept {
+          shard.Complete(key, hash, *joined.flight, result);
+        },
+        "block loader");
+  } else {
+    outcome = &joined.flight->Wait();
   }
   try {
-    return flight->Wait();
+    return *outcome;
   } catch (const std::bad_alloc&) {
     return Status(ENOMEM, "out of memory");
   }
@@ -329,7 +277,7 @@ bool BlockCache::ContainsOrLoading(const Key& key) const {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  return shard.index.Find(key, hash) != nullptr || shard.in_flight.count(key) != 0;
+  return shard.index.Find(key, hash) != nullptr || shard.in_flight.FindLocked(key) != nullptr;
 }
 
 void BlockCache::Insert(const Key& key, Value value) {

@@ -538,9 +538,11 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   }
   if (!options.foreground) LogDetached();
   // Started after fuse_daemonize(): threads do not survive its fork.
-  auto invalidator = std::make_unique<Invalidator>(session);
+  // Shared with the callback: a probe still calling it keeps it alive, and
+  // after Stop() its Enqueue drops what it is given.
+  auto invalidator = std::make_shared<Invalidator>(session);
   filesystem.SetInvalidateCallback(
-      [&invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
+      [invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
   auto pusher = std::make_unique<PagePusher>(session);
   filesystem.SetPagePushCallback(
       [&pusher](vfs::PagePush push) { return pusher->Enqueue(std::move(push)); });
@@ -579,8 +581,18 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     }
   }
   if (reply_preparer.joinable()) reply_preparer.join();
-  // Before the unmount (replies need the channel) and the handles' release.
+  // Teardown, in this order:
+  // 1. reads still answered on threads of their own (AsyncReads): before the
+  //    unmount (replies need the channel) and the handles' release;
+  // 2. the filesystem's background probes (running ones end, queued ones
+  //    answer EIO): the last callers of the invalidation callback besides
+  //    request threads, which have all ended with the loop;
+  // 3. the invalidator's thread, the last user of the session besides this
+  //    one (a late Enqueue is dropped), then the callback that shares it;
+  // 4. the page pusher, then the session itself.
   if (state.async_reads) state.async_reads->Shutdown();
+  filesystem.StopBackground();
+  invalidator->Stop();
   filesystem.SetInvalidateCallback(nullptr);
   invalidator.reset();
   filesystem.SetPagePushCallback(nullptr);

@@ -22,6 +22,7 @@
 #include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/remote/s3_xml.h"
 #include "b2ndfs/remote/sigv4.h"
+#include "b2ndfs/util/text.h"
 
 extern char** environ;
 
@@ -61,10 +62,7 @@ Result<std::string> ReadSmallFile(const std::string& path, const std::string& wh
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxTokenFile) return Status(EIO, what + " " + path + " is too large");
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  size_t a = 0;
-  while (a < text.size() && std::isspace(static_cast<unsigned char>(text[a]))) ++a;
-  text.erase(0, a);
+  text = ::b2ndfs::text::Trim(text);
   if (text.empty()) return Status(EACCES, what + " " + path + " is empty");
   return text;
 }
@@ -423,8 +421,7 @@ class WebIdentity final : public CredentialSource {
 }  // namespace
 
 bool AllowedContainerUrl(const std::string& url) {
-  std::string lower = url;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ::b2ndfs::text::Lower(url);
   if (lower.rfind("https://", 0) == 0) return true;
   if (lower.rfind("http://", 0) != 0) return false;
   std::string host, path;

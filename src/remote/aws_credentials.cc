@@ -14,23 +14,15 @@
 
 #include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/util/log.h"
+#include "b2ndfs/util/text.h"
 
 namespace b2ndfs::remote {
 namespace {
 
 constexpr int kMaxSourceProfiles = 4;  // role chains deeper than this are refused
 
-std::string Trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using ::b2ndfs::text::Lower;
+using ::b2ndfs::text::Trim;
 
 std::string HomeDir(const EnvLookup& env) {
   if (auto home = env("HOME"); home && !home->empty()) return *home;

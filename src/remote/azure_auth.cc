@@ -11,21 +11,13 @@
 #include <sstream>
 
 #include "b2ndfs/remote/autoindex.h"
+#include "b2ndfs/util/text.h"
 
 namespace b2ndfs::remote {
 namespace {
 
-std::string Trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using ::b2ndfs::text::Lower;
+using ::b2ndfs::text::Trim;
 
 // A SAS token goes into every URL: only the characters a query carries
 // as they are (its signature is percent-encoded base64).

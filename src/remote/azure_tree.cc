@@ -7,16 +7,14 @@
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/remote/azure_xml.h"
 #include "b2ndfs/remote/s3_tree.h"
+#include "b2ndfs/util/text.h"
 #include "object_tree.h"
 #include "prefix_listing.h"
 
 namespace b2ndfs::remote {
 namespace {
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using ::b2ndfs::text::Lower;
 
 // Each '/'-separated segment percent-encoded, the slashes kept.
 std::string EncodeKey(const std::string& key) { return PercentEncode(key, true); }

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "b2ndfs/remote/http_client.h"
+#include "b2ndfs/util/text.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -15,19 +16,9 @@ constexpr size_t kMaxHeaderBytes = 8192;
 // After the closing delimiter (nginx: "\r\n").
 constexpr size_t kMaxEpilogueBytes = 1024;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+using ::b2ndfs::text::Lower;
+// A view: the part headers' values are copied only where kept.
+std::string_view Trim(std::string_view s) { return ::b2ndfs::text::TrimView(s); }
 
 }  // namespace
 

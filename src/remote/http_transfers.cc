@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "b2ndfs/util/log.h"
+#include "b2ndfs/util/text.h"
 #include "http_request.h"
 
 namespace b2ndfs::remote {
@@ -33,7 +34,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+using ::b2ndfs::text::Now;
 
 // The requests one caller waits for, and those that ended and are not yet
 // reported to it.

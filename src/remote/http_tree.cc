@@ -1,17 +1,17 @@
 #include "b2ndfs/remote/http_tree.h"
 
 #include <cctype>
+#include <string_view>
 
 #include "b2ndfs/remote/autoindex.h"
+#include "b2ndfs/util/text.h"
 #include "object_tree.h"
 
 namespace b2ndfs::remote {
 namespace {
 
 std::string LowerPrefix(const std::string& s, size_t n) {
-  std::string lower = s.substr(0, n);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
+  return ::b2ndfs::text::Lower(std::string_view(s).substr(0, n));
 }
 
 }  // namespace

@@ -2,19 +2,20 @@
 // names (a directory's listing, an object's HEAD), kept per key for
 // `revalidate` seconds, bounded by a least-recently-used total weight (a
 // listing weighs its entries, a HEAD answer one), and fetched
-// by one request however many threads ask for the same key at once (single
-// flight: the others wait for that answer).
+// by one request however many threads ask for the same key at once (util/
+// single_flight.h, under mutex_: the others wait for that answer).
 //
 // Ownership: the cache owns its entries; values are handed out by copy
 // (Listing is a shared_ptr, so a copy is cheap and outlives eviction).
 // Thread-safety: any thread. mutex_ is a leaf lock: a loader runs without it.
 // Errors: a loader's Result is returned to every waiter; only answers that
-// `keep` accepts are cached (successes, names that are not there).
+// `keep` accepts are cached (successes, names that are not there). A loader
+// that throws answers every waiter EIO (ENOMEM for bad_alloc), and the next
+// call asks again.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <list>
@@ -25,19 +26,17 @@
 #include <unordered_map>
 #include <utility>
 
+#include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/status.h"
+#include "b2ndfs/util/text.h"
 
 namespace b2ndfs::remote {
-
-inline double MetaNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 template <class T>
 class MetaCache {
  public:
   struct Entry {
-    double at = 0;  // MetaNow() when the answer came
+    double at = 0;  // text::Now() when the answer came
     Result<T> value = Status(EIO, "unset");
     size_t weight = 1;
   };
@@ -54,33 +53,30 @@ class MetaCache {
   // answer of one call of `load` (made by this thread, or by the one already
   // loading `key`, whose answer this one waits for).
   Result<T> Get(const std::string& key, double max_age, const Loader& load) {
-    std::shared_ptr<Flight> flight;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (auto* e = FindLocked(key); e != nullptr && MetaNow() - e->at <= max_age) {
+    typename Flights::Joined joined;
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto* e = FindLocked(key); e != nullptr && ::b2ndfs::text::Now() - e->at <= max_age) {
         return e->value;
       }
-      auto it = flights_.find(key);
-      if (it == flights_.end()) {
-        flight = std::make_shared<Flight>();
-        flights_.emplace(key, flight);
-      } else {
-        flight = it->second;
-        ++flight->waiters;
-        flight->done_cv.wait(lock, [&] { return flight->done; });
-        return flight->value;
-      }
+      joined = flights_.JoinLocked(key);
+    } catch (...) {
+      return StatusOfCurrentException("metadata request");
     }
-    Result<T> value = load();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (keep_(value)) PutLocked(key, value);
-      flight->value = value;
-      flight->done = true;
-      flights_.erase(key);
-    }
-    flight->done_cv.notify_all();
-    return value;
+    if (!joined.leader) return joined.flight->Wait();
+    return LeadFlight(
+        joined.flight, load,
+        [&](const Result<T>& value) noexcept {
+          std::lock_guard<std::mutex> lock(mutex_);
+          flights_.RemoveLocked(key, joined.flight.get());
+          try {
+            if (keep_(value)) PutLocked(key, value);
+          } catch (...) {
+            // Not kept (no memory, or `keep` or `weigh` threw): the waiters
+            // still get the answer, and the next call asks again.
+          }
+        },
+        "metadata request");
   }
 
   // The cached entry, however old (nullopt: none).
@@ -112,17 +108,12 @@ class MetaCache {
   // Threads waiting for another's load of `key` (for tests).
   int waiters(const std::string& key) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = flights_.find(key);
-    return it == flights_.end() ? 0 : it->second->waiters;
+    const auto* flight = flights_.FindLocked(key);
+    return flight == nullptr ? 0 : flight->waiters();
   }
 
  private:
-  struct Flight {
-    std::condition_variable done_cv;
-    bool done = false;
-    int waiters = 0;
-    Result<T> value = Status(EIO, "unset");
-  };
+  using Flights = FlightTable<std::string, Result<T>>;
   using Order = std::list<std::pair<std::string, Entry>>;  // most recent first
 
   Entry* FindLocked(const std::string& key) {
@@ -133,7 +124,7 @@ class MetaCache {
   }
   void PutLocked(const std::string& key, Result<T> value) {
     const size_t weight = weigh_ ? std::max<size_t>(weigh_(value), 1) : 1;
-    Entry entry{MetaNow(), std::move(value), weight};
+    Entry entry{::b2ndfs::text::Now(), std::move(value), weight};
     auto it = index_.find(key);
     if (it != index_.end()) {
       weight_ -= it->second->second.weight;
@@ -141,7 +132,12 @@ class MetaCache {
       order_.splice(order_.begin(), order_, it->second);
     } else {
       order_.emplace_front(key, std::move(entry));
-      index_.emplace(key, order_.begin());
+      try {
+        index_.emplace(key, order_.begin());
+      } catch (...) {
+        order_.pop_front();  // not kept: the list and the index agree
+        throw;
+      }
     }
     weight_ += weight;
     // (The newest answer stays, however heavy: its caller has it anyway.)
@@ -159,7 +155,7 @@ class MetaCache {
   mutable std::mutex mutex_;  // leaf lock; guards everything below
   Order order_;
   std::unordered_map<std::string, typename Order::iterator> index_;
-  std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
+  Flights flights_;
 };
 
 }  // namespace b2ndfs::remote

@@ -32,7 +32,7 @@ constexpr size_t kMaxNames = 131072;
 // names are kept one by one (kMaxNames) for the lookups that follow.
 constexpr size_t kMaxWholeListing = 65536;
 
-double Now() { return MetaNow(); }
+using ::b2ndfs::text::Now;
 
 // Answers worth remembering: successes, and names that are not there.
 template <class T>

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "b2ndfs/remote/http_client.h"
+#include "b2ndfs/util/text.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -31,10 +32,7 @@ std::string HmacSha256(const std::string& key, const std::string& data) {
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using ::b2ndfs::text::Lower;
 
 // Header values: leading and trailing blanks dropped, inner runs of blanks
 // squeezed to one space.

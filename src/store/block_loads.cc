@@ -24,6 +24,7 @@
 
 #include "b2ndfs/store/read_plan.h"
 #include "b2ndfs/store/worker_pool.h"
+#include "b2ndfs/util/single_flight.h"
 #include "block_loader.h"
 #include "cache_keys.h"
 #include "once_flags.h"
@@ -299,12 +300,7 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
       for (size_t k = 0; k < loads.reads.size(); ++k) {
         if (batch.claimed[k] == 0) continue;
         for (const auto& f : batch.claims[k].mine) {
-          bool done;
-          {
-            std::lock_guard<std::mutex> lock(f->mutex);
-            done = f->done;
-          }
-          if (done) continue;
+          if (f->landed()) continue;
           flights_.Land(batch.claims[k], f, status, &loads.reads[k].owned, &batch.counts[k]);
           if (batch.landed[k].ok()) batch.landed[k] = status;
         }
@@ -327,10 +323,8 @@ void BlockLoader::Run(BlockLoads& loads, WorkerPool* workers) const {
       }
       piece_landed.assign(pieces.size(), 0);
       source_.ReadMany(pieces, land);
-    } catch (const std::bad_alloc&) {
-      fail_unlanded(Status(ENOMEM, "out of memory"));
-    } catch (const std::exception& e) {
-      fail_unlanded(Status(EIO, e.what()));
+    } catch (...) {
+      fail_unlanded(StatusOfCurrentException("source read"));
     }
   };
   // After issue(): read k's bytes, with those other plans were fetching.

@@ -4,6 +4,13 @@
 // every completion, waiters or not, and a read plan completes one flag per
 // source read (hundreds for a slice across small blocks; each system call
 // costs microseconds in a virtual machine).
+// Not a single flight (util/single_flight.h), on purpose: a flag hands no
+// outcome to its waiters (the call writes the plan's own buffers, and each
+// waiter reads their status there), and a call that throws hands the flag
+// to a waiter, who calls again, rather than failing them all. So every
+// waiter completes on every path and no flag is poisoned, as with a single
+// flight, but with one atomic per flag and no table, lock or allocation on
+// the path every block of a cold read takes.
 #include <atomic>
 #include <cstddef>
 #include <memory>

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <exception>
-#include <new>
 
 namespace b2ndfs::store {
 
@@ -40,13 +38,11 @@ void SpanFlights::Land(const Claim& claim, const std::shared_ptr<Flight>& f, con
                        Owned* owned, Counts* counts) {
   uint8_t* into = claim.out.get() + (f->begin - claim.begin);
   if (s.ok()) counts->read += f->end - f->begin;
-  {
-    std::lock_guard<std::mutex> lock(f->mutex);
-    if (s.ok()) f->bytes = std::shared_ptr<const uint8_t>(claim.out, into);
-    f->status = s;
-    f->done = true;
+  if (s.ok()) {
+    f->outcome.Publish(std::shared_ptr<const uint8_t>(claim.out, into));
+  } else {
+    f->outcome.Publish(s);
   }
-  f->landed.notify_all();
   if (s.ok()) {
     owned->push_back(f);
   } else {
@@ -59,15 +55,10 @@ Status SpanFlights::Join(const Claim& claim, Status status, const ReadFn& read, 
   for (const std::shared_ptr<Flight>& f : claim.joined) {
     const int64_t from = std::max(claim.begin, f->begin);
     const int64_t to = std::min(claim.end, f->end);
-    bool ok;
-    {
-      std::unique_lock<std::mutex> lock(f->mutex);
-      f->landed.wait(lock, [&] { return f->done; });
-      ok = f->status.ok();
-    }
+    const Result<std::shared_ptr<const uint8_t>>& landed = f->outcome.Wait();
     uint8_t* into = claim.out.get() + (from - claim.begin);
-    if (ok) {
-      std::memcpy(into, f->bytes.get() + (from - f->begin), static_cast<size_t>(to - from));
+    if (landed.ok()) {
+      std::memcpy(into, landed->get() + (from - f->begin), static_cast<size_t>(to - from));
       counts->shared += to - from;
       continue;
     }
@@ -91,14 +82,10 @@ Status SpanFlights::Fetch(int64_t part, int64_t begin, int64_t end,
   Status status;
   for (const std::shared_ptr<Flight>& f : claim.mine) {
     // Whatever happens, the flight lands: others wait for it.
-    Status s;
-    try {
-      s = read(part, f->begin, f->end - f->begin, out.get() + (f->begin - begin));
-    } catch (const std::bad_alloc&) {
-      s = Status(ENOMEM, "out of memory");
-    } catch (const std::exception& e) {
-      s = Status(EIO, e.what());
-    }
+    auto read_piece = [&] {
+      return read(part, f->begin, f->end - f->begin, out.get() + (f->begin - begin));
+    };
+    const Status s = RunGuarded<Status>(read_piece, "source read");
     Land(claim, f, s, owned, counts);
     if (!s.ok() && status.ok()) status = s;
   }

@@ -13,11 +13,15 @@
 // Lifetime. The pieces a fetch reads are published until its owner releases
 // them (after its blocks are decoded into the cache): a plan made before
 // those blocks landed then still finds their bytes here.
-// Thread-safety: every method from any thread. mutex_ is a leaf lock; no
-// source read runs while it is held.
+// Keys here are byte ranges (a fetch joins every flight that overlaps it),
+// so the table is a map of ranges of its own; each piece's completion is
+// util/single_flight.h's Flight, and a read that throws lands its pieces
+// with the error it stands for (EIO, ENOMEM), so no fetch waits forever.
+// Thread-safety: every method from any thread. mutex_ is a leaf lock (a
+// Flight's own mutex is never taken under it); no source read runs while it
+// is held.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::store {
@@ -37,13 +42,10 @@ class SpanFlights {
     int64_t part = 0;
     int64_t begin = 0;
     int64_t end = 0;
-    std::mutex mutex;  // guards done, status
-    std::condition_variable landed;
-    bool done = false;
-    Status status;
-    // end - begin of them, once done and ok: in the owner's buffer, kept
-    // alive by whoever still holds the flight.
-    std::shared_ptr<const uint8_t> bytes;
+    // Once landed: end - begin bytes in the owner's buffer (kept alive by
+    // whoever still holds the flight), or why they could not be read.
+    b2ndfs::Flight<Result<std::shared_ptr<const uint8_t>>> outcome;
+    bool landed() const { return outcome.done(); }
   };
   using Owned = std::vector<std::shared_ptr<Flight>>;
   using ReadFn = std::function<Status(int64_t part, int64_t offset, int64_t length, uint8_t* out)>;

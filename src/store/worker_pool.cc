@@ -6,6 +6,8 @@
 #include <memory>
 #include <utility>
 
+#include "b2ndfs/util/task_pool.h"
+
 namespace b2ndfs::store {
 
 namespace {
@@ -68,6 +70,7 @@ void WorkerPool::WorkerLoop() {
       // Best-effort work only reaches here (ParallelFor items catch their
       // own): an uncaught exception would end the daemon.
       failed_tasks_++;
+      LogTaskFailure("worker task", failure_log_);
     }
   }
 }

@@ -11,8 +11,8 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/log.h"
+#include "b2ndfs/util/task_pool.h"
 #include "b2ndfs/views/view.h"
-#include "background.h"
 #include "generation.h"
 #include "inode_table.h"
 #include "mirror.h"
@@ -153,8 +153,9 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
                                  root, std::max(kRecentEntriesMin, max_open));
   if (root_container) root->entry = resolver_->EntryFor(root->path);
   if (tree_->remote()) {
-    background_ = std::make_unique<CallPool>(
-        options_.background_threads > 0 ? options_.background_threads : kDefaultBackgroundThreads);
+    background_ = std::make_unique<TaskPool>("background probe", options_.background_threads > 0
+                                                                     ? options_.background_threads
+                                                                     : kDefaultBackgroundThreads);
     entry_context_->background = background_.get();
     entry_context_->healthy_grace = std::chrono::milliseconds(options_.healthy_grace_ms);
     entry_context_->suspect_grace = std::chrono::milliseconds(options_.suspect_grace_ms);
@@ -168,7 +169,21 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
 
 Filesystem::~Filesystem() {
   // Background calls hold entries: they end first.
-  background_.reset();
+  StopBackground();
+}
+
+void Filesystem::StopBackground() {
+  if (background_) background_->Stop();
+}
+
+void Filesystem::SetInvalidateCallback(
+    std::function<void(const std::vector<StaleNode>&)> callback) {
+  std::shared_ptr<const InvalidateFn> made;
+  if (callback) made = std::make_shared<const InvalidateFn>(std::move(callback));
+  std::lock_guard<std::mutex> lock(invalidate_mutex_);
+  invalidate_.swap(made);
+  // The old callback goes with `made`, after the unlock (unless a call in
+  // progress still holds it).
 }
 
 Status Filesystem::ValidateSource(const std::string& source) {
@@ -203,7 +218,12 @@ void Filesystem::Forget(Ino ino, uint64_t nlookup) {
 void Filesystem::GenerationReplaced(const ContainerEntry& entry, const Generation& old,
                                     const store::Container* fresh) {
   generations_replaced_.fetch_add(1, std::memory_order_relaxed);
-  if (!invalidate_) return;
+  std::shared_ptr<const InvalidateFn> invalidate;
+  {
+    std::lock_guard<std::mutex> lock(invalidate_mutex_);
+    invalidate = invalidate_;
+  }
+  if (!invalidate) return;
   // The kernel holds names inside the container only below a container
   // directory it holds: tell it to drop the directory's attributes and its
   // names (each with everything below it), which the next use looks up
@@ -225,7 +245,7 @@ void Filesystem::GenerationReplaced(const ContainerEntry& entry, const Generatio
   std::vector<StaleNode> stale;
   stale.push_back(StaleNode{dir, 0, std::string(), false});
   for (const std::string& name : names) stale.push_back(StaleNode{0, dir, name, true});
-  invalidate_(stale);
+  (*invalidate)(stale);
 }
 
 Result<struct stat> Filesystem::SourceStat(PathNode& node) {

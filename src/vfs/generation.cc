@@ -184,15 +184,16 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
   }
   auto self = shared_from_this();
   bool joined = false;
-  auto answer = context_->probes.Run(
-      path_, *context_->background,
+  TaskPool* pool = context_->background;
+  auto answer = context_->probes.Launch(
+      path_,
       [self] {
         auto settled = self->Settle();
         return settled.ok() ? Status::Ok() : settled.status();
       },
-      &joined);
+      [pool](std::function<void()> task) { return pool->Submit(std::move(task)); }, &joined);
   if (known && !context_->WaitOrSuspect(answer, joined)) return known;
-  const Status outcome = answer.get();
+  const Status outcome = answer->Wait();
   if (!outcome.ok()) return outcome;
   // What the probe settled (or a newer version, if another came since).
   auto current = Usable();

@@ -32,7 +32,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -42,8 +41,9 @@
 #include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
+#include "b2ndfs/util/single_flight.h"
+#include "b2ndfs/util/task_pool.h"
 #include "b2ndfs/vfs/filesystem.h"
-#include "background.h"
 #include "inode_table.h"
 
 namespace b2ndfs::views {
@@ -171,11 +171,18 @@ struct EntryContext {
   std::function<void(const ContainerEntry&, const Generation& old, const store::Container* fresh)>
       replaced;
   // Remote trees: probes run here, one per container at a time (null: on
-  // the caller's thread).
-  CallPool* background = nullptr;
+  // the caller's thread), so that FUSE request threads never wait on a
+  // server that does not answer for longer than they choose to: a caller
+  // with an answer of its own (a generation it knows, a name's last
+  // attributes) waits a grace period (WaitOrSuspect) and goes on with what
+  // it has; the probe lands later and updates what it concerns. Owned by the
+  // Filesystem, which stops it (running probes end, queued ones answer EIO)
+  // before anything they use goes (Filesystem::StopBackground).
+  TaskPool* background = nullptr;
   // Their outcome only: a finished call keeps no generation alive (the
-  // caller takes the entry's current one).
-  SingleFlight<Status> probes;
+  // caller takes the entry's current one). A probe that throws answers its
+  // waiters EIO; the next caller probes again (util/single_flight.h).
+  SingleFlight<std::string, Status> probes{"probe"};
   // Until then (CLOCK_MONOTONIC ns), after a probe that failed or outlived
   // its grace, callers that know a generation wait only briefly for the
   // next one: the server is down or slow.
@@ -188,12 +195,12 @@ struct EntryContext {
   // when it did not come. A call that was already in flight when the server
   // is suspect gets no wait at all: it has been waiting for the server.
   template <typename T>
-  bool WaitOrSuspect(const std::shared_future<T>& answer, bool joined) {
+  bool WaitOrSuspect(const std::shared_ptr<const Flight<T>>& answer, bool joined) {
     const bool suspect = NowNs() < suspect_until_ns.load();
     const std::chrono::milliseconds grace = !suspect ? healthy_grace
                                             : joined ? std::chrono::milliseconds(0)
                                                      : suspect_grace;
-    if (answer.wait_for(grace) == std::future_status::ready) {
+    if (answer->WaitFor(grace)) {
       return true;
     }
     MarkSuspect();

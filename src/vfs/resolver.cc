@@ -50,14 +50,16 @@ Result<struct stat> Resolver::SourceStat(PathNode* held, const std::string& path
     known = held->last_stat;
   }
   Result<struct stat> st = Status(EIO, "unset");
-  CallPool* background = entries_context_->background;
+  TaskPool* background = entries_context_->background;
   if (known && background != nullptr && tree_->remote()) {
     const source::Tree* tree = tree_;
     bool joined = false;
-    auto answer = stats_.Run(
-        path, *background, [tree, path] { return tree->Stat(path); }, &joined);
+    auto answer = stats_.Launch(
+        path, [tree, path] { return tree->Stat(path); },
+        [background](std::function<void()> task) { return background->Submit(std::move(task)); },
+        &joined);
     if (!entries_context_->WaitOrSuspect(answer, joined)) return *known;
-    st = answer.get();
+    st = answer->Wait();
   } else {
     st = tree_->Stat(path);
   }

@@ -78,7 +78,8 @@ class Resolver {
   size_t entries_swept_at_ = 0;
   std::list<std::shared_ptr<ContainerEntry>> recent_;  // most recent first
   std::atomic<uint64_t> stale_replies_{0};
-  SingleFlight<Result<struct stat>> stats_;  // remote: one stat per path at a time
+  // Remote: one stat per path at a time, on EntryContext::background.
+  SingleFlight<std::string, Result<struct stat>> stats_{"stat"};
 };
 
 }  // namespace b2ndfs::vfs

@@ -2,7 +2,7 @@
 // An in-memory source::Tree for driving vfs::Filesystem without FUSE: its
 // containers are byte strings, and a test can change the tree under the
 // filesystem (replace, remove), cut it off (an outage: every call fails with
-// an errno), slow it down, and count what it was asked.
+// an errno), make it throw, slow it down, and count what it was asked.
 // A container's old version reads on after a replacement as a local file
 // held open does, or (old_versions_readable = false) answers ESTALE as a
 // server that no longer has it does.
@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +54,9 @@ class FakeTree : public source::Tree {
   void SetOutage(int error) { state_->outage.store(error); }
   void SetDelay(std::chrono::milliseconds delay) { state_->delay_ms.store(delay.count()); }
   void SetOldVersionsReadable(bool readable) { state_->old_readable.store(readable); }
+  // Every call throws std::runtime_error (a bug deep in a source) until
+  // SetThrowing(false).
+  void SetThrowing(bool throwing) { state_->throwing.store(throwing); }
 
   // OpenList() hands out pages of at most `n` entries (0: the whole
   // listing as one page).
@@ -147,6 +151,7 @@ class FakeTree : public source::Tree {
     std::atomic<int> outage{0};
     std::atomic<int64_t> delay_ms{0};
     std::atomic<bool> old_readable{true};
+    std::atomic<bool> throwing{false};
     std::atomic<int64_t> probes{0}, reads{0}, bytes_read{0}, stats{0}, holds{0}, pages{0};
     std::atomic<size_t> page_size{0};
   };
@@ -171,6 +176,7 @@ class FakeTree : public source::Tree {
   static Status FaultOf(State& state) {
     const int64_t delay = state.delay_ms.load();
     if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    if (state.throwing.load()) throw std::runtime_error("fake source bug");
     const int error = state.outage.load();
     if (error != 0) return Status(error, std::string("fake outage: ") + std::strerror(error));
     return Status::Ok();

@@ -1,6 +1,6 @@
 // Unit tests of store/worker_pool: every ParallelFor item runs once,
 // exceptions thrown on workers reach the caller (after the other items ran)
-// instead of ending the process, throwing best-effort tasks are counted, and
+// instead of ending the process, throwing best-effort tasks are counted and logged, and
 // Shutdown() drops queued tasks, joins running ones and stops accepting work.
 #include "b2ndfs/store/worker_pool.h"
 
@@ -13,10 +13,12 @@
 #include <new>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "b2ndfs/util/atomic_max.h"
+#include "b2ndfs/util/log.h"
 
 namespace b2ndfs::store {
 namespace {
@@ -194,6 +196,8 @@ TEST_CASE("TrySubmit tasks that throw are swallowed and counted") {
   REQUIRE(submitted_throwing == 10);
   REQUIRE(WaitFor([&] { return ran.load() == 10 && pool.failed_tasks() == 10; }));
   CHECK(pool.failed_tasks() == 10);
+  // Logged (a few a minute), never fatal.
+  CHECK(RecentLogText().find("worker task failed: read-ahead failed") != std::string::npos);
   // The workers survived.
   REQUIRE(pool.TrySubmit([&] { ran++; }, 1000));
   REQUIRE(WaitFor([&] { return ran.load() == 11; }));

@@ -28,12 +28,14 @@
 // by cache_id.h's NamedKey(): their source's name and signature.
 // Errors: a loader's non-OK Result is handed to every waiter and not cached
 // (the next call retries); a loader that throws yields ENOMEM (bad_alloc) or
-// EIO (anything else), and one that returns a null Value yields EIO.
+// EIO (anything else), and one that returns a null Value yields EIO. The
+// single flight is util/single_flight.h's (a FlightTable per shard, under
+// the shard's mutex, so that a lookup and joining a load are one step).
 // Thread-safety: every method may be called from any thread; the cache must
 // outlive every call in progress.
 // Lock order: charge_mutex_ before one shard mutex at a time; one shard
-// mutex at a time, then (never while holding it) the
-// mutex of one in-flight load; loaders run with no lock held.
+// mutex at a time, then (never while holding it) the mutex of one in-flight
+// load (util/single_flight.h's Flight); loaders run with no lock held.
 #pragma once
 
 #include <cstddef>

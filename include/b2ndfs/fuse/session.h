@@ -3,6 +3,11 @@
 // for anything unexpected, ENOMEM for bad_alloc). Knows the vfs, nothing of
 // c-blosc2 or msgpack.
 // Thread-safety: callbacks run on libfuse's worker threads concurrently.
+// Unmount order (Serve, once the request loop ended): reads answered on
+// threads of their own, then the filesystem's background probes
+// (Filesystem::StopBackground), then the invalidator's thread and the
+// invalidation callback, then the page pusher, then the session: nothing
+// that may still call the kernel outlives what it calls through.
 #pragma once
 
 #include <functional>

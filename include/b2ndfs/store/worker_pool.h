@@ -14,7 +14,8 @@
 // calls it too, so a pool that is simply destroyed is still safe.
 // Errors: an exception thrown by a ParallelFor item is rethrown on the
 // calling thread once every item has finished; an exception thrown by a
-// TrySubmit task is swallowed and counted (failed_tasks()).
+// TrySubmit task is counted (failed_tasks()) and logged (util/task_pool.h,
+// LogTaskFailure: "worker task failed: ...", a few a minute), never fatal.
 // Thread-safety: every method except Shutdown() and the destructor may be
 // called from any thread, concurrently; Shutdown() must not be called from a
 // worker (it joins them).
@@ -31,6 +32,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "b2ndfs/util/log.h"
 
 namespace b2ndfs::store {
 
@@ -53,7 +56,7 @@ class WorkerPool {
   void ParallelFor(size_t n, const std::function<void(size_t)>& fn);
   // Queues best-effort work (read-ahead) unless `max_queued` tasks already
   // wait or the pool is shut down; returns false when the task was dropped.
-  // A task that throws is counted in failed_tasks() and otherwise ignored.
+  // A task that throws is counted in failed_tasks() and logged.
   bool TrySubmit(std::function<void()> fn, size_t max_queued);
   // Stops accepting work, drops what is queued and joins the workers.
   // Idempotent. ParallelFor callers still in flight finish their items on
@@ -76,6 +79,7 @@ class WorkerPool {
   std::deque<std::function<void()>> tasks_;  // guarded by mutex_
   std::vector<std::thread> threads_;         // guarded by mutex_
   std::atomic<uint64_t> failed_tasks_{0};
+  LogRateLimit failure_log_{5, int64_t{60} * 1000000000};
 };
 
 }  // namespace b2ndfs::store

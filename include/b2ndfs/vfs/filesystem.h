@@ -36,8 +36,10 @@
 // Errors: Status with the errno to report (ENOENT, ENOTDIR, ESTALE, EIO, ...).
 // Thread-safety: every method may be called from any thread.
 // Lock order: ContainerEntry's before Generation's before OpenContainers'
-// and InodeTable's, which are leaves; so are entries_mutex_ and
-// ReadPattern's.
+// and InodeTable's, which are leaves; so are entries_mutex_,
+// invalidate_mutex_ and ReadPattern's.
+// Teardown: StopBackground() (remote probes joined), then the callbacks may
+// go; the destructor stops the probes before anything they use.
 #pragma once
 
 #include <sys/stat.h>
@@ -63,6 +65,9 @@ namespace b2ndfs::source {
 class PlainFile;
 class Tree;
 }  // namespace b2ndfs::source
+namespace b2ndfs {
+class TaskPool;
+}  // namespace b2ndfs
 
 namespace b2ndfs::vfs {
 
@@ -172,7 +177,6 @@ constexpr int kDefaultMaxOpen = 1024;
 // The hidden directory at the mount root with runtime statistics.
 constexpr const char* kControlDirName = ".b2ndfs";
 
-class CallPool;
 class ContainerEntry;
 struct EntryContext;
 struct PathNode;
@@ -212,12 +216,18 @@ class Filesystem {
   // Records kept for kernel references (mirrored and unlisted nodes); names
   // inside containers need none.
   size_t NodeCount() const;
-  // Called (from a request thread, no lock held) with the nodes whose
-  // kernel-cached attributes and names became stale because their container
-  // changed on disk. The FUSE layer forwards them to the kernel.
-  void SetInvalidateCallback(std::function<void(const std::vector<StaleNode>&)> callback) {
-    invalidate_ = std::move(callback);
-  }
+  // Called (from a request thread or a background probe, no lock held)
+  // with the nodes whose kernel-cached attributes and names became stale
+  // because their container changed on disk. The FUSE layer forwards them
+  // to the kernel. May be replaced or cleared at any time: a call already
+  // made keeps the callback it took alive until it returns.
+  void SetInvalidateCallback(std::function<void(const std::vector<StaleNode>&)> callback);
+  // Stops the background probes of a remote tree: waits for the running
+  // ones; queued ones answer their waiters EIO; later probes run on their
+  // caller's thread. At unmount, before whatever the invalidation callback
+  // uses goes (fuse/session.cc): after it no probe calls the callback.
+  // Idempotent; the destructor does it too.
+  void StopBackground();
   // Called (from a request thread, no lock held) with a file to store in the
   // kernel's page cache ahead of its reader; no callback, no pushes.
   // `callback` returns whether the push was taken (or one of the same inode
@@ -253,10 +263,12 @@ class Filesystem {
   std::unordered_map<Ino, std::weak_ptr<ReadPattern>> patterns_;
   size_t patterns_swept_at_ = 0;
   LatencyHistogram read_latency_;
-  std::function<void(const std::vector<StaleNode>&)> invalidate_;
+  using InvalidateFn = std::function<void(const std::vector<StaleNode>&)>;
+  std::mutex invalidate_mutex_;  // leaf lock; guards invalidate_ (not its calls)
+  std::shared_ptr<const InvalidateFn> invalidate_;
   int64_t start_time_ns_ = 0;
   std::atomic<uint64_t> generations_replaced_{0};
-  std::unique_ptr<CallPool> background_;  // remote trees; stopped first
+  std::unique_ptr<TaskPool> background_;  // remote trees; stopped first
 };
 
 }  // namespace b2ndfs::vfs

@@ -1,0 +1,21 @@
+// util/text: the small text and clock helpers every module shares (header
+// names, hosts, config lines, ages of cached answers).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace b2ndfs::text {
+
+// ASCII lower case (the C locale's tolower): header names, hosts, options.
+std::string Lower(std::string_view s);
+// `s` without its leading and trailing ASCII white space (space, \t, \n,
+// \v, \f, \r). TrimView returns a view into `s`; Trim a copy.
+std::string_view TrimView(std::string_view s);
+std::string Trim(std::string_view s);
+// Seconds on the monotonic clock (std::chrono::steady_clock): deadlines and
+// the ages of cached answers, never wall time.
+double Now();
+
+}  // namespace b2ndfs::text
