@@ -91,11 +91,13 @@ std::string MakeNpyHeader(const std::string& descr, const std::vector<int64_t>& 
   }
   dict += "), }";
   // Version 1.0 has a 2-byte header length; longer headers need 2.0. The
-  // whole preamble is padded with spaces to a multiple of 64 and ends in \n.
+  // whole preamble is padded with spaces to a multiple of 64 (a page where it
+  // fits in one, see view.h) and ends in \n.
   const bool v2 = dict.size() + 1 + 10 > 65535;
   const size_t preamble = v2 ? 12 : 10;
   size_t total = preamble + dict.size() + 1;
-  const size_t padded = (total + 63) / 64 * 64;
+  size_t padded = (total + 63) / 64 * 64;
+  if (padded <= kNpyHeaderPage) padded = kNpyHeaderPage;
   dict.append(padded - total, ' ');
   dict += '\n';
   std::string out = "\x93NUMPY";
