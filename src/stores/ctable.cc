@@ -9,6 +9,7 @@
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/format/ndmeta.h"
+#include "b2ndfs/format/npy_header.h"
 #include "b2ndfs/format/vlen.h"
 #include "b2ndfs/util/checked_math.h"
 
@@ -228,25 +229,7 @@ std::string ValidFileName(const std::string& rel) {
 }
 
 std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
-  std::string dict = "{'descr': " + descr + ", 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    dict += std::to_string(shape[i]);
-    if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
-    if (i + 1 < shape.size()) dict += " ";
-  }
-  dict += "), }";
-  // Version 1.0 has a 2-byte header length; longer headers need 2.0. The
-  // whole preamble is padded with spaces to a multiple of 64 and ends in \n.
-  const bool v2 = dict.size() + 1 + 10 > 65535;
-  const size_t total = (v2 ? 12 : 10) + dict.size() + 1;
-  dict.append((total + 63) / 64 * 64 - total, ' ');
-  dict += '\n';
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(v2 ? 2 : 1);
-  out += '\0';
-  const uint32_t len = static_cast<uint32_t>(dict.size());
-  for (int b = 0; b < (v2 ? 4 : 2); ++b) out += static_cast<char>((len >> (8 * b)) & 0xff);
-  return out + dict;
+  return format::NpyHeader(descr, shape);
 }
 
 std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::string& dir,

@@ -73,7 +73,7 @@ std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::str
 // "pos.z.npy").
 std::string ValidFileName(const std::string& rel);
 
-// A NumPy .npy header (format 1.0, or 2.0 when longer) for C-order items.
+// A NumPy .npy header for C-order items (format/npy_header.h).
 std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
 
 }  // namespace b2ndfs::stores::internal

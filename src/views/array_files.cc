@@ -1,6 +1,7 @@
 // meta.json, data and data.npy: the files every container directory has.
 #include <cstring>
 
+#include "b2ndfs/format/npy_header.h"
 #include "kinds.h"
 
 namespace b2ndfs::views {
@@ -83,34 +84,7 @@ std::unique_ptr<RootEntry> MakeDataNpyEntry() {
 }
 
 std::string MakeNpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
-  std::string dict = "{'descr': " + descr + ", 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    dict += std::to_string(shape[i]);
-    if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
-    if (i + 1 < shape.size()) dict += " ";
-  }
-  dict += "), }";
-  // Version 1.0 has a 2-byte header length; longer headers need 2.0. The
-  // whole preamble is padded with spaces to a multiple of 64 (a page where it
-  // fits in one, see view.h) and ends in \n.
-  const bool v2 = dict.size() + 1 + 10 > 65535;
-  const size_t preamble = v2 ? 12 : 10;
-  size_t total = preamble + dict.size() + 1;
-  size_t padded = (total + 63) / 64 * 64;
-  if (padded <= kNpyHeaderPage) padded = kNpyHeaderPage;
-  dict.append(padded - total, ' ');
-  dict += '\n';
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(v2 ? 2 : 1);
-  out += '\0';
-  const uint32_t len = static_cast<uint32_t>(dict.size());
-  out += static_cast<char>(len & 0xff);
-  out += static_cast<char>((len >> 8) & 0xff);
-  if (v2) {
-    out += static_cast<char>((len >> 16) & 0xff);
-    out += static_cast<char>((len >> 24) & 0xff);
-  }
-  return out + dict;
+  return format::NpyHeader(descr, shape);
 }
 
 }  // namespace b2ndfs::views

@@ -167,12 +167,7 @@ class Registry : public store::FileCatalog {
   std::shared_ptr<const Node> root_;
 };
 
-// The NumPy .npy header (format 1.0, or 2.0 when too long) for a C-order array,
-// padded with spaces to kNpyHeaderPage bytes (when it fits, as almost every
-// header does): the kernel reads the header's page apart from the array's
-// first block, so a damaged first block does not keep numpy from opening the
-// file (README.md, "Errors"). NumPy accepts headers of up to 10,000 bytes.
-constexpr size_t kNpyHeaderPage = 4096;
+// The NumPy .npy header for a C-order array (format/npy_header.h).
 std::string MakeNpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
 
 }  // namespace b2ndfs::views
