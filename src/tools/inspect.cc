@@ -193,8 +193,16 @@ int Missing(vfs::Filesystem& fs, const std::string& source, const std::string& f
   }
   // A refused view/EXPR says why (as the mount logs it); other names are
   // simply absent.
-  const std::string& why = status.message();
+  std::string why = status.message();
   const std::string last = file.substr(file.rfind('/') + 1);
+  // The core names the file first ("view/0,999: index 999 ..."): said once.
+  if (const size_t colon = why.find(": "); colon != std::string::npos) {
+    const std::string named = why.substr(0, colon);
+    if (file.size() >= named.size() &&
+        file.compare(file.size() - named.size(), named.size(), named) == 0) {
+      why = why.substr(colon + 2);
+    }
+  }
   if (file.find("view/") != std::string::npos && !why.empty() && why != last) {
     return Fail(source + ": no file " + file + ": " + why);
   }

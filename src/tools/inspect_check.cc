@@ -105,7 +105,7 @@ Result<size_t> Checker::ReadEach(vfs::Ino dir, const std::string& name, const st
   for (const vfs::DirEntry& file : files) {
     if (S_ISDIR(file.type)) continue;
     if (std::string problem = ReadAll(attr.st.st_ino, file.name, rel); !problem.empty()) {
-      return Status(EIO, name + "/" + file.name + ": " + problem);
+      return Status(EIO, name + "/" + file.name + ": " + Reason(problem, file.name));
     }
     ++n;
   }
@@ -124,7 +124,9 @@ std::string CarrierNote(const std::string& meta) {
   const std::string expression = StringField(meta, "expression");
   const std::string what = expression.empty() ? "carrier" : "carrier of '" + expression + "'";
   if (ScalarField(evaluation, "evaluated") == "true") return what + ": evaluated";
-  const std::string why = StringField(evaluation, "error");
+  std::string why = StringField(evaluation, "error");
+  const std::string said = "not evaluated: ";
+  if (why.rfind(said, 0) == 0) why = why.substr(said.size());
   return what + ": not evaluated" + (why.empty() ? "" : ": " + why);
 }
 
@@ -194,7 +196,7 @@ void Checker::Visit(vfs::Ino ino, const std::string& rel, int depth) {
     if (const std::string kind = StringField(*meta, "store"); !kind.empty()) {
       ++stores_;
       Ok(rel, kind + " store: " + StringField(*meta, "type") + ", " + ScalarField(*meta, "leaves") +
-                  " leaves");
+                  (ScalarField(*meta, "leaves") == "1" ? " leaf" : " leaves"));
     }
   }
   const bool table = Has(entries, "columns.json", false);
@@ -209,6 +211,8 @@ void Checker::Visit(vfs::Ino ino, const std::string& rel, int depth) {
       continue;
     }
     Visit(attr->st.st_ino, Join(rel, entry.name), depth + 1);
+    // As the kernel would: a walk of a large tree keeps no record per name.
+    fs_.Forget(attr->st.st_ino, 1);
   }
 }
 

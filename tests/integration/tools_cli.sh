@@ -125,8 +125,10 @@ if [[ -x $STORE_FIXTURE && -x $FIXTURE ]]; then
   "$FIXTURE" vlen "$V/out" "$V/ref" >/dev/null || fail "b2nd_fixture vlen"
   rm -rf "$V/out/hostile"
   "$INSPECT" check "$V/out" >"$TMP/out" 2>"$TMP/err"
-  grep -qx "ok      $V/out/lazy.b2nd (carrier of 'o0 + o1 \* 2': evaluated)" "$TMP/out" ||
+  grep -qx "ok      $V/out/lazy/sum.b2nd (carrier of '(o0 + o1) \* 2': evaluated)" "$TMP/out" ||
     fail "check: an evaluated carrier: $(cat "$TMP/out")"
+  grep -qx "ok      $V/out/lazy.b2nd (carrier of 'o0 + o1 \* 2': not evaluated: operand 'o0' (a.b2nd): no such container in the mount)" \
+    "$TMP/out" || fail "check: a carrier that is not evaluated: $(cat "$TMP/out")"
   grep -q "^ok      $V/out/c2ref.b2nd (carrier: .*no data)\$" "$TMP/out" ||
     fail "check: a C2Array reference: $(cat "$TMP/out")"
   grep -q "^ok      $V/out/objects.b2frame ([0-9]* item files read)\$" "$TMP/out" ||
