@@ -1,5 +1,7 @@
 #include "b2ndfs/format/npy_header.h"
 
+#include <algorithm>
+
 namespace b2ndfs::format {
 
 std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
@@ -14,7 +16,10 @@ std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shap
   const bool v2 = dict.size() + 1 + 10 > 65535;
   const size_t total = (v2 ? 12 : 10) + dict.size() + 1;
   size_t padded = (total + 63) / 64 * 64;
-  if (padded <= kNpyHeaderPage) padded = kNpyHeaderPage;
+  // Not for an empty array: numpy.memmap maps from the page where the data
+  // begins, and a file that ends exactly there cannot be mapped.
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  if (!empty && padded <= kNpyHeaderPage) padded = kNpyHeaderPage;
   dict.append(padded - total, ' ');
   dict += '\n';
   std::string out = "\x93NUMPY";

@@ -184,6 +184,10 @@ TEST_CASE("valid/NAME.npy names and headers", "[stores]") {
                  "{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }" +
                  std::string(4096 - 10 - 57 - 1, ' ') + "\n");
   CHECK(NpyHeader("'<i2'", {9, 3}).find("'shape': (9, 3), }") != std::string::npos);
+  // An empty array's is not (numpy.memmap cannot map a file whose data would
+  // begin at its end on a page boundary).
+  CHECK(NpyHeader("'<f4'", {0}).size() == 128);
+  CHECK(NpyHeader("'<f4'", {3, 0}).size() == 128);
   const std::string v2 = NpyHeader("'" + std::string(70000, 'x') + "'", {1});
   CHECK(v2[6] == 2);
   CHECK(v2.size() % 64 == 0);
