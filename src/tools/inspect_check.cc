@@ -133,6 +133,12 @@ std::string CarrierNote(const std::string& meta) {
 void Checker::Container(vfs::Ino ino, const std::string& rel, const std::string& meta,
                         const std::vector<vfs::DirEntry>& entries) {
   ++containers_;
+  // A frame header naming an id nothing writes (codec/builtin.h) is damage,
+  // even where the chunks still read.
+  if (const std::string needs = StringField(meta, "unsupported");
+      needs.find(" is damaged: ") != std::string::npos) {
+    return Broken(rel, needs);
+  }
   std::string note = meta.find("\"recipe\": ") != std::string::npos ? CarrierNote(meta) : "";
   if (quick_) return Ok(rel, note);
   const auto add = [&note](const std::string& more) { note += (note.empty() ? "" : "; ") + more; };

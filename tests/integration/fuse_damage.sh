@@ -8,7 +8,9 @@
 #   and the block returns the header (short), the next one EIO.
 # - Another's chunk header names filter id 90, which no c-blosc2 writes: the
 #   log says the chunk is damaged, not that a plugin is missing.
-# - b2ndfs-inspect check names both, as the mount does, and fails.
+# - A third's frame header names filter id 90: meta.json says the frame
+#   header is damaged.
+# - b2ndfs-inspect check names all three, as the mount does, and fails.
 # Usage: fuse_damage.sh BUILD_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 itest_init damage "$1"
@@ -20,13 +22,14 @@ M=$TMP/mnt
 mkdir -p "$S"
 # 65,536 int32 in chunks of 16,384 and blocks of 2,048 items (8 KiB: two
 # pages of data.npy each, page-aligned behind the 4 KiB header).
-for name in intact first_block filter90; do
+for name in intact first_block filter90 frame90; do
   "$FIXTURE" write "$S/$name.b2nd" --shape 65536 --chunks 16384 --blocks 2048 --dtype '<i4' \
     --codec lz4 >/dev/null || { fail "b2nd_fixture write $name"; finish; }
 done
 # damage FILE MODE: MODE "block0" overwrites the compressed size of block
 # 0's first stream of chunk 0 (c-blosc2 checks it against the chunk's
-# size); "filter90" sets chunk 0's first filter id to 90.
+# size); "filter90" sets chunk 0's first filter id to 90; "frame90" the
+# frame header's first filter id.
 damage() {
   "$PY" - "$1" "$2" <<'EOF'
 import struct, sys
@@ -39,7 +42,11 @@ flags = b[at + 2]
 nbytes, blocksize, cbytes = struct.unpack("<iii", b[at + 4:at + 16])
 assert nbytes == 65536 and blocksize == 8192, (nbytes, blocksize)
 assert flags & 0x05 == 0x05, "no extended chunk header"
-if mode == "block0":
+if mode == "frame90":
+    # The filters: a fixext16 (0xd8) at 69, its type (the count) at 70, ids at 71.
+    assert b[69] == 0xd8, hex(b[69])
+    b[71] = 90
+elif mode == "block0":
     bstart = struct.unpack("<i", b[at + 32:at + 36])[0]
     b[at + bstart:at + bstart + 4] = struct.pack("<i", cbytes * 4)
 else:
@@ -49,6 +56,7 @@ EOF
 }
 damage "$S/first_block.b2nd" block0 || fail "damaging first_block.b2nd"
 damage "$S/filter90.b2nd" filter90 || fail "damaging filter90.b2nd"
+damage "$S/frame90.b2nd" frame90 || fail "damaging frame90.b2nd"
 
 # --- the mount ----------------------------------------------------------------
 mount_fs "$S" "$M" || finish
@@ -89,6 +97,8 @@ wait_until 5 grep -q 'filter90.b2nd.*the chunk is damaged: it names filter id 90
   fail "the log does not call filter id 90 damage: $(grep filter90 "$M.log")"
 grep -q 'filter90.*never loads' "$M.log" && fail "filter id 90 logged as a missing plugin"
 grep -q 'first_block.b2nd' "$M.log" || fail "the damaged block was not logged"
+grep -q '"unsupported": "the frame header is damaged: it names filter id 90' "$M/frame90.b2nd/meta.json" ||
+  fail "frame90.b2nd/meta.json: $(grep unsupported "$M/frame90.b2nd/meta.json")"
 check "unmount" unmount_fs "$M"
 
 # --- b2ndfs-inspect check says what the mount says ------------------------------
@@ -99,5 +109,7 @@ grep -q "^ok      $S/intact.b2nd\$" "$TMP/out" || fail "check: $(cat "$TMP/out")
 grep -q "^BROKEN  $S/first_block.b2nd: " "$TMP/out" || fail "check: $(cat "$TMP/out")"
 grep -q "^BROKEN  $S/filter90.b2nd: .*the chunk is damaged: it names filter id 90" "$TMP/out" ||
   fail "check: $(cat "$TMP/out")"
-grep -q "3 container(s), 2 broken" "$TMP/err" || fail "check: $(cat "$TMP/err")"
+grep -q "^BROKEN  $S/frame90.b2nd: the frame header is damaged: it names filter id 90" "$TMP/out" ||
+  fail "check: $(cat "$TMP/out")"
+grep -q "4 container(s), 3 broken" "$TMP/err" || fail "check: $(cat "$TMP/err")"
 finish
