@@ -50,6 +50,9 @@ static_assert(BLOSC2_CHUNK_VERSION == kVersionByte && BLOSC2_CHUNK_FLAGS == kFla
               BLOSC2_CHUNK_FILTER_META == kUdcodecByte + 2);
 constexpr uint8_t kAlphaFormat = 3;  // BLOSC2_VERSION_FORMAT_ALPHA: 5 filters
 
+constexpr const char* kChunk = "the chunk";
+constexpr const char* kFrameHeader = "the frame header";
+
 bool IsBuiltinCodec(int compcode) {
   switch (compcode) {
     case BLOSC_BLOSCLZ:
@@ -82,7 +85,17 @@ std::string Label(const std::string& name, int id) {
   return name + " (id " + std::to_string(id) + ")";
 }
 
-std::string CodecWords(int compcode) {
+// An id that no c-blosc2 release and no plugin writes: a filter or codec
+// byte that was changed after writing (blosc2 chunks carry no checksum, so
+// this is one of the few places damage shows), not a missing plugin.
+std::string Damaged(const char* whole, const std::string& label, const char* known) {
+  return std::string(whole) + " is damaged: it names " + label + ", which c-blosc2 " +
+         LibraryVersion() + " never writes and no plugin may use (" + known + ")";
+}
+
+constexpr int kSnappy = 3;  // BLOSC_SNAPPY of Blosc1
+
+std::string CodecWords(int compcode, const char* whole) {
   const std::string name = CodecIdName(compcode);
   const std::string label = "codec " + Label(name, compcode);
   if (IsPluginCodec(compcode)) {
@@ -92,18 +105,20 @@ std::string CodecWords(int compcode) {
     return label +
            " is a user-registered codec; it needs an external plugin, which b2ndfs never loads";
   }
-  return label + " is not built into c-blosc2 " + LibraryVersion() +
-         " (b2ndfs never loads codec plugins)";
+  if (compcode == kSnappy) {
+    // Blosc1 wrote it; c-blosc2 dropped its decoder.
+    return label + " is not built into c-blosc2 " + LibraryVersion();
+  }
+  return Damaged(whole, label, "c-blosc2's codecs are 0-5 and 32-40, plugins' 160-255");
 }
 
-std::string FilterWords(uint8_t id) {
+std::string FilterWords(uint8_t id, const char* whole) {
   const std::string label = "filter " + Label(FilterIdName(id), id);
   if (IsUserRegisteredId(id)) {
     return label +
            " is a user-registered filter; it needs an external plugin, which b2ndfs never loads";
   }
-  return label + " is not built into c-blosc2 " + LibraryVersion() +
-         " (b2ndfs never loads filter plugins)";
+  return Damaged(whole, label, "c-blosc2's filters are 0-4 and 32-36, plugins' 160-255");
 }
 
 // Collects findings once each, in order.
@@ -129,9 +144,10 @@ class Findings {
   std::vector<std::string> words_;
 };
 
-void CheckFilters(std::span<const uint8_t> filters, Findings* findings) {
+// `whole`: what an impossible id shows to be damaged ("the chunk").
+void CheckFilters(std::span<const uint8_t> filters, const char* whole, Findings* findings) {
   for (uint8_t id : filters) {
-    if (!IsBuiltinFilter(id)) findings->Add(FilterWords(id));
+    if (!IsBuiltinFilter(id)) findings->Add(FilterWords(id, whole));
   }
 }
 
@@ -148,8 +164,8 @@ std::optional<std::string> UnsupportedPipeline(int compcode, uint8_t udcodec,
   // As frame.c reads a frame: codec nibble 6 (BLOSC_UDCODEC_FORMAT) means the
   // codec id is the udcodec byte, any id, built-in ones included.
   const int codec = compcode == BLOSC_UDCODEC_FORMAT ? udcodec : compcode;
-  if (!IsBuiltinCodec(codec)) findings.Add(CodecWords(codec));
-  CheckFilters(filters, &findings);
+  if (!IsBuiltinCodec(codec)) findings.Add(CodecWords(codec, kFrameHeader));
+  CheckFilters(filters, kFrameHeader, &findings);
   return findings.Joined();
 }
 
@@ -187,10 +203,12 @@ Status CheckChunkPipeline(std::span<const uint8_t> header) {
       break;
     case BLOSC_UDCODEC_FORMAT:
       if (udcodec < BLOSC2_GLOBAL_REGISTERED_CODECS_START) {
-        findings.Add("chunk names codec " + Label(CodecIdName(udcodec), udcodec) +
-                     " in its user-defined codec slot, which c-blosc2 does not decode");
+        findings.Add(std::string(kChunk) + " is damaged: it names codec " +
+                     Label(CodecIdName(udcodec), udcodec) +
+                     " in its user-defined codec slot, where c-blosc2 only writes registered "
+                     "codecs (ids 32 and up)");
       } else if (!IsBuiltinCodec(udcodec)) {
-        findings.Add(CodecWords(udcodec));
+        findings.Add(CodecWords(udcodec, kChunk));
       }
       break;
     case 2:
@@ -200,10 +218,11 @@ Status CheckChunkPipeline(std::span<const uint8_t> header) {
       findings.Add("chunk codec format 7 (codec kept in the super-chunk) is not supported");
       break;
     default:
-      findings.Add("chunk codec format " + std::to_string(compformat) + " is reserved");
+      findings.Add(std::string(kChunk) + " is damaged: its codec format " +
+                   std::to_string(compformat) + " is reserved (c-blosc2 never writes it)");
       break;
   }
-  CheckFilters(filters, &findings);
+  CheckFilters(filters, kChunk, &findings);
   if (auto words = findings.Joined()) return InvalidData(std::move(*words));
   return Status::Ok();
 }

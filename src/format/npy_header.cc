@@ -1,5 +1,7 @@
 #include "b2ndfs/format/npy_header.h"
 
+#include <algorithm>
+
 namespace b2ndfs::format {
 
 std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
@@ -10,11 +12,15 @@ std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shap
     if (i + 1 < shape.size()) dict += " ";
   }
   dict += "), }";
-  // Version 1.0 has a 2-byte header length; longer headers need 2.0. The
-  // whole preamble is padded with spaces to a multiple of 64 and ends in \n.
+  // Version 1.0 has a 2-byte header length; longer headers need 2.0.
   const bool v2 = dict.size() + 1 + 10 > 65535;
   const size_t total = (v2 ? 12 : 10) + dict.size() + 1;
-  dict.append((total + 63) / 64 * 64 - total, ' ');
+  size_t padded = (total + 63) / 64 * 64;
+  // Not for an empty array: numpy.memmap maps from the page where the data
+  // begins, and a file that ends exactly there cannot be mapped.
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  if (!empty && padded <= kNpyHeaderPage) padded = kNpyHeaderPage;
+  dict.append(padded - total, ' ');
   dict += '\n';
   std::string out = "\x93NUMPY";
   out += static_cast<char>(v2 ? 2 : 1);

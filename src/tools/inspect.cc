@@ -1,64 +1,59 @@
-// b2ndfs-inspect: look inside a container without mounting it, through the
-// same core the filesystem uses (as squashfuse_ls reuses its format library).
+// b2ndfs-inspect: look inside a source without mounting it, through the same
+// core the filesystem uses (as squashfuse_ls reuses its format library):
+// SOURCE is opened as the daemon opens it (inspect.h), so containers, stores
+// and their leaves, CTables, carriers, items and batches read and fail as in
+// a mount (README.md, "Inspecting without mounting").
 //
-//   b2ndfs-inspect meta CONTAINER                 print meta.json
-//   b2ndfs-inspect ls CONTAINER [DIR]             list a directory of the container view
-//   b2ndfs-inspect read CONTAINER FILE [OFFSET [LENGTH]]
-//                                                 write bytes of a virtual file to stdout
-//                                                 (FILE: data, data.npy, chunks/0.1, slices/0/07)
-//   b2ndfs-inspect check [--quick] DIR|CONTAINER  every container below DIR, one line each
-//                                                 (all its data read, or only its metadata);
+//   b2ndfs-inspect meta SOURCE [DIR]              print meta.json (of DIR below SOURCE)
+//   b2ndfs-inspect ls SOURCE [DIR]                list a directory as the mount shows it
+//   b2ndfs-inspect read SOURCE FILE [OFFSET [LENGTH]]
+//                                                 write bytes of a file to stdout
+//                                                 (FILE: data, data.npy, chunks/0.1, slices/0/07,
+//                                                 view/EXPR, run.b2z/arr2d/data.npy)
+//   b2ndfs-inspect check [--quick] SOURCE         every container, store, leaf and table below
+//                                                 SOURCE, one line each (inspect_check.cc);
 //                                                 exit 1 when any is broken
 // Each problem is reported once, by the tool (the core's own log lines are
 // not printed: they would repeat it).
-#include <unistd.h>
+#include "inspect.h"
+
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
-#include <system_error>
 #include <vector>
 
-#include "b2ndfs/cache/block_cache.h"
-#include "b2ndfs/codec/decompressor.h"
-#include "b2ndfs/store/container.h"
+#include "b2ndfs/source/tree.h"
+#include "b2ndfs/stores/store_tree.h"
 #include "b2ndfs/util/log.h"
-#include "b2ndfs/vfs/filesystem.h"
 
-namespace {
+namespace b2ndfs::inspect {
 
-using namespace b2ndfs;
-
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "b2ndfs-inspect: %s\n", message.c_str());
-  return 1;
+Inspected::Inspected(const std::string& source) : cache(256u << 20), decompressors(4) {
+  store.cache = &cache;
+  store.decompressors = &decompressors;
+  vfs::Options options;
+  options.source = source;
+  // As the daemon builds it: python-blosc2's stores shown as directories of
+  // their leaves; a CTable's valid/ files read through `store`.
+  options.tree = stores::MakeStoreTree(source::MakeLocalTree(source), &store);
+  fs = std::make_unique<vfs::Filesystem>(options, &store);
 }
 
-// Asked for (--help): stdout, success; a wrong command line: stderr, 2.
-int Usage(bool asked = false) {
-  std::fputs(
-      "usage: b2ndfs-inspect meta CONTAINER\n"
-      "       b2ndfs-inspect ls CONTAINER [DIR]\n"
-      "       b2ndfs-inspect read CONTAINER FILE [OFFSET [LENGTH]]\n"
-      "       b2ndfs-inspect check [--quick] DIR|CONTAINER\n",
-      asked ? stdout : stderr);
-  return asked ? 0 : 2;
-}
-
-// Walks a slash-separated path from the container's root.
 Result<vfs::Ino> Walk(vfs::Filesystem& fs, const std::string& path) {
   vfs::Ino ino = vfs::kRootIno;
   size_t pos = 0;
   while (pos <= path.size()) {
-    size_t slash = path.find('/', pos);
-    std::string part =
+    const size_t slash = path.find('/', pos);
+    const std::string part =
         path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
     if (!part.empty()) {
       auto attr = fs.Lookup(ino, part);
-      if (!attr.ok()) return attr.status().WithContext(part);
+      if (!attr.ok()) return attr.status();
       ino = attr->st.st_ino;
     }
     if (slash == std::string::npos) break;
@@ -67,50 +62,10 @@ Result<vfs::Ino> Walk(vfs::Filesystem& fs, const std::string& path) {
   return ino;
 }
 
-// The reason of a meta.json that is {"error": "REASON"}; empty for a
-// container that decodes.
-std::string ErrorOf(const std::string& meta_json) {
-  const size_t brace = meta_json.find_first_not_of(" \t\r\n");
-  const std::string key = "\"error\"";
-  if (brace == std::string::npos || meta_json[brace] != '{') return "";
-  const size_t at = meta_json.find_first_not_of(" \t\r\n", brace + 1);
-  if (at == std::string::npos || meta_json.compare(at, key.size(), key) != 0) return "";
-  const size_t open = meta_json.find('"', meta_json.find(':', at + key.size()));
-  std::string reason;
-  for (size_t i = open + 1; open != std::string::npos && i < meta_json.size(); ++i) {
-    if (meta_json[i] == '"') break;
-    if (meta_json[i] == '\\' && i + 1 < meta_json.size()) ++i;
-    reason += meta_json[i];
-  }
-  return reason.empty() ? "cannot be decoded" : reason;
-}
-
-// The core's read errors start with the container's name; said once here.
-std::string Unprefixed(const std::string& message, const std::string& path) {
-  const std::string prefix = path + ": ";
-  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
-}
-
-// One container, opened as the inspect commands open it.
-struct Inspected {
-  explicit Inspected(const std::string& source) : cache(256u << 20), decompressors(4) {
-    store.cache = &cache;
-    store.decompressors = &decompressors;
-    vfs::Options options;
-    options.source = source;
-    fs = std::make_unique<vfs::Filesystem>(options, &store);
-  }
-  cache::BlockCache cache;
-  codec::DecompressorPool decompressors;
-  store::StoreContext store;
-  std::unique_ptr<vfs::Filesystem> fs;
-};
-
-// Reads [offset, offset + length) of a file of the container (to the end
-// when length < 0), handing each piece to `out`.
-template <typename Out>
-Status ReadFile(vfs::Filesystem& fs, vfs::Ino ino, int64_t offset, int64_t length, Out out) {
+Status ReadFile(vfs::Filesystem& fs, vfs::Ino ino, int64_t offset, int64_t length,
+                const Sink& out) {
   B2NDFS_ASSIGN_OR_RETURN(vfs::Attr attr, fs.GetAttr(ino));
+  if (S_ISDIR(attr.st.st_mode)) return Status(EISDIR, "a directory (b2ndfs-inspect ls lists it)");
   B2NDFS_ASSIGN_OR_RETURN(vfs::FileHandle handle, fs.Open(ino, 0));
   if (length < 0) length = attr.st.st_size - offset;
   std::vector<uint8_t> buffer(1 << 20);
@@ -126,8 +81,7 @@ Status ReadFile(vfs::Filesystem& fs, vfs::Ino ino, int64_t offset, int64_t lengt
   return Status::Ok();
 }
 
-Result<std::string> MetaJson(vfs::Filesystem& fs) {
-  B2NDFS_ASSIGN_OR_RETURN(vfs::Ino ino, Walk(fs, "meta.json"));
+Result<std::string> ReadText(vfs::Filesystem& fs, vfs::Ino ino) {
   std::string text;
   B2NDFS_RETURN_IF_ERROR(ReadFile(fs, ino, 0, -1, [&](const uint8_t* p, size_t n) {
     text.append(reinterpret_cast<const char*>(p), n);
@@ -136,52 +90,123 @@ Result<std::string> MetaJson(vfs::Filesystem& fs) {
   return text;
 }
 
-// "" when the container decodes (and, unless quick, all its data reads).
-std::string Problem(const std::string& path, bool quick) {
-  Inspected c(path);
-  auto meta = MetaJson(*c.fs);
-  if (!meta.ok()) return meta.status().message();
-  if (std::string error = ErrorOf(*meta); !error.empty()) return error;
-  if (quick) return "";
-  auto data = Walk(*c.fs, "data");
-  if (!data.ok()) return "no data file: " + data.status().message();
-  Status read = ReadFile(*c.fs, *data, 0, -1, [](const uint8_t*, size_t) { return Status::Ok(); });
-  return read.ok() ? "" : Unprefixed(read.message(), path);
+Result<std::string> MetaJson(vfs::Filesystem& fs, const std::string& dir) {
+  B2NDFS_ASSIGN_OR_RETURN(vfs::Ino ino, Walk(fs, dir.empty() ? "meta.json" : dir + "/meta.json"));
+  return ReadText(fs, ino);
 }
 
-// check: every container at or below `root` (not inside a container).
-int Check(const std::string& root, bool quick) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> containers;
-  std::error_code ec;
-  if (vfs::HasContainerExtension(fs::path(root).filename().string())) {
-    containers.push_back(root);
-  } else {
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-    if (ec) return Fail(root + ": " + ec.message());
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) return Fail(root + ": " + ec.message());
-      if (!vfs::HasContainerExtension(it->path().filename().string())) continue;
-      containers.push_back(it->path().string());
-      // A sparse-frame container is a directory: its chunk files are its own.
-      if (it->is_directory(ec)) it.disable_recursion_pending();
+Result<std::vector<vfs::DirEntry>> List(vfs::Filesystem& fs, vfs::Ino ino) {
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<vfs::DirListing> listing, fs.OpenDir(ino));
+  std::vector<vfs::DirEntry> entries;
+  for (size_t i = 0;; ++i) {
+    B2NDFS_ASSIGN_OR_RETURN(bool has, listing->Has(i));
+    if (!has) break;
+    entries.push_back(listing->at(i));
+  }
+  return entries;
+}
+
+namespace {
+
+// Where the value of the first `"key": ` starts, or npos.
+size_t ValueAt(const std::string& json, const std::string& key) {
+  const std::string quoted = "\"" + key + "\": ";
+  const size_t at = json.find(quoted);
+  return at == std::string::npos ? at : at + quoted.size();
+}
+
+}  // namespace
+
+std::string StringField(const std::string& json, const std::string& key) {
+  const size_t at = ValueAt(json, key);
+  if (at == std::string::npos || at >= json.size() || json[at] != '"') return "";
+  std::string value;
+  for (size_t i = at + 1; i < json.size() && json[i] != '"'; ++i) {
+    if (json[i] == '\\' && i + 1 < json.size()) ++i;
+    value += json[i];
+  }
+  return value;
+}
+
+std::string ScalarField(const std::string& json, const std::string& key) {
+  const size_t at = ValueAt(json, key);
+  if (at == std::string::npos) return "";
+  const size_t end = json.find_first_of(",\n}]", at);
+  return json.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+std::string ErrorOf(const std::string& meta_json) {
+  const size_t brace = meta_json.find_first_not_of(" \t\r\n");
+  const std::string key = "\"error\"";
+  if (brace == std::string::npos || meta_json[brace] != '{') return "";
+  const size_t at = meta_json.find_first_not_of(" \t\r\n", brace + 1);
+  if (at == std::string::npos || meta_json.compare(at, key.size(), key) != 0) return "";
+  const std::string reason = StringField(meta_json.substr(at), "error");
+  return reason.empty() ? "cannot be decoded" : reason;
+}
+
+std::string Unprefixed(const std::string& message, const std::string& path) {
+  const std::string prefix = path + ": ";
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+}  // namespace b2ndfs::inspect
+
+namespace {
+
+using namespace b2ndfs;
+using namespace b2ndfs::inspect;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "b2ndfs-inspect: %s\n", message.c_str());
+  return 1;
+}
+
+// Asked for (--help): stdout, success; a wrong command line: stderr, 2.
+int Usage(bool asked = false) {
+  std::fputs(
+      "usage: b2ndfs-inspect meta SOURCE [DIR]\n"
+      "       b2ndfs-inspect ls SOURCE [DIR]\n"
+      "       b2ndfs-inspect read SOURCE FILE [OFFSET [LENGTH]]\n"
+      "       b2ndfs-inspect check [--quick] SOURCE\n"
+      "SOURCE: a directory, a container or a store (.b2z, .b2d, .b2e), as b2ndfs mounts it\n",
+      asked ? stdout : stderr);
+  return asked ? 0 : 2;
+}
+
+// Why `file` is not there, in the words the mount would log.
+int Missing(vfs::Filesystem& fs, const std::string& source, const std::string& file,
+            const Status& status) {
+  // The deepest directory that exists: a container that cannot be decoded
+  // has only meta.json.
+  std::string dir = file;
+  while (true) {
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "" : dir.substr(0, slash);
+    if (Walk(fs, dir).ok()) break;
+  }
+  auto meta = MetaJson(fs, dir);
+  const std::string error = meta.ok() ? ErrorOf(*meta) : "";
+  const std::string where = dir.empty() ? source : source + "/" + dir;
+  if (!error.empty()) {
+    return Fail(where + ": cannot be decoded (" + error + "), so it has no " + file);
+  }
+  // A refused view/EXPR says why (as the mount logs it); other names are
+  // simply absent.
+  std::string why = status.message();
+  const std::string last = file.substr(file.rfind('/') + 1);
+  // The core names the file first ("view/0,999: index 999 ..."): said once.
+  if (const size_t colon = why.find(": "); colon != std::string::npos) {
+    const std::string named = why.substr(0, colon);
+    if (file.size() >= named.size() &&
+        file.compare(file.size() - named.size(), named.size(), named) == 0) {
+      why = why.substr(colon + 2);
     }
   }
-  std::sort(containers.begin(), containers.end());
-  int broken = 0;
-  for (const std::string& path : containers) {
-    const std::string problem = Problem(path, quick);
-    if (problem.empty()) {
-      std::printf("ok      %s\n", path.c_str());
-    } else {
-      std::printf("BROKEN  %s: %s\n", path.c_str(), problem.c_str());
-      ++broken;
-    }
+  if (file.find("view/") != std::string::npos && !why.empty() && why != last) {
+    return Fail(source + ": no file " + file + ": " + why);
   }
-  std::fflush(stdout);
-  std::fprintf(stderr, "b2ndfs-inspect: %zu container(s), %d broken%s\n", containers.size(), broken,
-               quick ? " (metadata only)" : "");
-  return broken > 0 ? 1 : 0;
+  return Fail(source + ": no file " + file + " in it (b2ndfs-inspect ls lists its files)");
 }
 
 }  // namespace
@@ -201,6 +226,7 @@ int main(int argc, char** argv) {
     if (Status s = vfs::Filesystem::ValidateSource(root); !s.ok()) return Fail(s.message());
     return Check(root, quick);
   }
+  if (command != "ls" && command != "meta" && command != "read") return Usage();
   const std::string source = argv[2];
   if (Status s = vfs::Filesystem::ValidateSource(source); !s.ok()) return Fail(s.message());
 
@@ -208,35 +234,35 @@ int main(int argc, char** argv) {
   vfs::Filesystem& fs = *inspected.fs;
 
   if (command == "ls") {
-    auto ino = Walk(fs, argc > 3 ? argv[3] : "");
-    if (!ino.ok()) return Fail(ino.status().message());
-    auto listing = fs.OpenDir(*ino);
-    if (!listing.ok()) return Fail(listing.status().message());
-    for (size_t i = 0; i < (*listing)->size(); ++i) {
-      auto entry = (*listing)->at(i);
+    if (argc > 4) return Usage();
+    const std::string dir = argc > 3 ? argv[3] : "";
+    auto ino = Walk(fs, dir);
+    if (!ino.ok()) return Missing(fs, source, dir, ino.status());
+    auto entries = List(fs, *ino);
+    if (!entries.ok()) return Fail(source + ": " + dir + ": " + entries.status().message());
+    for (const vfs::DirEntry& entry : *entries) {
       std::printf("%s%s\n", entry.name.c_str(), S_ISDIR(entry.type) ? "/" : "");
     }
     return 0;
   }
   if (command == "meta") {
-    auto meta = MetaJson(fs);
-    if (!meta.ok()) return Fail(source + ": " + meta.status().message());
+    if (argc > 4) return Usage();
+    const std::string dir = argc > 3 ? argv[3] : "";
+    if (!Walk(fs, dir).ok()) return Missing(fs, source, dir, Status(ENOENT, dir));
+    auto meta = MetaJson(fs, dir);
+    if (!meta.ok()) {
+      const std::string where = dir.empty() ? source : source + "/" + dir;
+      return Fail(where + " has no meta.json: it is a plain directory, not a container or store " +
+                  "(b2ndfs-inspect check lists what it holds)");
+    }
     std::fputs(meta->c_str(), stdout);
     // {"error": ...} is printed (it is what meta.json says), and fails.
     return ErrorOf(*meta).empty() ? 0 : 1;
   }
-  if (command != "read" || argc < 4) return Usage();
+  if (argc < 4 || argc > 6) return Usage();
   const std::string file = argv[3];
   auto ino = Walk(fs, file);
-  if (!ino.ok()) {
-    // Say why: a container that cannot be decoded has only meta.json.
-    auto meta = MetaJson(fs);
-    const std::string error = meta.ok() ? ErrorOf(*meta) : meta.status().message();
-    if (!error.empty()) {
-      return Fail(source + ": cannot be decoded (" + error + "), so it has no " + file);
-    }
-    return Fail(source + ": no file " + file + " in it (b2ndfs-inspect ls lists its files)");
-  }
+  if (!ino.ok()) return Missing(fs, source, file, ino.status());
   const int64_t offset = argc > 4 ? std::strtoll(argv[4], nullptr, 10) : 0;
   const int64_t length = argc > 5 ? std::strtoll(argv[5], nullptr, 10) : -1;
   Status read = ReadFile(fs, *ino, offset, length, [](const uint8_t* p, size_t n) {

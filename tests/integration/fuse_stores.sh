@@ -187,6 +187,12 @@ for table, names in tables.items():
         buf = io.BytesIO()
         np.save(buf, want)
         want_bytes = buf.getvalue()
+        # b2ndfs pads a non-empty array's .npy header to a page of its own
+        # (README.md, "Errors"); the rest is np.save's.
+        n = 10 + int.from_bytes(want_bytes[8:10], "little")
+        if want.size and want_bytes[6] == 1 and n <= 4096:
+            want_bytes = (want_bytes[:8] + (4086).to_bytes(2, "little") + want_bytes[10:n - 1] +
+                          b" " * (4096 - n) + b"\n" + want_bytes[n:])
         fd = os.open(f, os.O_RDONLY)
         try:
             # Reads at random offsets first, while the daemon has cached nothing.

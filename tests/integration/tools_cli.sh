@@ -6,7 +6,9 @@
 # b2ndfs-inspect says each problem once: meta of a broken container prints
 # its {"error": ...} and fails, read names the reason, check lists every
 # container below a directory (ok / BROKEN, one line each) and fails when one
-# is broken.
+# is broken; it knows stores (a .b2z's meta.json and leaves, a truncated
+# .b2z broken with its meta.json's words), CTables, carriers, items and
+# batches, and why a view/EXPR is refused.
 set -uo pipefail
 BUILD=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -80,5 +82,59 @@ if [[ -x $FIXTURE ]]; then
   [[ $(lines "$TMP/err") == 1 ]] || fail "read of a corrupt chunk: said $(lines "$TMP/err") times"
 fi
 expect 2 stderr usage -- "$INSPECT" check
+
+# Stores, their leaves and tables, carriers, items and batches: the source is
+# opened as the daemon opens it, so inspect says what a mount shows.
+STORE_FIXTURE=$BUILD/tests/fixtures/store_fixture
+PY=/usr/bin/python3
+# json_error FILE: the "error" of the meta.json in FILE.
+json_error() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["error"])' "$1"; }
+if [[ -x $STORE_FIXTURE && -x $FIXTURE ]]; then
+  ST=$C/stores
+  D=$C/storecheck
+  mkdir -p "$D"
+  { "$STORE_FIXTURE" "$ST" && "$PY" "$ROOT/tests/fixtures/make_b2z.py" "$ST/src/tree.b2d" "$ST/src"; } \
+    >/dev/null || fail "store fixtures"
+  cp "$ST/src/tree.b2z" "$D/"
+  size=$(stat -c %s "$D/tree.b2z")
+  head -c $((size - 100)) "$D/tree.b2z" >"$D/truncated.b2z"
+  expect 0 stdout '"store": "b2z"' -- "$INSPECT" meta "$D/tree.b2z"
+  expect 0 stdout '"shape": \[20, 30\]' -- "$INSPECT" meta "$D/tree.b2z" arr2d
+  expect 0 stdout "arr2d/" -- "$INSPECT" ls "$D/tree.b2z"
+  "$INSPECT" read "$D/tree.b2z" arr2d/data >"$TMP/leaf" 2>"$TMP/err" || fail "read of a leaf: $(cat "$TMP/err")"
+  cmp -s "$TMP/leaf" "$ST/ref/tree/arr2d.raw" || fail "read of a .b2z leaf differs from c-blosc2's"
+  # A truncated .b2z: meta.json's error, and check says the same words.
+  expect 1 stdout '"error"' -- "$INSPECT" meta "$D/truncated.b2z"
+  err=$(json_error "$TMP/out")
+  [[ -n $err ]] || fail "meta of a truncated .b2z: no error in $(cat "$TMP/out")"
+  expect 1 stdout "^BROKEN  $D/truncated.b2z: " -- "$INSPECT" check "$D"
+  grep -qxF "BROKEN  $D/truncated.b2z: $err" "$TMP/out" || fail "check of a truncated .b2z: $(cat "$TMP/out"), meta.json: $err"
+  grep -q "^ok      $D/tree.b2z (b2z store: TreeStore, [0-9]* leaves)\$" "$TMP/out" || fail "check: no store line: $(cat "$TMP/out")"
+  for leaf in arr2d group/temp small table/_cols/x table/_cols/pos/z; do
+    grep -qx "ok      $D/tree.b2z/$leaf" "$TMP/out" || fail "check: no line for $leaf: $(cat "$TMP/out")"
+  done
+  grep -q "^ok      $D/tree.b2z/table (CTable: [0-9]* rows, [0-9]* live, 3 columns; 3 valid/ files read)\$" \
+    "$TMP/out" || fail "check: no table line: $(cat "$TMP/out")"
+  grep -q "container(s), 1 broken (1 store, 1 table); all data read: .*no checksum" "$TMP/err" || fail "check: $(cat "$TMP/err")"
+  # A refused view/EXPR says why, as the mount logs it.
+  expect 1 stderr "no file arr2d/view/0,999: .*999" -- "$INSPECT" read "$D/tree.b2z" 'arr2d/view/0,999'
+  expect 1 stderr "no file arr2d/datax in it" -- "$INSPECT" read "$D/tree.b2z" arr2d/datax
+  expect 1 stderr "plain directory" -- "$INSPECT" meta "$D"
+
+  V=$C/vlen
+  "$FIXTURE" vlen "$V/out" "$V/ref" >/dev/null || fail "b2nd_fixture vlen"
+  rm -rf "$V/out/hostile"
+  "$INSPECT" check "$V/out" >"$TMP/out" 2>"$TMP/err"
+  grep -qx "ok      $V/out/lazy/sum.b2nd (carrier of '(o0 + o1) \* 2': evaluated)" "$TMP/out" ||
+    fail "check: an evaluated carrier: $(cat "$TMP/out")"
+  grep -qx "ok      $V/out/lazy.b2nd (carrier of 'o0 + o1 \* 2': not evaluated: operand 'o0' (a.b2nd): no such container in the mount)" \
+    "$TMP/out" || fail "check: a carrier that is not evaluated: $(cat "$TMP/out")"
+  grep -q "^ok      $V/out/c2ref.b2nd (carrier: .*no data)\$" "$TMP/out" ||
+    fail "check: a C2Array reference: $(cat "$TMP/out")"
+  grep -q "^ok      $V/out/objects.b2frame ([0-9]* item files read)\$" "$TMP/out" ||
+    fail "check: an ObjectArray: $(cat "$TMP/out")"
+  grep -q "^ok      $V/out/batches.b2b ([0-9]* batch files read)\$" "$TMP/out" ||
+    fail "check: a BatchArray: $(cat "$TMP/out")"
+fi
 ((failures == 0)) && echo "[tools.cli] passed"
 exit $((failures > 0))

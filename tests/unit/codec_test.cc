@@ -215,8 +215,9 @@ TEST_CASE("plugin codecs are refused before c-blosc2 sees the chunk") {
 
 TEST_CASE("unknown and user codec ids are refused") {
   for (int id : {41, 100, 159}) {
-    ExpectRefusedEverywhere(NamingCodec(static_cast<uint8_t>(id)),
-                            "codec id " + std::to_string(id) + " is not built into c-blosc2");
+    ExpectRefusedEverywhere(
+        NamingCodec(static_cast<uint8_t>(id)),
+        "the chunk is damaged: it names codec id " + std::to_string(id) + ", which c-blosc2");
   }
   for (int id : {160, 200, 255}) {
     ExpectRefusedEverywhere(NamingCodec(static_cast<uint8_t>(id)),
@@ -225,15 +226,21 @@ TEST_CASE("unknown and user codec ids are refused") {
   // The user-defined slot only reaches registered codecs: a built-in id there
   // is nothing c-blosc2 decodes.
   ExpectRefusedEverywhere(NamingCodec(BLOSC_ZSTD),
-                          "codec zstd (id 5) in its user-defined codec slot");
+                          "the chunk is damaged: it names codec zstd (id 5) in its user-defined "
+                          "codec slot");
 }
 
 TEST_CASE("unknown and user filter ids are refused in every slot") {
   for (int slot = 0; slot < BLOSC2_MAX_FILTERS; ++slot) {
     INFO("slot " << slot);
     ExpectRefusedEverywhere(NamingFilter(200, slot), "filter id 200 is a user-registered filter");
-    ExpectRefusedEverywhere(NamingFilter(37, slot), "filter id 37 is not built into c-blosc2");
-    ExpectRefusedEverywhere(NamingFilter(5, slot), "filter id 5 is not built into c-blosc2");
+    // Ids no c-blosc2 and no plugin writes: damage, not a missing plugin.
+    for (int id : {5, 31, 37, 90, 159}) {
+      ExpectRefusedEverywhere(NamingFilter(static_cast<uint8_t>(id), slot),
+                              "the chunk is damaged: it names filter id " + std::to_string(id) +
+                                  ", which c-blosc2 " + b2ndfs::codec::LibraryVersion() +
+                                  " never writes and no plugin may use");
+    }
   }
 }
 
@@ -241,7 +248,9 @@ TEST_CASE("reserved codec formats are refused") {
   for (int format : {2, 5, 7}) {
     Bytes chunk = Compress(BLOSC_ZSTD, kShuffle);
     chunk[kFlags] = static_cast<uint8_t>((chunk[kFlags] & 0x1f) | (format << 5));
-    ExpectRefusedEverywhere(chunk, "chunk codec format " + std::to_string(format));
+    ExpectRefusedEverywhere(chunk, format == 5
+                                       ? std::string("the chunk is damaged: its codec format 5")
+                                       : "chunk codec format " + std::to_string(format));
   }
 }
 
@@ -394,9 +403,10 @@ TEST_CASE("UnsupportedPipeline describes the frame") {
   CHECK_THAT(UnsupportedPipeline(3, 0, none).value_or(""),
              Catch::Contains("codec snappy (id 3) is not built into c-blosc2 " +
                              b2ndfs::codec::LibraryVersion()));
-  CHECK_THAT(UnsupportedPipeline(9, 0, none).value_or(""), Catch::Contains("codec id 9"));
+  CHECK_THAT(UnsupportedPipeline(9, 0, none).value_or(""),
+             Catch::Contains("the frame header is damaged: it names codec id 9"));
   CHECK_THAT(UnsupportedPipeline(BLOSC_ZSTD, 0, Filters{0, 0, 0, 0, 0, 7}).value_or(""),
-             Catch::Contains("filter id 7 is not built into"));
+             Catch::Contains("the frame header is damaged: it names filter id 7, which"));
 }
 
 TEST_CASE("codec names are c-blosc2's") {

@@ -175,14 +175,21 @@ Table MakeTable(int64_t rows, bool (*live)(int64_t)) {
 }  // namespace
 
 TEST_CASE("valid/NAME.npy names and headers", "[stores]") {
+  using format::NpyHeader;
   CHECK(stores::internal::ValidFileName("x") == "x.npy");
   CHECK(stores::internal::ValidFileName("pos/z") == "pos.z.npy");
-  const std::string h = format::NpyHeader("'<f4'", {9});
-  CHECK(h == std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
+  const std::string h = NpyHeader("'<f4'", {9});
+  // A page of its own (format/npy_header.h): 10 bytes of preamble, then
+  // 4086 of dictionary, spaces and '\n' (0x0ff6).
+  CHECK(h == std::string("\x93NUMPY\x01\x00\xf6\x0f", 10) +
                  "{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }" +
-                 std::string(60, ' ') + "\n");
-  CHECK(format::NpyHeader("'<i2'", {9, 3}).find("'shape': (9, 3), }") != std::string::npos);
-  const std::string v2 = format::NpyHeader("'" + std::string(70000, 'x') + "'", {1});
+                 std::string(4096 - 10 - 57 - 1, ' ') + "\n");
+  CHECK(NpyHeader("'<i2'", {9, 3}).find("'shape': (9, 3), }") != std::string::npos);
+  // An empty array's is not (numpy.memmap cannot map a file whose data would
+  // begin at its end on a page boundary).
+  CHECK(NpyHeader("'<f4'", {0}).size() == 128);
+  CHECK(NpyHeader("'<f4'", {3, 0}).size() == 128);
+  const std::string v2 = NpyHeader("'" + std::string(70000, 'x') + "'", {1});
   CHECK(v2[6] == 2);
   CHECK(v2.size() % 64 == 0);
 }
@@ -234,7 +241,7 @@ TEST_CASE("a CTable without live rows has an empty valid/x.npy", "[stores]") {
   CHECK(file->st.st_size == static_cast<off_t>(header.size()));
   auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
   REQUIRE(handle.ok());
-  CHECK(m.ReadAll(*handle, 1000) == Bytes(header.begin(), header.end()));
+  CHECK(m.ReadAll(*handle, header.size() + 1000) == Bytes(header.begin(), header.end()));
 }
 
 TEST_CASE("a .b2z is a directory whose extensionless leaf is a container", "[stores]") {

@@ -20,7 +20,11 @@
 //           zfp_prec (34), zfp_rate (35);
 //   filters: none, shuffle, bitshuffle, delta, trunc_prec; ndcell (32),
 //           ndmean (33), bytedelta_buggy (34), bytedelta (35), int_trunc (36).
-// Errors: CheckChunkPipeline returns Status(EIO) naming what is missing.
+// Errors: CheckChunkPipeline returns Status(EIO) naming what is missing; an
+// id that neither c-blosc2 nor a plugin ever writes (filters 5-31 and
+// 37-159, codecs 6-31 and 41-159, a built-in codec in the user-defined slot,
+// reserved codec formats) is said to be damage ("the chunk is damaged: it
+// names filter id 90, ..."), not a missing plugin.
 // Thread-safety: pure functions.
 #pragma once
 
