@@ -604,3 +604,40 @@ TEST_CASE(".b2ndfs lists stats and log; log holds the recent messages", "[vfs]")
 
 }  // namespace
 }  // namespace b2ndfs
+
+TEST_CASE("a long series: no slices/, long listings empty but names open, du counts data once",
+          "[vfs]") {
+  // 1-D, one item per chunk: more chunk names than kMaxListedNames.
+  const int64_t n = static_cast<int64_t>(vfs::kMaxListedNames) + 1;
+  const Array a = MakeArray({n}, {1}, {1}, 2.0f);
+  Mount m;
+  m.tree->PutFile("s.b2nd", a.frame);
+  m.tree->PutFile("cube.b2nd", MakeArray({4, 3, 2}, {2, 2, 2}, {1, 1, 1}, 1.0f).frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "s.b2nd");
+  const std::vector<std::string> names = m.ListNames(dir);
+  CHECK(std::find(names.begin(), names.end(), "slices") == names.end());
+  CHECK(m.LookupError(dir, "slices") == ENOENT);
+  const vfs::Ino cube = m.Lookup(vfs::kRootIno, "cube.b2nd");
+  CHECK(m.ListNames(m.Lookup(cube, "slices")).size() == 3);
+  const vfs::Ino chunks = m.Lookup(dir, "chunks");
+  CHECK(m.ListNames(chunks).empty());
+  CHECK(m.ListNames(m.Lookup(cube, "chunks")).size() == 8);
+  const vfs::Ino last = m.Lookup(chunks, std::to_string(n - 1));
+  CHECK(m.ReadAll(m.Open(last), 4) == Slice(a.data, static_cast<size_t>(4 * (n - 1)), 4));
+  CHECK(m.LookupError(chunks, std::to_string(n)) == ENOENT);
+  // Only data takes blocks: the source's.
+  auto data = m.fs->GetAttr(m.Lookup(dir, "data"));
+  REQUIRE(data.ok());
+  CHECK(data->st.st_blocks == static_cast<blkcnt_t>((a.frame.size() + 511) / 512));
+  for (const char* view : {"data.npy", "meta.json"}) {
+    INFO(view);
+    auto attr = m.fs->GetAttr(m.Lookup(dir, view));
+    REQUIRE(attr.ok());
+    CHECK(attr->st.st_size > 0);
+    CHECK(attr->st.st_blocks == 0);
+  }
+  auto chunk = m.fs->GetAttr(last);
+  REQUIRE(chunk.ok());
+  CHECK(chunk->st.st_blocks == 0);
+}
