@@ -25,13 +25,35 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
 // accept and ignore them, so we do too.
 bool IsIgnoredMountOption(const std::string& option) {
   static const char* const kIgnored[] = {
-      "_netdev", "nofail", "noauto", "auto", "defaults", "user",        "users", "nouser",
-      "owner",   "group",  "rw",     "ro",   "comment",  "x-gvfs-show", "sw",    "_rnetdev"};
+      "_netdev", "nofail",      "noauto", "auto",     "defaults", "user",
+      "users",   "nouser",      "owner",  "group",    "rw",       "ro",
+      "comment", "x-gvfs-show", "sw",     "_rnetdev", "nonempty"};
   const std::string name = option.substr(0, option.find('='));
   for (const char* ignored : kIgnored) {
     if (name == ignored) return true;
   }
   return StartsWith(option, "x-") || StartsWith(option, "comment=");
+}
+
+// The mount options libfuse 3.14 itself takes (lib/mount.c and
+// fuse_lowlevel.c): passed on. Anything else would reach libfuse as "unknown
+// option(s)" after the command line was accepted, so it is refused here.
+bool IsFuseMountOption(const std::string& option) {
+  static const char* const kFlags[] = {
+      "allow_other", "allow_root",  "auto_unmount",  "blkdev",     "default_permissions",
+      "debug",       "suid",        "nosuid",        "dev",        "nodev",
+      "exec",        "noexec",      "async",         "sync",       "dirsync",
+      "atime",       "noatime",     "diratime",      "nodiratime", "relatime",
+      "norelatime",  "strictatime", "nostrictatime", "lazytime",   "nolazytime"};
+  static const char* const kValued[] = {"fsname=",  "subtype=",   "blksize=",    "max_read=",
+                                        "context=", "fscontext=", "defcontext=", "rootcontext="};
+  for (const char* flag : kFlags) {
+    if (option == flag) return true;
+  }
+  for (const char* prefix : kValued) {
+    if (StartsWith(option, prefix) && option.size() > std::strlen(prefix)) return true;
+  }
+  return false;
 }
 
 // Splits a -o argument on commas; "\," escapes a comma.
@@ -57,6 +79,14 @@ bool IsViewKind(const std::string& name) {
     if (name == kind) return true;
   }
   return false;
+}
+
+std::string KnownKinds() {
+  std::string known;
+  for (const auto& [name, files] : views::Registry::Kinds()) {
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  return known;
 }
 
 // Parses the value of "name=N" as an integer in [min, max].
@@ -199,12 +229,8 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     // the others through ParseCommandLine's continuation (also views=a\,b).
     for (const std::string& kind : SplitOptions(option.substr(6))) {
       if (!IsViewKind(kind)) {
-        std::string known;
-        for (const auto& [name, files] : views::Registry::Kinds()) {
-          known += (known.empty() ? "" : ", ") + name;
-        }
         return InvalidArgument("bad value in '" + option + "': '" + kind +
-                               "' is not a kind of view (known: " + known + ")");
+                               "' is not a kind of view (known: " + KnownKinds() + ")");
       }
       cl.views.push_back(kind);
     }
@@ -217,6 +243,10 @@ Status AddOption(CommandLine& cl, const std::string& option) {
                              "': expected error, warning, info or debug");
     }
     return Status::Ok();
+  }
+  if (!IsFuseMountOption(option)) {
+    return InvalidArgument("unknown option '" + option +
+                           "' (neither one of b2ndfs's nor a libfuse mount option)");
   }
   if (option == "allow_other") cl.allow_other = true;
   if (option == "default_permissions") cl.has_default_permissions = true;
@@ -316,8 +346,15 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
           cl.views.push_back(option);
           continue;
         }
+        Status added = AddOption(cl, option);
+        if (!added.ok() && views_list && option.find('=') == std::string::npos) {
+          // "views=meta,nii": most likely a misspelt kind, so say both.
+          return InvalidArgument(
+              "'" + option + "' after views= is neither a kind of view (known: " + KnownKinds() +
+              ") nor an option");
+        }
+        B2NDFS_RETURN_IF_ERROR(added);
         views_list = StartsWith(option, "views=");
-        B2NDFS_RETURN_IF_ERROR(AddOption(cl, option));
       }
     } else if (arg == "--") {
       for (++i; i < argc; ++i) positional.emplace_back(argv[i]);
@@ -480,8 +517,10 @@ std::string Usage(const std::string& program) {
          "                         unique either way while mounted)\n"
          "  -o allow_other         let other users in (default: only the mounting user);\n"
          "                         default_permissions is added, so permission bits apply\n"
-         "  -o OPTION              any other libfuse mount option; fstab/systemd options\n"
-         "                         (_netdev, nofail, noauto, x-systemd.*, defaults) are ignored\n"
+         "  -o OPTION              a libfuse mount option (allow_root, auto_unmount,\n"
+         "                         fsname=, nosuid, ...); fstab/systemd options (_netdev,\n"
+         "                         nofail, noauto, x-systemd.*, defaults) are ignored;\n"
+         "                         any other option is an error\n"
          "  -h, --help             this text\n"
          "  -V, --version          the version\n";
 }

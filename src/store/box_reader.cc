@@ -373,13 +373,16 @@ void BoxReader::Prefetch(const Box& box, int64_t body_offset, int64_t length,
             if (loads.blocks.empty()) return;
             loader_.Plan(loads, nullptr);
             loader_.Run(loads, decoders);
+            uint64_t loaded = 0;
+            for (const BlockLoads::Block& b : loads.blocks) loaded += b.status.ok() && b.value;
+            GlobalReadStats().readahead_blocks_loaded += loaded;
           } catch (...) {
             // Read-ahead is best effort; the real read reports errors.
           }
         },
         max_queued);
     if (!queued) break;
-    GlobalReadStats().prefetched_blocks += to - from;
+    GlobalReadStats().readahead_blocks_queued += to - from;
   }
 }
 

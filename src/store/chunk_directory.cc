@@ -236,7 +236,7 @@ Result<cache::Value> ChunkDirectory::FetchCompressed(int64_t chunk_index) const 
         B2NDFS_ASSIGN_OR_RETURN(const ChunkRef ref, Locate(chunk_index));
         auto bytes = std::make_shared<cache::Bytes>(static_cast<size_t>(ci.cbytes));
         B2NDFS_RETURN_IF_ERROR(ReadBytes(ref, 0, ci.cbytes, bytes->data()));
-        GlobalReadStats().chunks_fetched++;
+        GlobalReadStats().whole_chunks_fetched++;
         GlobalReadStats().bytes_fetched += bytes->size();
         return cache::Value(std::move(bytes));
       });

@@ -13,6 +13,8 @@
 #include <b2nd.h>
 #include <sys/stat.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -101,7 +103,26 @@ int main(int argc, char** argv) {
   }
   const std::string out = argv[1];
   int scale = 1;
-  if (argc >= 4 && std::strcmp(argv[2], "--scale") == 0) scale = std::max(1, std::atoi(argv[3]));
+  if (argc > 2) {
+    // Each unit of scale is 90 more days of the climate field (23 MB).
+    constexpr long kMaxScale = 1000;
+    if (argc != 4 || std::strcmp(argv[2], "--scale") != 0) {
+      std::fprintf(stderr, "b2ndfs-make-samples: unexpected arguments after OUTDIR\n%s", kUsage);
+      return 2;
+    }
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(argv[3], &end, 10);
+    if (!std::isdigit(static_cast<unsigned char>(argv[3][0])) || *end != '\0' || errno != 0 ||
+        n < 1 || n > kMaxScale) {
+      std::fprintf(stderr,
+                   "b2ndfs-make-samples: bad --scale '%s': expected a whole number from 1 to "
+                   "%ld\n",
+                   argv[3], kMaxScale);
+      return 2;
+    }
+    scale = static_cast<int>(n);
+  }
   blosc2_init();
   for (const char* sub : {"", "/climate", "/images", "/series"}) {
     ::mkdir((out + sub).c_str(), 0755);

@@ -80,7 +80,15 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
   const std::string& dir = parent.path->path;
   if (name == ".zgroup" || name == ".zmetadata") {
     B2NDFS_ASSIGN_OR_RETURN(auto members, Members(tree, dir));
-    if (members.empty()) return NotFound(dir + "/" + name);
+    if (members.empty()) {
+      // xarray turns the missing group into "No such file or directory" for
+      // a directory that exists: the log says what it is.
+      LogOnce("dir_group:" + dir, LogLevel::kInfo,
+              (dir.empty() ? std::string("the mount's root") : dir) +
+                  " holds no container, so it is no Zarr group (no .zgroup or .zmetadata): "
+                  "xarray.open_zarr of it fails with 'No such file or directory'");
+      return NotFound(dir + "/" + name);
+    }
     if (members.size() > views::kDirGroupMaxContainers) {
       LogOnce("dir_group:" + dir, LogLevel::kInfo,
               dir + " holds " + std::to_string(members.size()) + " containers, more than the " +

@@ -71,8 +71,18 @@ Attr InsideAttributes(const Generation& generation, const store::Container& cont
   Attr attr;
   const bool directory = view.IsDirectory();
   const std::optional<struct stat> derived = container.derived_readers();
-  attr.st = ContainerStat(derived ? *derived : generation.source_stat(), ino, directory,
-                          directory ? 0 : view.Size(container));
+  const struct stat& src = derived ? *derived : generation.source_stat();
+  attr.st = ContainerStat(src, ino, directory, directory ? 0 : view.Size(container));
+  // What the container takes on disk is `data`'s (the source's blocks); the
+  // other views show the same items again and take none, so that du of a
+  // mount adds up to its source, not to every view's bytes (README.md,
+  // "Layout").
+  if (!directory) {
+    const struct stat& own = generation.source_stat();
+    const blkcnt_t source_blocks =
+        own.st_blocks > 0 ? own.st_blocks : static_cast<blkcnt_t>((own.st_size + 511) / 512);
+    attr.st.st_blocks = view.name() == "data" ? source_blocks : 0;
+  }
   attr.timeout = timeout;
   return attr;
 }
@@ -90,7 +100,10 @@ class ViewListing : public DirListing {
         container_(std::move(container)),
         directory_(std::move(directory)),
         timeout_(timeout) {}
-  size_t size() const override { return listing_->size(); }
+  size_t size() const override {
+    const size_t n = listing_->size();
+    return n > kMaxListedNames ? 0 : n;
+  }
   DirEntry at(size_t index) const override {
     views::ListEntry e = listing_->at(index);
     return DirEntry{std::move(e.name), static_cast<mode_t>(e.directory ? S_IFDIR : S_IFREG),

@@ -269,7 +269,11 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
     old = std::exchange(current_, fresh);
     confirmed_ns_ = EntryContext::NowNs();
   }
-  if (old && fresh) Log(LogLevel::kInfo, path_ + " changed on disk; serving its new version");
+  if (old && fresh) {
+    const bool remote = context_->tree != nullptr && context_->tree->remote();
+    Log(LogLevel::kInfo, path_ + (remote ? " changed on its server" : " changed on disk") +
+                             "; serving its new version");
+  }
   if (old) {
     old->Kill();
     if (auto closing = old->IfOpen()) context_->services.open->Remove(closing.get());

@@ -76,7 +76,8 @@ Result<struct stat> Resolver::SourceStat(PathNode* held, const std::string& path
 
 Status Resolver::Stale(const Generation& generation) {
   stale_replies_.fetch_add(1, std::memory_order_relaxed);
-  return Status(ESTALE, generation.path() + " changed on disk");
+  return Status(ESTALE, generation.path() +
+                            " changed: a newer version replaced the one this name belonged to");
 }
 
 Result<std::shared_ptr<Generation>> Resolver::LiveGeneration(const Target& target) {

@@ -104,7 +104,7 @@ std::string Filesystem::StatsJson() const {
   out += kv("blocks_decompressed", r.blocks_decompressed.load());
   out += kv("bytes_decompressed", r.bytes_decompressed.load());
   out += kv("whole_chunk_decodes", r.whole_chunk_decodes.load());
-  out += kv("chunks_fetched", r.chunks_fetched.load());
+  out += kv("whole_chunks_fetched", r.whole_chunks_fetched.load());
   out += kv("compressed_bytes_fetched", r.bytes_fetched.load());
   out += kv("compressed_bytes_shared", r.bytes_shared.load());
   out += kv("source_reads", r.source_reads.load());
@@ -112,7 +112,8 @@ std::string Filesystem::StatsJson() const {
   out += kv("coalesced_reads", r.coalesced_reads.load());
   out += kv("coalesced_blocks", r.coalesced_blocks.load());
   out += kv("readahead_requests", r.prefetch_requests.load());
-  out += kv("readahead_blocks", r.prefetched_blocks.load());
+  out += kv("readahead_blocks_queued", r.readahead_blocks_queued.load());
+  out += kv("readahead_blocks", r.readahead_blocks_loaded.load());
   out += kv("pushed_files", read_ahead_->pushed_files());
   out += kv("pushed_bytes", read_ahead_->pushed_bytes());
   out += kv("pinned_bytes", r.pinned_bytes.load(), true);

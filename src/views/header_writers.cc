@@ -30,6 +30,19 @@ Status CheckShape(const char* format, const std::vector<int64_t>& shape, size_t 
   return Status::Ok();
 }
 
+// "; data.nhdr and data.nii describe them": the headers that do exist for
+// numeric items of `shape` that some other format refused, so that a reason
+// never sends its reader to a file that is absent as well (NRRD and NIfTI-1
+// have a type for every item NRRD, MetaImage and ENVI know).
+std::string OthersDescribe(const std::vector<int64_t>& shape, bool nrrd) {
+  std::vector<std::string> names;
+  if (nrrd && CheckShape("NRRD", shape, 4, INT64_MAX).ok()) names.emplace_back("data.nhdr");
+  if (CheckShape("NIfTI-1", shape, 7, 32767).ok()) names.emplace_back("data.nii");
+  if (names.empty()) return "";
+  if (names.size() == 1) return "; " + names[0] + " describes it";
+  return "; " + names[0] + " and " + names[1] + " describe them";
+}
+
 // The axes fastest first; a 0-D array is one item.
 std::vector<int64_t> FastestFirst(const std::vector<int64_t>& shape) {
   if (shape.empty()) return {1};
@@ -199,7 +212,8 @@ Result<std::string> MakeNrrdHeader(const std::string& descr, const std::vector<i
   if (shape.size() > 4) {
     return Unsupported(
         "NRRD is offered for at most 4 dimensions: VTK 9.1's vtkNrrdReader (ParaView's on Debian "
-        "12) crashes on more; data.nii describes up to 7");
+        "12) crashes on more" +
+        OthersDescribe(shape, false));
   }
   B2NDFS_RETURN_IF_ERROR(CheckShape("NRRD", shape, 4, INT64_MAX));
   std::vector<int64_t> sizes = FastestFirst(shape);
@@ -264,14 +278,16 @@ Result<std::string> MakeMetaImageHeader(const std::string& descr, const std::vec
   if (Is64BitInteger(t)) {
     return Unsupported(
         "MetaImage is not offered for 64-bit integers: VTK 9.1's vtkMetaImageReader (ParaView's "
-        "on Debian 12) crashes on MET_LONG_LONG; data.nhdr and data.nii describe them");
+        "on Debian 12) crashes on MET_LONG_LONG" +
+        OthersDescribe(shape, true));
   }
   const char* type = Lookup(kTypes, t);
   if (type == nullptr) return NoType("MetaImage", descr);
   if (shape.size() > 3) {
     return Unsupported(
         "MetaImage is offered for at most 3 dimensions: VTK 9.1's vtkMetaImageReader (ParaView's "
-        "on Debian 12) crashes on more; data.nhdr and data.nii describe them");
+        "on Debian 12) crashes on more" +
+        OthersDescribe(shape, true));
   }
   B2NDFS_RETURN_IF_ERROR(CheckShape("MetaImage", shape, 3, kInt32Max));
   const std::vector<int64_t> sizes = FastestFirst(shape);
@@ -298,7 +314,8 @@ Result<std::string> MakeEnviHeader(const std::string& descr, const std::vector<i
   if (Is64BitInteger(t)) {
     return Unsupported(
         "ENVI is not offered for 64-bit integers: GDAL 3.6 (Debian 12's) does not know ENVI data "
-        "types 14 and 15; data.nhdr and data.nii describe them");
+        "types 14 and 15" +
+        OthersDescribe(shape, true));
   }
   const char* type = Lookup(kTypes, t);
   if (type == nullptr) return NoType("ENVI", descr);

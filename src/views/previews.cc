@@ -287,8 +287,13 @@ class PreviewDir : public Node {
 Status PreviewDirApplies(const store::Container& c) {
   if (!c.ok()) return Status(ENOENT, "the container cannot be decoded");
   if (c.layout().ndim() != 3) {
-    return Status(ENOTSUP,
-                  "preview/ holds the 2-D slices of 3-D arrays (other arrays: preview.png only)");
+    // preview.png is named only where it exists (2-D and more, no empty axis,
+    // a dtype previews read).
+    const auto& shape = c.layout().shape();
+    const bool png = shape.size() >= 2 && std::find(shape.begin(), shape.end(), 0) == shape.end() &&
+                     PreviewTypeOf(c.npy_descr()).ok();
+    return Status(ENOTSUP, std::string("preview/ holds the 2-D slices of 3-D arrays") +
+                               (png ? " (other arrays: preview.png only)" : ""));
   }
   return PreviewTypeOf(c.npy_descr()).status();
 }

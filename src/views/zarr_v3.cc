@@ -294,6 +294,7 @@ class ZarrV3Entry : public RootEntry {
       d.note = plan->unsharded;
     }
     if (!plan->dtype.raw_reason.empty()) d.note += "; " + plan->dtype.raw_reason;
+    if (!plan->dtype.readers.empty()) d.note += "; " + plan->dtype.readers;
     out->push_back(std::move(d));
   }
 };

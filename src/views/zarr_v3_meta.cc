@@ -45,6 +45,25 @@ std::string NumberName(char kind, int64_t size) {
   }
 }
 
+// NumPy's fixed-length strings: "'<U32'" -> 'U' and 32 (characters),
+// "'|S8'" -> 'S' and 8 (bytes); 0 for anything else.
+char StringKind(const std::string& descr, char* order, int64_t* length) {
+  std::string t = descr;
+  if (t.size() >= 2 && t.front() == '\'' && t.back() == '\'') t = t.substr(1, t.size() - 2);
+  if (t.size() < 3 || t.size() > 12 || (t[0] != '<' && t[0] != '>' && t[0] != '|') ||
+      (t[1] != 'U' && t[1] != 'S')) {
+    return 0;
+  }
+  int64_t n = 0;
+  for (size_t i = 2; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return 0;
+    n = n * 10 + (t[i] - '0');
+  }
+  *order = t[0];
+  *length = n;
+  return t[1];
+}
+
 void AppendCodec(std::string* out, const std::string& endian) {
   *out += "{\"name\": \"bytes\"";
   if (!endian.empty()) *out += ", \"configuration\": {\"endian\": \"" + endian + "\"}";
@@ -73,14 +92,30 @@ ZarrV3Dtype ZarrV3DtypeOf(const std::string& npy_descr, int64_t itemsize) {
   const char kind = NumberKind(npy_descr, &order, &size);
   const std::string name = kind ? NumberName(kind, size) : "";
   if (!name.empty() && size == itemsize) {
-    ZarrV3Dtype d{name, "", "0", ""};
+    ZarrV3Dtype d;
+    d.data_type = name;
+    d.fill_value = "0";
     if (size > 1 && order != '|') d.endian = order == '<' ? "little" : "big";
     if (kind == 'b') d.fill_value = "false";
     if (kind == 'f') d.fill_value = "0.0";
     if (kind == 'c') d.fill_value = "[0.0, 0.0]";
     return d;
   }
-  ZarrV3Dtype d{"r" + std::to_string(8 * itemsize), "", "[", ""};
+  int64_t length = 0;
+  const char text = StringKind(npy_descr, &order, &length);
+  if (text != 0 && length > 0 && length * (text == 'U' ? 4 : 1) == itemsize) {
+    ZarrV3Dtype d;
+    d.data_type = text == 'U' ? "fixed_length_utf32" : "null_terminated_bytes";
+    d.length_bytes = itemsize;
+    if (text == 'U') d.endian = order == '>' ? "big" : "little";
+    d.fill_value = "\"\"";
+    d.readers = "data_type " + d.data_type + " as zarr-python 3.1 writes it for NumPy's " +
+                npy_descr + "; readers without it (zarrita 0.7) read the strings from zarr/";
+    return d;
+  }
+  ZarrV3Dtype d;
+  d.data_type = "r" + std::to_string(8 * itemsize);
+  d.fill_value = "[";
   for (int64_t i = 0; i < itemsize; ++i) d.fill_value += i ? ", 0" : "0";
   d.fill_value += "]";
   d.raw_reason = "Zarr v3 has no data type for " + npy_descr + ": items are raw bytes (" +
@@ -95,7 +130,13 @@ std::string ZarrJsonHead(const ZarrV3Dtype& dtype, const std::vector<int64_t>& s
   out += "  \"zarr_format\": 3,\n";
   out += "  \"node_type\": \"array\",\n";
   out += "  \"shape\": " + JsonInts(shape) + ",\n";
-  out += "  \"data_type\": \"" + dtype.data_type + "\",\n";
+  if (dtype.length_bytes > 0) {
+    out += "  \"data_type\": {\"name\": \"" + dtype.data_type +
+           "\", \"configuration\": {\"length_bytes\": " + std::to_string(dtype.length_bytes) +
+           "}},\n";
+  } else {
+    out += "  \"data_type\": \"" + dtype.data_type + "\",\n";
+  }
   out += "  \"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": " +
          JsonInts(chunks) + "}},\n";
   out +=

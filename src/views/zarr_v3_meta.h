@@ -21,19 +21,28 @@
 namespace b2ndfs::views {
 
 struct ZarrV3Dtype {
-  std::string data_type;   // "float32", "bool", "r96" ...
+  std::string data_type;  // "float32", "bool", "r96", "fixed_length_utf32" ...
+  // Fixed-length strings (zarr-python 3.1's extension types, configured by
+  // their length): > 0 writes data_type as {"name": data_type,
+  // "configuration": {"length_bytes": length_bytes}}.
+  int64_t length_bytes = 0;
   std::string endian;      // the bytes codec's: "little", "big", "" (1-byte and raw items)
   std::string fill_value;  // JSON: 0, 0.0, false, [0.0, 0.0], [0, 0, 0] ...
   // Zarr v3 has no data type for the descr: its items are shown as raw bytes
   // (r<bits>), and this says what they are.
   std::string raw_reason;
+  // Which readers know an extension type (meta.json's note), else empty.
+  std::string readers;
 };
 
 // `npy_descr` is Container::npy_descr() (a Python literal: "'<f4'",
 // "[('a', '<i4')]"), `itemsize` the layout's. Booleans, integers, floats and
-// complex numbers of either byte order map to their v3 names; everything else
-// (strings, datetimes, structured, void, a descr whose size is not the item
-// size) to the raw type r<8 * itemsize>, whose bytes are the items'.
+// complex numbers of either byte order map to their v3 names; NumPy's
+// fixed-length strings to what zarr-python 3.1 writes for them (zarr-extensions
+// data types): 'U' to fixed_length_utf32 (code units in the bytes codec's
+// byte order), 'S' to null_terminated_bytes, fill value "" for both;
+// everything else (datetimes, structured, void, a descr whose size is not the
+// item size) to the raw type r<8 * itemsize>, whose bytes are the items'.
 ZarrV3Dtype ZarrV3DtypeOf(const std::string& npy_descr, int64_t itemsize);
 
 // zarr.json up to the value of "attributes" (which comes last): the caller

@@ -136,6 +136,15 @@ if list(sub.data_vars) != ["inner"] or not np.array_equal(sub["inner"].values, a
     fail(f"sub: {list(sub.data_vars)}")
 if os.path.exists(os.path.join(m, "empty", ".zgroup")):
     fail("a directory without containers is a group")
+# xarray's message for it is its own; the log says what the directory is.
+try:
+    xr.open_zarr(os.path.join(m, "empty"))
+    fail("xr.open_zarr of a directory without containers opened")
+except FileNotFoundError:
+    pass
+with open(os.path.join(m, ".b2ndfs", "log")) as f:
+    if "empty holds no container, so it is no Zarr group" not in f.read():
+        fail(".b2ndfs/log does not say that empty/ holds no container")
 # A container's own group: its variable is named after it.
 one = xr.open_zarr(os.path.join(d, "counts.b2nd"))
 if list(one.data_vars) != ["counts"]:

@@ -227,7 +227,8 @@ import numpy as np
 
 mount = sys.argv[1]
 failures = []
-stats = {"sharded": 0, "unsharded": 0, "absent": 0, "raw": 0, "edge": 0, "attrs": 0, "0d": 0}
+stats = {"sharded": 0, "unsharded": 0, "absent": 0, "raw": 0, "edge": 0, "attrs": 0, "0d": 0,
+         "strings": 0}
 V3 = {"bool": "|b1", "int8": "|i1", "uint8": "|u1"}
 for bits in (16, 32, 64):
     V3.update({f"int{bits}": f"i{bits // 8}", f"uint{bits}": f"u{bits // 8}",
@@ -251,12 +252,21 @@ def crc32c(data):
 
 def item_dtype(z, data):
     t = z["data_type"]
-    if t.startswith("r"):
-        return np.dtype(f"V{int(t[1:]) // 8}")
     codec = z["codecs"][0]
     if codec["name"] == "sharding_indexed":
         codec = codec["configuration"]["codecs"][0]
     endian = codec.get("configuration", {}).get("endian")
+    if isinstance(t, dict):
+        # zarr-python 3.1's fixed-length strings; fill value "".
+        n = t["configuration"]["length_bytes"]
+        stats["strings"] += 1
+        if z["fill_value"] != "":
+            fail(z, f"fill_value {z['fill_value']!r}")
+        if t["name"] == "null_terminated_bytes":
+            return np.dtype(f"S{n}")
+        return np.dtype((">" if endian == "big" else "<") + f"U{n // 4}")
+    if t.startswith("r"):
+        return np.dtype(f"V{int(t[1:]) // 8}")
     code = V3[t]
     if code[0] != "|":
         code = (">" if endian == "big" else "<") + code
@@ -282,7 +292,7 @@ def check(c, meta):
     if isinstance(dims, list) and len(dims) == len(shape) and z.get("dimension_names") != dims:
         fail(c, f"dimension_names {z.get('dimension_names')} != {dims}")
     dtype = item_dtype(z, data)
-    raw = z["data_type"].startswith("r")
+    raw = isinstance(z["data_type"], str) and z["data_type"].startswith("r")
     stats["raw"] += raw
     if dtype.itemsize != data.dtype.itemsize or (not raw and dtype != data.dtype):
         fail(c, f"data_type {z['data_type']} ({dtype}) vs data.npy {data.dtype}")
@@ -371,7 +381,7 @@ for root, dirs, files in os.walk(mount):
 
 print(f"{stats}; {len(failures)} failures")
 if (stats["sharded"] < 15 or stats["unsharded"] < 2 or stats["absent"] < 1 or stats["raw"] < 2
-        or stats["edge"] < 8 or stats["attrs"] < 1 or stats["0d"] < 1):
+        or stats["edge"] < 8 or stats["attrs"] < 1 or stats["0d"] < 1 or stats["strings"] < 3):
     fail("coverage", f"too few cases: {stats}")
 sys.exit(1 if failures else 0)
 EOF
@@ -379,5 +389,67 @@ EOF
 # A shard read with dd at an odd offset gives its bytes like cat does.
 f=$M/v3/f4_2d.b2nd/data.zarr/c/2/1
 check "dd of an edge shard" cmp <(dd if="$f" bs=7 skip=3 status=none) <(tail -c +22 "$f")
+
+# --- 4. strings: zarrita 0.7 knows no fixed-length string type of Zarr v3 ----
+# data.zarr names them as zarr-python 3.1 does (checked in 3.); README sends
+# zarrita users to zarr/, whose "<U5" and "|S7" zarrita reads as text.
+cat >"$TMP/zarrita_text.mjs" <<'EOF'
+import fs from "node:fs";
+const [prefix, out, ...dirs] = process.argv.slice(2);
+const zarr = await import(`${prefix}/node_modules/zarrita/dist/src/index.js`);
+const { FileSystemStore } = await import(`${prefix}/node_modules/@zarrita/storage/dist/src/index.js`);
+const results = {};
+for (const dir of dirs) {
+  const arr = await zarr.open.v2(new FileSystemStore(`${dir}/zarr`), { kind: "array" });
+  const got = await zarr.get(arr, null);
+  const items = [];
+  for (let i = 0; i < got.data.length; i++) {
+    const v = got.data.get(i);
+    items.push(typeof v === "string" ? v : Array.from(v));
+  }
+  let v3 = "opened";
+  try {
+    await zarr.open.v3(new FileSystemStore(`${dir}/data.zarr`), { kind: "array" });
+  } catch (e) {
+    v3 = String(e);
+  }
+  results[dir] = { shape: got.shape, items, v3 };
+}
+fs.writeFileSync(out, JSON.stringify(results));
+EOF
+T1=$M/dtypes/u5.b2nd
+T2=$M/dtypes/s7_text.b2nd
+check "zarrita reads strings from zarr/" node "$TMP/zarrita_text.mjs" "$NPM_PREFIX" "$TMP/text.json" "$T1" "$T2"
+check "zarrita's strings equal data.npy's" "$PY" - "$TMP/text.json" "$T1" "$T2" <<'EOF'
+import json
+import sys
+
+import numpy as np
+
+results = json.load(open(sys.argv[1]))
+bad = 0
+for d in sys.argv[2:]:
+    r = results[d]
+    a = np.load(d + "/data.npy")
+    # zarrita drops every NUL of an item (NumPy only the trailing ones).
+    want = [(x.decode("latin-1") if isinstance(x, bytes) else x).replace("\0", "")
+            for x in a.ravel().tolist()]
+    got = [x if isinstance(x, str) else bytes(x).decode("latin-1").replace("\0", "")
+           for x in r["items"]]
+    if list(r["shape"]) != list(a.shape) or got != want:
+        print(f"MISMATCH {d}: zarrita {r['shape']} {got[:4]}; numpy {a.shape} {want[:4]}")
+        bad += 1
+    z = json.load(open(d + "/data.zarr/zarr.json"))["data_type"]
+    name = "fixed_length_utf32" if a.dtype.kind == "U" else "null_terminated_bytes"
+    if z != {"name": name, "configuration": {"length_bytes": a.dtype.itemsize}}:
+        print(f"MISMATCH {d}: data.zarr data_type {z}")
+        bad += 1
+    note = json.load(open(d + "/meta.json"))["files"]["data.zarr"].get("note", "")
+    if "zarr/" not in note:
+        print(f"MISMATCH {d}: meta.json's data.zarr note does not point to zarr/: {note}")
+        bad += 1
+    print(f"{d}: {len(got)} strings; zarrita on data.zarr: {r['v3']}")
+sys.exit(1 if bad else 0)
+EOF
 
 finish

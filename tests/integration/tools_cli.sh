@@ -48,6 +48,19 @@ for bad in threads=x cache_size=lots views=bogus log_level=loud; do
   grep -q "^b2ndfs: bad value in '$bad'" "$TMP/err" || fail "-o $bad: $(head -1 "$TMP/err")"
 done
 expect 2 stderr "known: meta, data, npy" -- "$BUILD/src/app/b2ndfs" -o views=bogus /a /b
+# Options neither b2ndfs's nor libfuse's fail here, in one line, not in
+# libfuse after the command line was accepted ("unknown option(s)", exit 1).
+for bad in bogus views=meta,nii ro,data fsname; do
+  expect 2 stderr "^see 'b2ndfs --help'\$" -- "$BUILD/src/app/b2ndfs" -o "$bad" /nonexistent /mnt
+  [[ $(lines "$TMP/err") == 2 ]] || fail "-o $bad: $(lines "$TMP/err") lines on stderr, expected 2"
+done
+expect 2 stderr "'nii' after views= is neither a kind of view" -- \
+  "$BUILD/src/app/b2ndfs" -o views=meta,nii /nonexistent /mnt
+for scale in 0 abc -3 2x 1001 ""; do
+  expect 2 stderr "bad --scale" -- "$BUILD/src/tools/b2ndfs-make-samples" "$TMP/samples" --scale "$scale"
+  [[ -e $TMP/samples ]] && fail "make-samples --scale '$scale' wrote $TMP/samples"
+done
+expect 2 stderr "unexpected arguments" -- "$BUILD/src/tools/b2ndfs-make-samples" "$TMP/samples" --scal 2
 
 C=$(mktemp -d)
 trap 'rm -rf "$TMP" "$C"' EXIT

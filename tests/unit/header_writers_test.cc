@@ -120,6 +120,30 @@ TEST_CASE("NRRD cannot describe complex items, 17 axes or an empty axis") {
   CHECK(Contains(h.status().message(), "not numeric"));
 }
 
+TEST_CASE("a refusal names only the headers that do exist instead") {
+  auto nifti = [](const std::vector<int64_t>& shape) {
+    return MakeNifti1Header("'<i8'", shape, {}).ok();
+  };
+  auto nrrd = [](const std::vector<int64_t>& shape) {
+    return MakeNrrdHeader("'<i8'", shape, "data").ok();
+  };
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {3, 4}, {2, 2, 2, 2, 2}, {40000, 2}, std::vector<int64_t>(8, 2)}) {
+    INFO(shape.size() << " axes, first " << shape[0]);
+    for (const auto& h :
+         {MakeMetaImageHeader("'<i8'", shape, "data"), MakeEnviHeader("'<i8'", shape, {})}) {
+      REQUIRE_FALSE(h.ok());
+      const std::string& why = h.status().message();
+      CHECK(Contains(why, "data.nhdr") == nrrd(shape));
+      CHECK(Contains(why, "data.nii") == nifti(shape));
+    }
+    auto h = MakeNrrdHeader("'<i8'", std::vector<int64_t>(shape.size() + 4, 2), "data");
+    REQUIRE_FALSE(h.ok());
+    CHECK(Contains(h.status().message(), "data.nii") ==
+          nifti(std::vector<int64_t>(shape.size() + 4, 2)));
+  }
+}
+
 TEST_CASE("MetaImage header ends with ElementDataFile") {
   auto h = MakeMetaImageHeader("'>u2'", {6, 7, 8}, "data");
   REQUIRE(h.ok());

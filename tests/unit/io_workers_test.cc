@@ -170,9 +170,9 @@ TEST_CASE("remote read-ahead waits on the I/O workers, never on the decoders", "
   REQUIRE(held->WaitHeld(8));
   CHECK(held->on_decoder.load() == 0);
   // Blocks whose bytes a plan waits for are not asked for again.
-  const uint64_t queued = store::GlobalReadStats().prefetched_blocks.load();
+  const uint64_t queued = store::GlobalReadStats().readahead_blocks_queued.load();
   remote->Prefetch(stream, 0, size);
-  CHECK(store::GlobalReadStats().prefetched_blocks.load() == queued);
+  CHECK(store::GlobalReadStats().readahead_blocks_queued.load() == queued);
 
   // The local container's read-ahead runs on the decoders: it completes
   // while the remote requests are held.

@@ -160,10 +160,10 @@ TEST_CASE("log_file= and views=, whose kinds may follow it after commas") {
   cl = Parse({"-o", "views=zarr\\,view", "-o", "views=slices", "/a", "/b"});
   REQUIRE(cl.ok());
   CHECK(cl->views == std::vector<std::string>{"zarr", "view", "slices"});
-  // Kinds continue a views= list only: elsewhere "data" is no option of ours.
-  cl = Parse({"-o", "ro,data", "/a", "/b"});
-  REQUIRE(cl.ok());
-  CHECK(cl->views.empty());
+  // Kinds continue a views= list only: elsewhere "data" is no option at all.
+  auto data = Parse({"-o", "ro,data", "/a", "/b"});
+  REQUIRE_FALSE(data.ok());
+  CHECK(data.status().message().find("unknown option 'data'") != std::string::npos);
   for (const char* option : {"views=", "views=bogus", "views=meta\\,bogus", "log_file="}) {
     INFO(option);
     auto bad = Parse({"-o", option, "/a", "/b"});
@@ -173,6 +173,35 @@ TEST_CASE("log_file= and views=, whose kinds may follow it after commas") {
   }
   CHECK(Parse({"-o", "views=bogus", "/a", "/b"}).status().message().find("known: meta, data") !=
         std::string::npos);
+}
+
+TEST_CASE("options neither ours nor libfuse's are refused before mounting") {
+  for (const char* option : {"bogus", "nii", "fsname", "fsname=", "allow-other", "max_read",
+                             "cache-size=1G", "debugg", "subtype"}) {
+    INFO(option);
+    auto bad = Parse({"-o", option, "/a", "/b"});
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message().find("unknown option '" + std::string(option) + "'") !=
+          std::string::npos);
+  }
+  // A name after views= that is no kind is most likely a misspelt one.
+  auto nii = Parse({"-o", "views=meta,nii", "/a", "/b"});
+  REQUIRE_FALSE(nii.ok());
+  CHECK(nii.status().message().find("'nii' after views= is neither a kind of view (known: meta") !=
+        std::string::npos);
+  // ...but an option still ends the list.
+  auto listed = Parse({"-o", "views=meta,nifti,allow_root,fsname=x", "/a", "/b"});
+  REQUIRE(listed.ok());
+  CHECK(listed->views == std::vector<std::string>{"meta", "nifti"});
+  CHECK(listed->fuse_options == std::vector<std::string>{"allow_root", "fsname=x"});
+  // libfuse's own mount options pass on unchanged.
+  auto fuse = Parse({"-o",
+                     "auto_unmount,default_permissions,nosuid,nodev,noexec,noatime,"
+                     "max_read=131072,subtype=arrays,context=system_u:object_r:tmp_t:s0",
+                     "/a", "/b"});
+  REQUIRE(fuse.ok());
+  CHECK(fuse->fuse_options.size() == 9);
+  CHECK(fuse->has_default_permissions);
 }
 
 TEST_CASE("the default number of request threads") {

@@ -602,5 +602,43 @@ TEST_CASE(".b2ndfs lists stats and log; log holds the recent messages", "[vfs]")
   CHECK((shared->st.st_mode & 07777) == 0444);
 }
 
+TEST_CASE("a long series: no slices/, long listings empty but names open, du counts data once",
+          "[vfs]") {
+  const Array a = MakeArray({5000}, {1000}, {100}, 2.0f);
+  // A tall 2-D array: slices/0 of more names than kMaxListedNames.
+  const int64_t rows = static_cast<int64_t>(vfs::kMaxListedNames) + 1;
+  const Array tall = MakeArray({rows, 2}, {65536, 2}, {4096, 2}, 1.0f);
+  Mount m;
+  m.tree->PutFile("s.b2nd", a.frame);
+  m.tree->PutFile("tall.b2nd", tall.frame);
+  m.Start();
+  const vfs::Ino dir = m.Lookup(vfs::kRootIno, "s.b2nd");
+  const std::vector<std::string> names = m.ListNames(dir);
+  CHECK(std::find(names.begin(), names.end(), "chunks") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "slices") == names.end());
+  CHECK(m.LookupError(dir, "slices") == ENOENT);
+  const vfs::Ino slices = m.Lookup(m.Lookup(vfs::kRootIno, "tall.b2nd"), "slices");
+  CHECK(m.ListNames(m.Lookup(slices, "1")).size() == 2);
+  const vfs::Ino long_axis = m.Lookup(slices, "0");
+  CHECK(m.ListNames(long_axis).empty());
+  const vfs::Ino last = m.Lookup(long_axis, std::to_string(rows - 1));
+  CHECK(m.ReadAll(m.Open(last), 8) == Slice(tall.data, static_cast<size_t>(8 * (rows - 1)), 8));
+  CHECK(m.LookupError(long_axis, std::to_string(rows)) == ENOENT);
+  // Only data takes blocks: the source's.
+  auto data = m.fs->GetAttr(m.Lookup(dir, "data"));
+  REQUIRE(data.ok());
+  CHECK(data->st.st_blocks == static_cast<blkcnt_t>((a.frame.size() + 511) / 512));
+  for (const char* view : {"data.npy", "meta.json"}) {
+    INFO(view);
+    auto attr = m.fs->GetAttr(m.Lookup(dir, view));
+    REQUIRE(attr.ok());
+    CHECK(attr->st.st_size > 0);
+    CHECK(attr->st.st_blocks == 0);
+  }
+  auto slice = m.fs->GetAttr(last);
+  REQUIRE(slice.ok());
+  CHECK(slice->st.st_blocks == 0);
+}
+
 }  // namespace
 }  // namespace b2ndfs

@@ -52,7 +52,7 @@ TEST_CASE("zarr v3 raw items for what v3 cannot name", "[zarr_v3]") {
     const char* data_type;
   };
   const Case cases[] = {
-      {"'|S4'", 4, "r32"},     {"'<U2'", 8, "r64"},
+      {"'|S4'", 5, "r40"},     {"'<U2'", 4, "r32"},  // lengths and item size disagree
       {"'<M8[ns]'", 8, "r64"}, {"[('a', '<i4'), ('b', '<f8')]", 12, "r96"},
       {"'|V3'", 3, "r24"},     {"'<f4'", 8, "r64"},  // descr and item size disagree
       {"'<f16'", 16, "r128"},  {"'<i3'", 3, "r24"},
@@ -67,6 +67,35 @@ TEST_CASE("zarr v3 raw items for what v3 cannot name", "[zarr_v3]") {
     std::string fill = "[";
     for (int64_t i = 0; i < c.itemsize; ++i) fill += i ? ", 0" : "0";
     CHECK(d.fill_value == fill + "]");
+  }
+}
+
+TEST_CASE("zarr v3 fixed-length strings as zarr-python 3.1 writes them", "[zarr_v3]") {
+  struct Case {
+    const char* descr;
+    int64_t itemsize;
+    const char* name;
+    const char* endian;
+  };
+  const Case cases[] = {
+      {"'<U32'", 128, "fixed_length_utf32", "little"},    {"'>U2'", 8, "fixed_length_utf32", "big"},
+      {"'<U1024'", 4096, "fixed_length_utf32", "little"}, {"'|S4'", 4, "null_terminated_bytes", ""},
+      {"'|S1'", 1, "null_terminated_bytes", ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.descr);
+    const ZarrV3Dtype d = ZarrV3DtypeOf(c.descr, c.itemsize);
+    CHECK(d.data_type == c.name);
+    CHECK(d.length_bytes == c.itemsize);
+    CHECK(d.endian == c.endian);
+    CHECK(d.fill_value == "\"\"");
+    CHECK(d.raw_reason.empty());
+    CHECK(d.readers.find("zarr/") != std::string::npos);
+    const std::string text = ZarrJsonHead(d, {3}, {3}, {}, "");
+    CHECK(text.find("\"data_type\": {\"name\": \"" + std::string(c.name) +
+                    "\", \"configuration\": {\"length_bytes\": " + std::to_string(c.itemsize) +
+                    "}},\n") != std::string::npos);
+    CHECK(text.find("\"fill_value\": \"\",") != std::string::npos);
   }
 }
 

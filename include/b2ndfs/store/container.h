@@ -112,7 +112,10 @@ struct ReadStats {
   // Chunks decompressed whole (delta, dictionaries): once per chunk, shared
   // by every reader that waits for one of its blocks.
   StatCounter<uint64_t> whole_chunk_decodes;
-  StatCounter<uint64_t> chunks_fetched;
+  // Chunks whose compressed bytes were read whole (for a whole-chunk
+  // decode); blocks decoded alone are fetched by their own spans, counted
+  // only in bytes_fetched.
+  StatCounter<uint64_t> whole_chunks_fetched;
   StatCounter<uint64_t> bytes_fetched;
   // Block bytes a plan took from another plan's read of them in flight
   // (store/span_flights.h) instead of fetching them again.
@@ -126,7 +129,11 @@ struct ReadStats {
   StatCounter<uint64_t> coalesced_reads;
   StatCounter<uint64_t> coalesced_blocks;
   StatCounter<uint64_t> prefetch_requests;
-  StatCounter<uint64_t> prefetched_blocks;
+  // Blocks read-ahead tasks were queued for, and those a task then loaded
+  // into the cache (the rest were cached or loading by then, or failed):
+  // loaded ones are also in blocks_decompressed.
+  StatCounter<uint64_t> readahead_blocks_queued;
+  StatCounter<uint64_t> readahead_blocks_loaded;
   // Blocks held by readers outside the cache's accounting right now: a cold
   // read's batch (PinBudget); a warm read holds one cached block at a time
   // by its cache handle and is not counted.

@@ -174,6 +174,12 @@ constexpr int kDefaultBackgroundThreads = 4;
 // Containers kept open when Options::max_open is 0.
 constexpr int kDefaultMaxOpen = 1024;
 
+// A directory inside a container of more generated names than this (chunks/
+// of a long series, zarr/, data.zarr/c/...) lists none: a walker (find, du,
+// ls -l, an indexer) would otherwise stat each of them, while every name
+// still opens (README.md, "Layout").
+constexpr size_t kMaxListedNames = 100000;
+
 // The hidden directory at the mount root with runtime statistics.
 constexpr const char* kControlDirName = ".b2ndfs";
 
