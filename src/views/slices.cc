@@ -1,9 +1,8 @@
 // slices/A/IDX: for each axis A, one file per index along it holding the
 // (ndim-1)-D slab. IDX is zero-padded to the width of the largest index so
 // that `ls` sorts; unpadded (and over-padded) spellings name the same file.
-// Arrays of two axes or more only: a slice of a 1-D array is one item, and a
-// file per item made a million-item series a million files for every walker
-// (README.md, "Layout").
+// A 1-D array's slices are its items: a long series' slices/0 is one of the
+// directories too long to list, whose names still open (README.md, "Layout").
 #include "kinds.h"
 
 namespace b2ndfs::views {
@@ -107,7 +106,7 @@ class SlicesDir : public Node {
 
 class SlicesEntry : public RootEntry {
  public:
-  static bool Applies(const store::Container& c) { return c.ok() && c.layout().ndim() > 1; }
+  static bool Applies(const store::Container& c) { return c.ok() && c.layout().ndim() > 0; }
   std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
     if (!Applies(c)) return {};
     return {ListEntry{"slices", true, base}};
@@ -127,14 +126,6 @@ class SlicesEntry : public RootEntry {
                 std::vector<store::FileDescription>* out) const override {
     if (!c.ok()) return;
     const auto& layout = c.layout();
-    if (layout.ndim() == 1) {
-      store::FileDescription d{"slices", {}, 0, {}, {}};
-      d.absent =
-          "a slice of a 1-D array is one item: item I is bytes [I * itemsize, (I + 1) * itemsize) "
-          "of data, and view/START:STOP any run of them";
-      out->push_back(std::move(d));
-      return;
-    }
     const int64_t data_size = layout.NumItems() * layout.itemsize();
     for (int a = 0; a < layout.ndim(); ++a) {
       if (layout.shape()[a] == 0) continue;

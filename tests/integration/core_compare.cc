@@ -96,7 +96,7 @@ void RunParallel(const std::vector<Subject>& subjects, Report& report, int threa
                          {FileKind::kChunk, 0, i},
                          CopyBox(ref.full(), ref.shape(), ref.itemsize(), ref.chunk_boxes()[i])});
     }
-    for (int axis = 0; axis < (ref.ndim() > 1 ? ref.ndim() : 0); ++axis) {
+    for (int axis = 0; axis < ref.ndim(); ++axis) {
       for (int64_t i : SampleIndices(ref.shape()[axis], 3, rng)) {
         targets.push_back(
             {&s,

@@ -422,8 +422,8 @@ void CheckContainer(Subject& s, const ManifestEntry& e, Report& report, std::mt1
     }
   }
 
-  // Slices along every axis (a 1-D array has none: each would be one item).
-  for (int axis = 0; axis < (ref.ndim() > 1 ? ref.ndim() : 0); ++axis) {
+  // Slices along every axis.
+  for (int axis = 0; axis < ref.ndim(); ++axis) {
     const int64_t n = ref.shape()[axis];
     for (int64_t idx :
          SampleIndices(n, n <= kAllSlicesUpTo ? kAllSlicesUpTo : kSampledSlices, rng)) {

@@ -222,8 +222,8 @@ void ExpectFile(const std::string& path, int64_t size, const std::string& contai
 // fuse.zarr, fuse.zarr_v3, fuse.images and fuse.preview check that against
 // meta.json; here they may appear.
 const std::set<std::string> kOptionalRootNames = {
-    "data.nhdr", "data.mhd", "data.hdr",  "data.nii",    "zarr",
-    "data.tiff", "images",   "data.zarr", "preview.png", "preview"};
+    "data.nhdr", "data.mhd", "data.hdr",  "data.nii",    "zarr",   "data.tiff",
+    "images",    "data.zarr", "preview.png", "preview"};
 
 void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const Reference& ref,
                         std::mt19937_64& rng, Report& report) {
@@ -232,10 +232,6 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const 
   const bool zero_d = ref.ndim() == 0;
   if (zero_d) {
     ExpectListing(dir, {"meta.json", "data", "data.npy", "view"}, c, "/", report,
-                  kOptionalRootNames);
-  } else if (ref.ndim() == 1) {
-    // A slice of a 1-D array would be one item: no slices/.
-    ExpectListing(dir, {"meta.json", "data", "data.npy", "chunks", "view"}, c, "/", report,
                   kOptionalRootNames);
   } else {
     ExpectListing(dir, {"meta.json", "data", "data.npy", "chunks", "slices", "view"}, c, "/",
@@ -301,10 +297,6 @@ void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const 
   }
   for (const std::string& name : {std::string("99999"), std::string("x"), std::string("0.")}) {
     ExpectMissing(dir + "/chunks/" + name, c, "chunks/" + name, report);
-  }
-  if (ref.ndim() == 1) {
-    ExpectMissing(dir + "/slices", c, "slices", report);
-    return;
   }
   // slices/
   std::vector<std::string> axes;

@@ -135,8 +135,7 @@ int RunBytes(const std::string& mount, const std::string& refdir) {
                  "chunks/" + ref->chunk_names()[i], rng, 2, k % 4 == 0, report);
       ++files;
     }
-    // A 1-D array has no slices/ (each would be one item).
-    for (int a = 0; a < (ref->ndim() > 1 ? ref->ndim() : 0); ++a) {
+    for (int a = 0; a < ref->ndim(); ++a) {
       const int64_t n = ref->shape()[a];
       const auto idx = SampleIndices(n, small && n <= kAllNamesUpTo ? kAllNamesUpTo : 16, rng);
       for (size_t k = 0; k < idx.size(); ++k) {
@@ -308,7 +307,7 @@ int RunConcurrency(const std::string& mount, const std::string& refdir, int thre
                          dir + "/chunks/" + ref->chunk_names()[i],
                          ref->Slice(ref->chunk_boxes()[i])});
     }
-    for (int a = 0; a < (ref->ndim() > 1 ? ref->ndim() : 0); ++a) {
+    for (int a = 0; a < ref->ndim(); ++a) {
       for (int64_t i : SampleIndices(ref->shape()[a], 2, rng)) {
         const std::string name = SliceName(ref->shape(), a, i);
         targets.push_back(

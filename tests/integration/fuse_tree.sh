@@ -106,10 +106,8 @@ expect_size ndim/3d_f4.b2nd/slices/1/7 $((23 * 31 * 4))
 check "slices/1/7 == slices/1/07" cmp "$M/ndim/3d_f4.b2nd/slices/1/7" "$M/ndim/3d_f4.b2nd/slices/1/07"
 [[ -e $M/ndim/3d_f4.b2nd/slices/1/$(ls "$M/ndim/3d_f4.b2nd/slices/1" | wc -l) ]] &&
   fail "slices/1 has a file past its axis"
-# A 1-D array has no slices/ (each would be one item): meta.json says why.
-[[ -e $M/ndim/1d_f8.b2nd/slices ]] && fail "a 1-D array has slices/"
-grep -q '"a slice of a 1-D array is one item' "$M/ndim/1d_f8.b2nd/meta.json" ||
-  fail "1d_f8.b2nd/meta.json does not say why slices/ is absent"
+# A 1-D array's slices are its items.
+[[ -d $M/ndim/1d_f8.b2nd/slices/0 ]] || fail "a 1-D array has no slices/0"
 # Nested directories and sidecar files appear unchanged.
 expect_ls nested README.txt deeper level1_i4.b2nd
 expect_ls nested/deeper calibration.csv level2_f4.b2nd
