@@ -17,18 +17,12 @@
 #include <vector>
 
 #include "b2ndfs/util/log.h"
+#include "wait_until.h"
 
 namespace b2ndfs::fuse {
 namespace {
 
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
+using testing::WaitUntil;
 
 std::vector<vfs::StaleNode> Nodes(vfs::Ino first, int n) {
   std::vector<vfs::StaleNode> nodes;

@@ -13,18 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "wait_until.h"
+
 using namespace b2ndfs;
 
 namespace {
 
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
+using testing::WaitUntil;
 
 }  // namespace
 

@@ -15,20 +15,14 @@
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/task_pool.h"
+#include "wait_until.h"
 
 using namespace b2ndfs;
 
 namespace {
 
 // Spins until `done` holds or 10 s pass (a test that would hang fails).
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
+using testing::WaitUntil;
 
 // What a loader does once every other caller waits for it.
 enum class Ending { kValue, kError, kRuntimeError, kBadAlloc, kNonStandard, kEmptyFunction };

@@ -23,6 +23,7 @@
 #include "fake_tree.h"
 #include "temp_dir.h"
 #include "test_store.h"
+#include "wait_until.h"
 
 namespace b2ndfs {
 namespace {
@@ -30,14 +31,7 @@ namespace {
 using testing::Bytes;
 using testing::FakeTree;
 
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
+using testing::WaitUntil;
 
 // The frame of a small float32 array whose values start at `seed`.
 Bytes MakeFrame(float seed) {
