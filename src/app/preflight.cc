@@ -219,6 +219,8 @@ Result<std::shared_ptr<source::Tree>> OpenRemoteTree(const CommandLine& cl,
       B2NDFS_ASSIGN_OR_RETURN(options.http.netrc_file,
                               OptionFile("credentials=", cl.credentials, true));
     }
+    // Logged: on the terminal that mounts, as the daemon has not detached.
+    options.warn = [](const std::string& warning) { Log(LogLevel::kWarning, warning); };
     tree = remote::OpenHttpTree(cl.source, options);
   }
   if (!tree.ok()) {

@@ -64,6 +64,22 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// A single Range request for all of an object: a 200 with the whole object
+// (a server that ignores Range, as Python's http.server) is what was asked.
+bool AsksWholeObject(const HttpClient::Request& r) {
+  return r.ranged && r.targets.empty() && r.offset == 0 && r.version != nullptr &&
+         r.version->size >= 0 && static_cast<int64_t>(r.length) == r.version->size;
+}
+
+// Why a Range request answered with the whole object failed, and the fix.
+Status RangeIgnored(const HttpClient::Request& r) {
+  return Status(EOPNOTSUPP, r.What() + ": the server ignored the Range request (HTTP " +
+                                std::to_string(r.status) +
+                                "): b2ndfs reads a container of more than 1 MiB by ranges; "
+                                "serve it with a web server that answers Range requests "
+                                "(nginx, Apache, lighttpd; README.md, \"Remote sources\")");
+}
+
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpClient::Request*>(user);
   const size_t n = size * count;
@@ -110,8 +126,10 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
     }
   } else if (r->ranged) {
     // Only a 206 for exactly the bytes asked for is written; a 200 (the
-    // server ignored Range) would be the whole object: stop at once.
-    if (r->status != 206 || n > r->length - r->received) {
+    // server ignored Range) is the whole object: stop at once, unless that
+    // is what was asked for.
+    const bool whole = r->status == 200 && AsksWholeObject(*r);
+    if ((r->status != 206 && !whole) || n > r->length - r->received) {
       r->overflow = true;
       return 0;
     }
@@ -279,6 +297,7 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
     return Status(EIO, r.What() + ": a malformed multi-range answer: " + r.parse_error);
   }
   if (r.overflow) {
+    if (r.ranged && r.targets.empty() && r.status == 200) return RangeIgnored(r);
     if (r.ranged && r.status == 200) {
       return Status(EIO, r.What() + ": the server ignored the Range request (HTTP 200)");
     }
@@ -341,8 +360,27 @@ Status EvaluateAttempt(CURL* curl, CURLcode code, HttpClient::Request& r, bool* 
     r.info.final_url = final_url;
   }
   if (!r.ranged) return Status::Ok();
+  if (status == 200 && AsksWholeObject(r)) {
+    // The whole object, as asked, from a server that ignores Range: of the
+    // version asked for only if its length and validators agree.
+    const ObjectInfo& want = *r.version;
+    if ((r.info.size >= 0 && r.info.size != want.size) ||
+        (!want.etag.empty() && !r.info.etag.empty() && r.info.etag != want.etag) ||
+        (!want.last_modified.empty() && !r.info.last_modified.empty() &&
+         r.info.last_modified != want.last_modified)) {
+      *kind = ErrorKind::kChanged;
+      return Status(ESTALE, r.What() + ": the object changed");
+    }
+    if (r.received != r.length) {
+      *transient = true;
+      return Status(EIO, r.What() + ": short body (" + std::to_string(r.received) + " of " +
+                             std::to_string(r.length) + " bytes)");
+    }
+    return Status::Ok();
+  }
   if (status != 206) {
     r.multi_refused = !r.targets.empty();
+    if (r.targets.empty() && status == 200) return RangeIgnored(r);
     return Status(EIO, r.What() + ": the server ignored the Range request (HTTP " +
                            std::to_string(status) + ")");
   }

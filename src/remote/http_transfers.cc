@@ -383,7 +383,11 @@ void HttpClient::Failed(Status& status, ErrorKind& kind, double deadline) {
   // logged, at most a few per second so that a dead server cannot flood
   // the log.
   CountError(kind);
-  if (status.error_number() != ENOENT && LogAllowed()) Log(LogLevel::kWarning, status.message());
+  // Not logged either: a server that ignores Range (EOPNOTSUPP), which the
+  // mount says once when it starts and each container's meta.json says.
+  if (status.error_number() != ENOENT && status.error_number() != EOPNOTSUPP && LogAllowed()) {
+    Log(LogLevel::kWarning, status.message());
+  }
 }
 
 void HttpClient::Run(std::span<Request* const> requests, const RangeDone& done,

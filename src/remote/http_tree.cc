@@ -1,6 +1,9 @@
 #include "b2ndfs/remote/http_tree.h"
 
+#include <sys/stat.h>
+
 #include <cctype>
+#include <optional>
 #include <string_view>
 
 #include "b2ndfs/remote/autoindex.h"
@@ -21,6 +24,42 @@ bool IsRemoteUrl(const std::string& source) {
   return lower.rfind("http://", 0) == 0 || lower.rfind("https://", 0) == 0 ||
          lower.rfind("s3://", 0) == 0 || lower.rfind("az://", 0) == 0;
 }
+
+namespace {
+
+// Whether the server answers Range requests, asked of one file at the root
+// (the root object, or the first file its index lists): a server that
+// ignores them (Python's http.server) serves only containers small enough
+// to be read whole. Nothing is said when there is no file to ask about, or
+// the question itself fails (the first real read then says why).
+std::optional<std::string> RangeTrouble(HttpClient& client, const source::Tree& tree,
+                                        const std::string& base,
+                                        const std::optional<ObjectInfo>& root_head) {
+  std::string url = base;
+  std::optional<ObjectInfo> head = root_head;
+  if (!head) {
+    auto listed = tree.List(tree.root());
+    if (!listed.ok()) return std::nullopt;
+    for (const source::TreeEntry& e : *listed) {
+      if (!S_ISREG(e.st.st_mode)) continue;
+      url = base + "/" + e.name;
+      auto h = client.Head(url);
+      if (h.ok()) head = std::move(h).value();
+      break;
+    }
+  }
+  if (!head || head->size < 2) return std::nullopt;
+  uint8_t byte = 0;
+  const Status s = client.GetRange(url, 1, 1, &byte, *head);
+  if (s.error_number() != EOPNOTSUPP) return std::nullopt;
+  return RedactUrl(base) +
+         " ignores Range requests (it answered a request for one byte with the whole file): "
+         "containers of up to 1 MiB are read whole, larger ones cannot be read (their meta.json "
+         "says so); serve SOURCE with a web server that answers Range requests (nginx, Apache, "
+         "lighttpd)";
+}
+
+}  // namespace
 
 Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
                                                    const RemoteOptions& options) {
@@ -71,7 +110,14 @@ Result<std::shared_ptr<source::Tree>> OpenHttpTree(const std::string& url,
     if (head.status().error_number() == ENOENT) return false;
     return head.status();
   };
-  return OpenObjectTree(std::move(config), std::move(client), options.revalidate);
+  const std::string base = config.base;
+  std::optional<ObjectInfo> root_head = config.root_head;
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<source::Tree> tree,
+                          OpenObjectTree(std::move(config), client, options.revalidate));
+  if (options.warn) {
+    if (auto why = RangeTrouble(*client, *tree, base, root_head)) options.warn(*why);
+  }
+  return tree;
 }
 
 }  // namespace b2ndfs::remote

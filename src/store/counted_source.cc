@@ -1,5 +1,7 @@
 #include "counted_source.h"
 
+#include <cerrno>
+
 #include "b2ndfs/store/container.h"
 
 namespace b2ndfs::store {
@@ -21,10 +23,13 @@ void CountedSource::ReadMany(std::span<const source::PartRead> reads,
 void CountedSource::Count(const Status& status, size_t length) const {
   ReadStats& stats = GlobalReadStats();
   stats.source_reads++;
-  if (!status.ok()) {
-    failed_.store(true, std::memory_order_relaxed);
-  } else {
+  // EOPNOTSUPP: the source cannot serve the reads this container needs (a
+  // web server that ignores Range): the container's own trouble, shown in
+  // its meta.json, not trouble reaching the source.
+  if (status.ok()) {
     stats.source_bytes_read += length;
+  } else if (status.error_number() != EOPNOTSUPP) {
+    failed_.store(true, std::memory_order_relaxed);
   }
 }
 

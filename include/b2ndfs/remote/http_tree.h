@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,9 @@ struct RemoteOptions {
   // that cannot be opened (another daemon holds it) is logged and left out.
   std::string disk_cache_dir;
   uint64_t disk_cache_size = kDefaultDiskCacheSize;
+  // Told, before the tree is handed out, what the mounting user must know
+  // of the server (http(s): that it ignores Range requests); may be empty.
+  std::function<void(const std::string&)> warn;
   static constexpr uint64_t kDefaultDiskCacheSize = uint64_t{1} << 30;
 };
 
