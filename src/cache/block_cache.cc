@@ -16,17 +16,6 @@ namespace b2ndfs::cache {
 
 namespace {
 
-// splitmix64's finalizer: every input bit flips about half the output bits,
-// so neighbouring blocks of one chunk land in unrelated shards and buckets.
-constexpr uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 // One finalizer over a multiply-add of the fields (distinct odd multipliers,
 // so blocks, chunks and containers do not cancel out): a warm read hashes
 // every block it touches (once: the high half picks the shard, the low half

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "key_index.h"
+
 namespace b2ndfs::cache {
 namespace {
 
@@ -15,12 +17,7 @@ uint64_t HashText(std::string_view text, uint64_t seed) {
     h ^= c;
     h *= 0x100000001b3ULL;
   }
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
-  return h;
+  return Mix(h);
 }
 
 }  // namespace

@@ -19,6 +19,17 @@
 
 namespace b2ndfs::cache {
 
+// splitmix64's finalizer: every input bit flips about half the output bits,
+// so neighbouring blocks of one chunk land in unrelated shards and buckets.
+constexpr uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
 // KeyOf(handle) returns the key of the entry `handle` refers to. `hash` is
 // a well mixed 64-bit hash of the key; the index uses its low 31 bits.
 template <typename Key, typename Handle, typename KeyOf>

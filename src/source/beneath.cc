@@ -117,10 +117,7 @@ Result<struct stat> WalkBeneath(const std::string& root, const std::string& path
   }
   std::vector<struct stat> inputs{*final_st};
   inputs.insert(inputs.end(), searched.begin(), searched.end());
-  if (auto bound = MostRestrictive(inputs)) return *bound;
-  struct stat nobody = *final_st;  // only root may read it
-  nobody.st_mode &= ~static_cast<mode_t>(0777);
-  return nobody;
+  return BoundBy(inputs);
 }
 
 }  // namespace b2ndfs::source::internal

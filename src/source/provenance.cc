@@ -70,4 +70,11 @@ std::optional<struct stat> MostRestrictive(std::span<const struct stat> inputs) 
   return out;
 }
 
+struct stat BoundBy(std::span<const struct stat> inputs) {
+  if (auto bound = MostRestrictive(inputs)) return *bound;
+  struct stat nobody = inputs[0];
+  nobody.st_mode &= ~static_cast<mode_t>(0777);
+  return nobody;
+}
+
 }  // namespace b2ndfs::source

@@ -177,10 +177,7 @@ class StoreTree final : public source::Tree {
     B2NDFS_ASSIGN_OR_RETURN(struct stat above, base_->StatBeneath(at->store, confined));
     B2NDFS_ASSIGN_OR_RETURN(const struct stat own, Stat(path));
     const struct stat inputs[] = {own, source::SearchedAs(AsDirectory(above))};
-    if (auto bound = source::MostRestrictive(inputs)) return *bound;
-    struct stat nobody = own;
-    nobody.st_mode &= ~static_cast<mode_t>(0777);
-    return nobody;
+    return source::BoundBy(inputs);
   }
 
   // A directory outside the stores is read page by page, as its tree gives
@@ -461,10 +458,7 @@ class StoreTree final : public source::Tree {
         B2NDFS_ASSIGN_OR_RETURN(const struct stat st, Readers(at, index, *leaf, it->second));
         inputs.push_back(st);
       }
-      if (auto bound = source::MostRestrictive(inputs)) return *bound;
-      struct stat nobody = inputs[0];
-      nobody.st_mode &= ~static_cast<mode_t>(0777);
-      return nobody;
+      return source::BoundBy(inputs);
     }
     if (rel.empty()) return at.st;
     std::string physical;  // the directory's own names, not as shown

@@ -29,4 +29,9 @@ struct stat SearchedAs(const struct stat& dir);
 // when `inputs` is empty. Write and execute bits are cleared.
 std::optional<struct stat> MostRestrictive(std::span<const struct stat> inputs);
 
+// MostRestrictive(inputs), or, where none can be chosen, inputs[0] with no
+// read bits (only root may read it): the attributes of an entry that exists
+// whoever may read it. `inputs` must not be empty.
+struct stat BoundBy(std::span<const struct stat> inputs);
+
 }  // namespace b2ndfs::source
