@@ -71,6 +71,8 @@ TEST_PACKAGES=(
   # package is added below only when no npm is installed (a nodejs from
   # elsewhere brings its own and conflicts with it).
   nginx nodejs curl
+  # fuse.browser: a headless browser draws what nginx serves from a mount.
+  chromium
   # fuse.http_trust: a CA and a server certificate for nginx's TLS.
   openssl
 )
