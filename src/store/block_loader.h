@@ -6,12 +6,12 @@
 // (read_plan.h; block_plan.cc); Run() reads them (each byte range once
 // however many plans want it at once: SpanFlights) and decodes every block
 // straight from the read buffers into its cache entry, single-flight per
-// block, on the workers when given (block_run.cc: a PlanRun, one method per
-// step, and the local and network strategies apart). A network source's bytes are waited for by the
-// thread that runs the plan (a reader's, or an I/O worker's), and only the
-// decoding of landed bytes goes to the workers: a decoder never waits a round
-// trip. Blocks a plan cannot serve (special chunks,
-// chunks decoded whole, memcpyed chunks, errors) are decoded alone
+// block, on the workers when given (a PlanRun, plan_run.h: one method per
+// step, the local and network strategies apart). A network source's bytes
+// are waited for by the thread that runs the plan (a reader's, or an I/O
+// worker's), and only the decoding of landed bytes goes to the workers: a
+// decoder never waits a round trip. Blocks a plan cannot serve (special
+// chunks, chunks decoded whole, memcpyed chunks, errors) are decoded alone
 // (DecodeBlock, block_decode.cc); a chunk whose blocks cannot be decoded
 // alone is decoded once, whole, and shared by every reader of its blocks.
 // Decompressors: the mount's pool, or a pool bound to this array for
@@ -149,7 +149,7 @@ class BlockLoader {
   bool Fetching(int64_t chunk, int64_t block) const;
 
  private:
-  friend class PlanRun;  // block_run.cc: the state of one Run
+  friend class PlanRun;  // plan_run.h: the state of one Run
 
   // Plan's steps (block_plan.cc).
   std::vector<size_t> CachedHeads(BlockLoads& loads) const;

@@ -5,7 +5,7 @@
 // (RunLocal); a network source gets all of the plan's reads at once
 // (ByteSource::ReadMany: a round trip for the lot) from the thread that runs
 // the plan, and the workers decode once the bytes have landed: they never
-// wait for the network (RunNetwork). A read that serves blocks of several
+// wait for the network (RunNetwork, block_run_network.cc). A read that serves blocks of several
 // chunks is not copied apart: each chunk's head, rebased, sits in front of
 // the read's bytes in the same buffer (codec::RebaseChunkHead).
 #include <algorithm>
@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "b2ndfs/store/worker_pool.h"
-#include "block_loader.h"
 #include "cache_keys.h"
 #include "once_flags.h"
+#include "plan_run.h"
 
 namespace b2ndfs::store {
 
@@ -36,90 +36,6 @@ void ForEachBlock(WorkerPool* workers, size_t n, const std::function<void(size_t
     for (size_t i = 0; i < n; ++i) fn(i);
   }
 }
-
-namespace {
-
-// A network plan's reads, all issued at once (PlanRun::Issue): what each
-// read claimed, how its own pieces landed, and what it fetched.
-struct PlanBatch {
-  explicit PlanBatch(size_t n) : claims(n), claimed(n, 0), landed(n), counts(n) {}
-  std::vector<SpanFlights::Claim> claims;
-  std::vector<char> claimed;
-  std::vector<Status> landed;  // the first failure of a read's own pieces
-  std::vector<SpanFlights::Counts> counts;
-};
-
-// Once a read's blocks are in the cache (or failed), its bytes are no
-// longer worth sharing: it is released by the task that finishes its last
-// block, so that its buffer serves the plan's next reads (memory in use,
-// rather than the whole plan's compressed bytes in new pages at once), and
-// at the end whatever is left (an exception passed by).
-struct ReleaseReads {
-  BlockLoads& loads;
-  SpanFlights& flights;
-  void One(BlockLoads::Read& read) const {
-    flights.Release(read.owned);
-    read.owned.clear();
-    read.buffer.reset();
-  }
-  ~ReleaseReads() {
-    for (BlockLoads::Read& read : loads.reads) One(read);
-  }
-};
-
-}  // namespace
-
-// One run of a plan: the state its steps share, for as long as Run lasts.
-class PlanRun {
- public:
-  PlanRun(const BlockLoader& loader, BlockLoads& loads, WorkerPool* workers)
-      : loader_(loader),
-        loads_(loads),
-        workers_(workers),
-        sparse_(loader.source_.sparse()),
-        release_{loads, loader.flights_},
-        unfinished_(new std::atomic<size_t>[loads.reads.size()]) {
-    for (size_t k = 0; k < loads.reads.size(); ++k) {
-      unfinished_[k].store(loads.reads[k].blocks.size(), std::memory_order_relaxed);
-    }
-  }
-
-  void RunLocal();
-  void RunNetwork();
-
- private:
-  class Fetching;
-
-  std::pair<int64_t, int64_t> PartSpan(size_t i) const;
-  bool Prepare(size_t k, size_t first);
-  std::shared_ptr<uint8_t> Target(size_t k) const;
-  Status ReadSource(int64_t part, int64_t offset, int64_t n, uint8_t* out) const {
-    return loader_.source_.Read(part, offset, n, out);
-  }
-  void Finish(size_t k, const SpanFlights::Counts& counts);
-  void RebaseHeads(const BlockLoads::Read& read);
-  void Fetch(size_t k, size_t first);
-  void Issue(PlanBatch& batch);
-  void Join(PlanBatch& batch, size_t k);
-  void LoadBlock(size_t i, const std::function<Result<cache::Value>()>& make);
-  bool InBuffer(size_t i) const;
-  void Fail(const Status& status);
-
-  const BlockLoader& loader_;
-  BlockLoads& loads_;
-  WorkerPool* const workers_;
-  const bool sparse_;
-  ReleaseReads release_;
-  // Blocks of each read not finished yet: the last one releases the read.
-  std::unique_ptr<std::atomic<size_t>[]> unfinished_;
-  // The plan fails with its first failed block (its reader gets that error
-  // whatever the others do): blocks not begun yet are not loaded any more,
-  // or a source that fails (each request with its retries) would be asked
-  // again for every one of them, one after the other.
-  std::atomic<bool> failed_{false};
-  std::mutex failure_mutex_;  // leaf lock
-  Status first_failure_;      // guarded by failure_mutex_; set once failed_ is
-};
 
 // Where block i's compressed bytes are in its part.
 std::pair<int64_t, int64_t> PlanRun::PartSpan(size_t i) const {
@@ -221,67 +137,6 @@ void PlanRun::Fetch(size_t k, size_t first) {
   Finish(k, counts);
 }
 
-// A network source: every read of the plan at once (ReadMany), claimed
-// first (SpanFlights::Begin), so that other plans share what it fetches.
-void PlanRun::Issue(PlanBatch& batch) {
-  SpanFlights& flights = loader_.flights_;
-  std::vector<source::PartRead> pieces;
-  std::vector<std::pair<size_t, size_t>> owner;  // (read, index in its claim's mine)
-  std::vector<char> piece_landed;
-  auto land = [&](size_t j, const Status& s) {
-    if (piece_landed[j] != 0) return;
-    piece_landed[j] = 1;
-    const auto [k, m] = owner[j];
-    flights.Land(batch.claims[k], batch.claims[k].mine[m], s, &loads_.reads[k].owned,
-                 &batch.counts[k]);
-    if (!s.ok() && batch.landed[k].ok()) batch.landed[k] = s;
-  };
-  // Every claimed piece lands, also when an exception cut the batch short
-  // (other plans wait for it).
-  auto fail_unlanded = [&](const Status& status) {
-    for (size_t k = 0; k < loads_.reads.size(); ++k) {
-      if (batch.claimed[k] == 0) continue;
-      for (const auto& f : batch.claims[k].mine) {
-        if (f->landed()) continue;
-        flights.Land(batch.claims[k], f, status, &loads_.reads[k].owned, &batch.counts[k]);
-        if (batch.landed[k].ok()) batch.landed[k] = status;
-      }
-    }
-  };
-  try {
-    for (size_t k = 0; k < loads_.reads.size(); ++k) {
-      const BlockLoads::Read& read = loads_.reads[k];
-      if (read.blocks.empty() || !Prepare(k, SIZE_MAX)) continue;
-      SpanFlights::Claim& claim = batch.claims[k];
-      claim = flights.Begin(read.part, read.fetched_begin, read.fetched_end, Target(k));
-      batch.claimed[k] = 1;
-      for (size_t m = 0; m < claim.mine.size(); ++m) {
-        const SpanFlights::Flight& f = *claim.mine[m];
-        pieces.push_back(source::PartRead{read.part, f.begin, static_cast<size_t>(f.end - f.begin),
-                                          claim.out.get() + (f.begin - claim.begin)});
-        owner.emplace_back(k, m);
-      }
-    }
-    piece_landed.assign(pieces.size(), 0);
-    loader_.source_.ReadMany(pieces, land);
-  } catch (...) {
-    fail_unlanded(StatusOfCurrentException("source read"));
-  }
-}
-
-// After Issue(): read k's bytes, with those other plans were fetching.
-void PlanRun::Join(PlanBatch& batch, size_t k) {
-  BlockLoads::Read& read = loads_.reads[k];
-  if (!batch.claimed[k]) return;
-  read.status = loader_.flights_.Join(
-      batch.claims[k], batch.landed[k],
-      [this](int64_t part, int64_t offset, int64_t n, uint8_t* out) {
-        return ReadSource(part, offset, n, out);
-      },
-      &batch.counts[k]);
-  Finish(k, batch.counts[k]);
-}
-
 void PlanRun::Fail(const Status& status) {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (!failed_.load(std::memory_order_relaxed)) {
@@ -328,71 +183,6 @@ bool PlanRun::InBuffer(size_t i) const {
   const auto [begin, end] = PartSpan(i);
   const BlockLoads::Read& read = loads_.reads[loads_.views[loads_.blocks[i].view].read];
   return begin >= read.fetched_begin && end <= read.fetched_end;
-}
-
-// Until a network plan ends, read-ahead leaves its blocks alone
-// (BlockLoader::Fetching).
-class PlanRun::Fetching {
- public:
-  Fetching(const BlockLoader& loader, const BlockLoads& loads) : loader_(loader), loads_(loads) {
-    std::lock_guard<std::mutex> lock(loader_.fetching_mutex_);
-    for (const BlockLoads::Block& b : loads_.blocks) {
-      ++loader_.fetching_[{b.chunk, b.block}];
-      ++added_;
-    }
-  }
-  ~Fetching() {
-    std::lock_guard<std::mutex> lock(loader_.fetching_mutex_);
-    for (size_t i = 0; i < added_; ++i) {
-      const BlockLoads::Block& b = loads_.blocks[i];
-      auto it = loader_.fetching_.find({b.chunk, b.block});
-      if (--it->second == 0) loader_.fetching_.erase(it);
-    }
-  }
-  Fetching(const Fetching&) = delete;
-  Fetching& operator=(const Fetching&) = delete;
-
- private:
-  const BlockLoader& loader_;
-  const BlockLoads& loads_;
-  size_t added_ = 0;
-};
-
-// A network source: this thread (a reader's, or an I/O worker's running
-// read-ahead) waits for the bytes, every read of the plan at once when the
-// source takes them together (one round trip for the lot); only then are
-// the blocks decoded, on the workers. A decoder that waited here would stop
-// every read's decoding (cached blocks' misses too) for a round trip.
-// Blocks loaded alone read the source: this thread (and the I/O workers,
-// when the mount has them) loads them, not the decoders.
-void PlanRun::RunNetwork() {
-  const Fetching fetching(loader_, loads_);
-  PlanBatch batch(loads_.reads.size());
-  const bool batched = loader_.policy_.batch_plan_reads && loads_.reads.size() > 1;
-  if (batched) Issue(batch);
-  // The first failed read fails the plan (as a failed block does): no more
-  // reads are asked for, no block is loaded alone instead.
-  for (size_t k = 0; k < loads_.reads.size() && !failed_.load(); ++k) {
-    BlockLoads::Read& read = loads_.reads[k];
-    if (read.blocks.empty()) continue;
-    if (batched) {
-      Join(batch, k);
-    } else {
-      Fetch(k, SIZE_MAX);
-    }
-    if (!read.status.ok()) Fail(read.status);
-  }
-  std::vector<size_t> decode, alone;
-  for (size_t i = 0; i < loads_.blocks.size(); ++i) {
-    (loads_.blocks[i].view >= 0 && InBuffer(i) ? decode : alone).push_back(i);
-  }
-  ForEachBlock(workers_, decode.size(), [&](size_t j) {
-    LoadBlock(decode[j], [&] { return loader_.DecodePlanned(loads_, decode[j]); });
-  });
-  ForEachBlock(loader_.context_.io_workers, alone.size(), [&](size_t j) {
-    const BlockLoads::Block& b = loads_.blocks[alone[j]];
-    LoadBlock(alone[j], [&] { return loader_.DecodeBlock(b.chunk, b.block); });
-  });
 }
 
 // A local source: one round of tasks, one per block: the first block that
