@@ -72,8 +72,11 @@ if (($# >= 1)); then
   ran=0 programs=0 failed=0
   for exe in "$build"/tests/*_test; do
     [[ -x $exe && -f $ROOT/tests/unit/$(basename "$exe").cc ]] || continue
-    line=$("$exe" -r compact 2>/dev/null | tail -n 1) || failed=$((failed + 1))
-    n=$(grep -oE '[0-9]+ assertions?' <<<"$line" | grep -oE '^[0-9]+' | tail -n 1 || true)
+    # The summary: "Passed all 4 test cases with 64 assertions." (a failing
+    # program says only how many failed: it is counted as failing).
+    line=$("$exe" -r compact 2>/dev/null | grep -E 'assertions?\.' | tail -n 1) ||
+      failed=$((failed + 1))
+    n=$(grep -oE 'with [0-9]+ assertions?' <<<"$line" | grep -oE '[0-9]+' || true)
     ran=$((ran + ${n:-0}))
     programs=$((programs + 1))
   done
