@@ -1,0 +1,455 @@
+// The FUSE operations (src/fuse/operations.h) without a kernel: each driven
+// through a fake request (fake_request.h) over a vfs::Filesystem of a fake
+// source tree, as mountpoint-s3 tests its filesystem without FUSE in the
+// loop. Replies are what the kernel would get: entries, attributes, bytes
+// (whole, partial, at and past the end), directory pages continued by
+// offset, errnos, and exactly one reply per request.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "b2nd_writer.h"
+#include "b2ndfs/util/log.h"
+#include "b2ndfs/vfs/filesystem.h"
+#include "fake_request.h"
+#include "fake_tree.h"
+#include "operations.h"
+#include "temp_dir.h"
+#include "test_store.h"
+
+namespace b2ndfs::fuse {
+namespace {
+
+using testing::Bytes;
+using testing::DirItem;
+using testing::FakeRequest;
+using testing::FakeTree;
+using testing::Reply;
+
+// A float32 array of `shape` written by c-blosc2 as a frame: the frame's
+// bytes and the array's C-order bytes.
+struct Array {
+  Bytes frame;
+  Bytes data;
+};
+
+Array MakeArray(std::vector<int64_t> shape, std::vector<int32_t> chunks,
+                std::vector<int32_t> blocks, float seed) {
+  testing::TempDir dir("b2ndfs_fuse_ops");
+  const std::string path = (dir.path / "a.b2nd").string();
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    values[static_cast<size_t>(i)] = seed + static_cast<float>(i % 977);
+  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
+  cparams.typesize = 4;
+  cparams.nthreads = 1;
+  b2nd_array_t* array =
+      testing::WriteContiguous(path, cparams, static_cast<int8_t>(shape.size()), shape.data(),
+                               chunks.data(), blocks.data(), "<f4", values.data(), n * 4);
+  b2nd_free(array);
+  std::ifstream in(path, std::ios::binary);
+  Array out;
+  out.frame.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  out.data.resize(static_cast<size_t>(n * 4));
+  std::memcpy(out.data.data(), values.data(), out.data.size());
+  return out;
+}
+
+std::string Text(const Bytes& b, size_t offset, size_t length) {
+  return std::string(reinterpret_cast<const char*>(b.data()) + offset, length);
+}
+
+// The operations over a filesystem over a fake tree.
+struct Adapter {
+  explicit Adapter(bool remote = false)
+      : tree(std::make_shared<FakeTree>(remote)), store(64 << 20, 4, 2) {}
+  void Start() {
+    SetLogLevel(LogLevel::kWarning);
+    vfs::Options options;
+    options.source = FakeTree::kRoot;
+    options.tree = tree;
+    fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
+    ops = std::make_unique<Operations>(*fs, 1 << 20);
+  }
+  // A successful LOOKUP's entry.
+  EntryReply Lookup(vfs::Ino parent, const std::string& name) {
+    FakeRequest req;
+    ops->Lookup(req, parent, name.c_str());
+    const Reply r = req.only();
+    INFO(name << ": " << (r.kind == Reply::kErr ? strerror(r.error) : ""));
+    REQUIRE(r.kind == Reply::kEntry);
+    return r.entry;
+  }
+  int LookupError(vfs::Ino parent, const std::string& name) {
+    FakeRequest req;
+    ops->Lookup(req, parent, name.c_str());
+    const Reply r = req.only();
+    return r.kind == Reply::kErr ? r.error : 0;
+  }
+  uint64_t Open(vfs::Ino ino) {
+    FakeRequest req;
+    ops->Open(req, ino, O_RDONLY);
+    const Reply r = req.only();
+    REQUIRE(r.kind == Reply::kOpen);
+    REQUIRE(r.open.fh != 0);
+    return r.open.fh;
+  }
+  uint64_t OpenDir(vfs::Ino ino) {
+    FakeRequest req;
+    ops->OpenDir(req, ino);
+    const Reply r = req.only();
+    REQUIRE(r.kind == Reply::kOpen);
+    return r.open.fh;
+  }
+  Reply Read(vfs::Ino ino, uint64_t fh, off_t offset, size_t size) {
+    FakeRequest req;
+    ops->Read(req, ino, size, offset, fh);
+    return req.only();
+  }
+  void Release(uint64_t fh) {
+    FakeRequest req;
+    ops->Release(req, fh);
+    CHECK(req.only().error == 0);
+  }
+  // Every entry of directory `ino` read in pages of `size` bytes, each page
+  // continued from the offset the last entry of the one before gave.
+  std::vector<DirItem> ReadAllDir(vfs::Ino ino, size_t size, bool plus, int* pages) {
+    const uint64_t fh = OpenDir(ino);
+    std::vector<DirItem> all;
+    off_t offset = 0;
+    size_t last_bytes = 0;
+    *pages = 0;
+    for (;;) {
+      FakeRequest req;
+      ops->ReadDir(req, ino, size, offset, fh, plus);
+      const Reply r = req.only();
+      REQUIRE(r.kind == Reply::kBuf);
+      CHECK(r.data.size() <= size);
+      CHECK(r.data.size() == r.dir_bytes);  // the entries' kernel layout, no more
+      if (r.dir.empty()) break;
+      // The page before was as full as the buffer allowed.
+      if (*pages > 0) CHECK(last_bytes + FakeRequest::DirEntryBytes(r.dir[0].name, plus) > size);
+      last_bytes = r.dir_bytes;
+      ++*pages;
+      all.insert(all.end(), r.dir.begin(), r.dir.end());
+      offset = r.dir.back().next;
+      REQUIRE(*pages < 10000);
+    }
+    FakeRequest release;
+    ops->ReleaseDir(release, fh);
+    CHECK(release.only().error == 0);
+    return all;
+  }
+
+  std::shared_ptr<FakeTree> tree;
+  testing::TestStore store;
+  std::unique_ptr<vfs::Filesystem> fs;
+  std::unique_ptr<Operations> ops;
+};
+
+TEST_CASE("fuse ops: lookup, getattr, open, reads of all, part, the end and past it, release",
+          "[fuse]") {
+  const Array a = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  Adapter m(GENERATE(false, true));
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  CHECK(S_ISDIR(dir.attr.st_mode));
+  CHECK(dir.ino == dir.attr.st_ino);
+  const EntryReply data = m.Lookup(dir.ino, "data");
+  CHECK(S_ISREG(data.attr.st_mode));
+  CHECK(data.attr.st_size == static_cast<off_t>(a.data.size()));
+  // Inside a container, names are fixed for the generation: the kernel may
+  // keep them for attr_timeout (60 s by default).
+  CHECK(data.entry_timeout == 60.0);
+  CHECK(data.attr_timeout == 60.0);
+  CHECK(m.LookupError(dir.ino, "nope") == ENOENT);
+  CHECK(m.LookupError(data.ino, "x") == ENOTDIR);
+
+  FakeRequest getattr;
+  m.ops->GetAttr(getattr, data.ino, 0);
+  REQUIRE(getattr.only().kind == Reply::kAttr);
+  CHECK(getattr.only().attr.st_size == static_cast<off_t>(a.data.size()));
+  CHECK(getattr.only().timeout == 60.0);
+
+  const uint64_t fh = m.Open(data.ino);
+  CHECK(m.ops->open_files() == 1);
+  const size_t size = a.data.size();
+  SECTION("whole") {
+    const Reply r = m.Read(data.ino, fh, 0, size);
+    REQUIRE(r.kind == Reply::kBuf);
+    CHECK(r.data == Text(a.data, 0, size));
+  }
+  SECTION("partial, from inside a block") {
+    const Reply r = m.Read(data.ino, fh, 1001, 7777);
+    REQUIRE(r.kind == Reply::kBuf);
+    CHECK(r.data == Text(a.data, 1001, 7777));
+  }
+  SECTION("across the end: up to it") {
+    const Reply r = m.Read(data.ino, fh, static_cast<off_t>(size - 10), 4096);
+    REQUIRE(r.kind == Reply::kBuf);
+    CHECK(r.data == Text(a.data, size - 10, 10));
+  }
+  SECTION("at and past the end: nothing") {
+    for (off_t offset : {static_cast<off_t>(size), static_cast<off_t>(size + 12345)}) {
+      const Reply r = m.Read(data.ino, fh, offset, 4096);
+      REQUIRE(r.kind == Reply::kBuf);
+      CHECK(r.data.empty());
+    }
+  }
+  SECTION("fstat through the handle") {
+    FakeRequest req;
+    m.ops->GetAttr(req, data.ino, fh);
+    REQUIRE(req.only().kind == Reply::kAttr);
+    CHECK(req.only().attr.st_ino == data.ino);
+  }
+  m.Release(fh);
+  CHECK(m.ops->open_files() == 0);
+}
+
+TEST_CASE("fuse ops: an open or lookup the kernel stopped waiting for keeps nothing", "[fuse]") {
+  const Array a = MakeArray({20, 20}, {10, 10}, {5, 5}, 1.0f);
+  Adapter m;
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  const size_t nodes = m.fs->NodeCount();
+  {
+    FakeRequest req;
+    req.set_reply_result(-ENOENT);  // libfuse: the request was interrupted
+    m.ops->Lookup(req, vfs::kRootIno, "a.b2nd");
+    CHECK(req.only().kind == Reply::kEntry);
+  }
+  CHECK(m.fs->NodeCount() == nodes);  // the reference was given back
+  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  CHECK(m.fs->NodeCount() == nodes + 1);
+  const EntryReply data = m.Lookup(dir.ino, "data");
+  {
+    FakeRequest req;
+    req.set_reply_result(-ENOENT);
+    m.ops->Open(req, data.ino, O_RDONLY);
+    CHECK(req.only().kind == Reply::kOpen);
+    FakeRequest dir_req;
+    dir_req.set_reply_result(-ENOENT);
+    m.ops->OpenDir(dir_req, dir.ino);
+    CHECK(dir_req.only().kind == Reply::kOpen);
+  }
+  CHECK(m.ops->open_files() == 0);
+  CHECK(m.ops->open_dirs() == 0);
+  // FORGET gives the kernel's reference back, with no reply but "none".
+  FakeRequest forget;
+  m.ops->Forget(forget, dir.ino, 1);
+  CHECK(forget.only().kind == Reply::kNone);
+  CHECK(m.fs->NodeCount() == nodes);
+  m.Lookup(vfs::kRootIno, "a.b2nd");
+  m.Lookup(vfs::kRootIno, "a.b2nd");
+  CHECK(m.fs->NodeCount() == nodes + 1);
+  FakeRequest many;
+  m.ops->ForgetMulti(many, 1, [&](size_t, vfs::Ino* ino, uint64_t* n) {
+    *ino = dir.ino;
+    *n = 2;
+  });
+  CHECK(many.only().kind == Reply::kNone);
+  CHECK(m.fs->NodeCount() == nodes);
+}
+
+TEST_CASE("fuse ops: readdir pages by buffer size, continued by offset, nothing twice", "[fuse]") {
+  const Array a = MakeArray({12, 8, 8}, {4, 8, 8}, {2, 8, 8}, 1.0f);
+  Adapter m;
+  m.tree->PutDir("many");
+  std::vector<std::string> names;
+  for (int i = 0; i < 150; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "file%03d.txt", i);
+    names.push_back(name);
+    m.tree->PutFile(std::string("many/") + name, Bytes{'x'});
+  }
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  const EntryReply many = m.Lookup(vfs::kRootIno, "many");
+  const bool plus = GENERATE(false, true);
+  const size_t size = GENERATE(size_t{200}, size_t{4096});
+  INFO("plus " << plus << ", buffer " << size);
+  int pages = 0;
+  const auto items = m.ReadAllDir(many.ino, size, plus, &pages);
+  REQUIRE(items.size() == names.size() + 2);
+  CHECK(items[0].name == ".");
+  CHECK(items[1].name == "..");
+  CHECK(items[0].ino == many.ino);
+  std::vector<std::string> got;
+  for (size_t i = 0; i < items.size(); ++i) {
+    CHECK(items[i].next == static_cast<off_t>(i + 1));  // offsets go on from where they were
+    CHECK(items[i].lookup == 0);  // the mirrored tree: names only, even with READDIRPLUS
+    if (i >= 2) got.push_back(items[i].name);
+  }
+  std::sort(got.begin(), got.end());
+  CHECK(got == names);
+  CHECK(pages >=
+        static_cast<int>(items.size() * FakeRequest::DirEntryBytes(names[0], plus) / size));
+  // Inside a container READDIRPLUS hands the kernel attributes (one
+  // reference each); READDIR names only.
+  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const auto inside = m.ReadAllDir(dir.ino, 4096, plus, &pages);
+  auto data = std::find_if(inside.begin(), inside.end(),
+                           [](const DirItem& item) { return item.name == "data"; });
+  REQUIRE(data != inside.end());
+  CHECK(data->ino == m.Lookup(dir.ino, "data").ino);
+  if (plus) {
+    CHECK(data->lookup == data->ino);
+    CHECK(data->attr_timeout == 60.0);
+  } else {
+    CHECK(data->lookup == 0);
+  }
+  CHECK(m.ops->open_dirs() == 0);
+}
+
+TEST_CASE("fuse ops: a listing that fails after some entries sends those, then the error",
+          "[fuse]") {
+  Adapter m(true);
+  m.tree->PutDir("d");
+  for (int i = 0; i < 40; ++i) m.tree->PutFile("d/f" + std::to_string(100 + i), Bytes{'x'});
+  m.tree->SetPageSize(10);
+  m.Start();
+  const EntryReply d = m.Lookup(vfs::kRootIno, "d");
+  const uint64_t fh = m.OpenDir(d.ino);
+  m.tree->SetOutage(EIO);
+  FakeRequest first;
+  m.ops->ReadDir(first, d.ino, 1 << 16, 0, fh, false);
+  const Reply page = first.only();
+  REQUIRE(page.kind == Reply::kBuf);
+  // "." and ".." and the page read at open; the next page failed.
+  REQUIRE(page.dir.size() >= 2);
+  CHECK(page.dir.size() < 42);
+  FakeRequest second;
+  m.ops->ReadDir(second, d.ino, 1 << 16, page.dir.back().next, fh, false);
+  CHECK(second.only().kind == Reply::kErr);
+  CHECK(second.only().error == EIO);
+  m.tree->SetOutage(0);
+  FakeRequest third;
+  m.ops->ReadDir(third, d.ino, 1 << 16, page.dir.back().next, fh, false);
+  REQUIRE(third.only().kind == Reply::kBuf);
+  CHECK(page.dir.size() + third.only().dir.size() == 42);
+  FakeRequest release;
+  m.ops->ReleaseDir(release, fh);
+}
+
+TEST_CASE("fuse ops: errors map to errnos, one reply each", "[fuse]") {
+  const Array a = MakeArray({20, 20}, {10, 10}, {5, 5}, 1.0f);
+  Adapter m;
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const EntryReply data = m.Lookup(dir.ino, "data");
+  auto error_of = [](FakeRequest& req) {
+    const Reply r = req.only();
+    REQUIRE(r.kind == Reply::kErr);
+    return r.error;
+  };
+  SECTION("the mount is read-only") {
+    FakeRequest write, link;
+    Operations::ReadOnly(write);
+    CHECK(error_of(write) == EROFS);
+    Operations::ReadLink(link);
+    CHECK(error_of(link) == EINVAL);
+    FakeRequest access_w, access_r, access_x;
+    m.ops->Access(access_w, data.ino, W_OK);
+    CHECK(error_of(access_w) == EROFS);
+    m.ops->Access(access_r, data.ino, R_OK);
+    CHECK(error_of(access_r) == 0);
+    m.ops->Access(access_x, 987654321, R_OK);
+    CHECK(error_of(access_x) != 0);
+  }
+  SECTION("statfs") {
+    FakeRequest req;
+    m.ops->StatFs(req);
+    const Reply r = req.only();
+    REQUIRE(r.kind == Reply::kStatfs);
+    CHECK(r.statfs.f_bsize == 4096);
+    CHECK(r.statfs.f_frsize == 4096);
+    CHECK(r.statfs.f_namemax == 255);
+    CHECK((r.statfs.f_flag & ST_RDONLY) != 0);
+    CHECK(r.statfs.f_files == m.fs->NodeCount());
+  }
+  SECTION("an unknown inode") {
+    FakeRequest getattr, open, opendir;
+    m.ops->GetAttr(getattr, 987654321, 0);
+    CHECK(error_of(getattr) != 0);
+    m.ops->Open(open, 987654321, O_RDONLY);
+    CHECK(error_of(open) != 0);
+    m.ops->OpenDir(opendir, 987654321);
+    CHECK(error_of(opendir) != 0);
+    CHECK(m.ops->open_files() == 0);
+    CHECK(m.ops->open_dirs() == 0);
+  }
+  SECTION("a file is no directory") {
+    FakeRequest opendir;
+    m.ops->OpenDir(opendir, data.ino);
+    CHECK(error_of(opendir) == ENOTDIR);
+  }
+  SECTION("the source fails: its errno") {
+    m.tree->SetOutage(EACCES);
+    CHECK(m.LookupError(vfs::kRootIno, "b.b2nd") == EACCES);
+  }
+  SECTION("the trampoline: exceptions become EIO and ENOMEM") {
+    FakeRequest runtime, alloc, other, fine;
+    Trampoline(runtime, [] { throw std::runtime_error("boom"); });
+    CHECK(error_of(runtime) == EIO);
+    CHECK(RecentLogText().find("internal error: boom") != std::string::npos);
+    Trampoline(alloc, [] { throw std::bad_alloc(); });
+    CHECK(error_of(alloc) == ENOMEM);
+    Trampoline(other, [] { throw 7; });
+    CHECK(error_of(other) == EIO);
+    Trampoline(fine, [&] { fine.ReplyErr(0); });
+    CHECK(error_of(fine) == 0);
+  }
+}
+
+TEST_CASE("fuse ops: extended attributes by size query, too small a buffer, and value", "[fuse]") {
+  const Array a = MakeArray({20, 20}, {10, 10}, {5, 5}, 1.0f);
+  Adapter m;
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  FakeRequest list_size;
+  m.ops->ListXattr(list_size, dir.ino, 0);
+  REQUIRE(list_size.only().kind == Reply::kXattrSize);
+  const size_t list_bytes = list_size.only().size;
+  REQUIRE(list_bytes > 0);
+  FakeRequest list_small, list;
+  m.ops->ListXattr(list_small, dir.ino, 1);
+  CHECK(list_small.only().error == ERANGE);
+  m.ops->ListXattr(list, dir.ino, list_bytes);
+  REQUIRE(list.only().kind == Reply::kBuf);
+  const std::string names = list.only().data;
+  REQUIRE(names.size() == list_bytes);
+  REQUIRE(names.back() == '\0');
+  const std::string first = names.c_str();  // up to the first NUL
+  CHECK(first.rfind("user.b2nd.", 0) == 0);
+  FakeRequest value_size, value;
+  m.ops->GetXattr(value_size, dir.ino, first.c_str(), 0);
+  REQUIRE(value_size.only().kind == Reply::kXattrSize);
+  m.ops->GetXattr(value, dir.ino, first.c_str(), 1 << 16);
+  REQUIRE(value.only().kind == Reply::kBuf);
+  CHECK(value.only().data.size() == value_size.only().size);
+  FakeRequest selinux, unknown;
+  m.ops->GetXattr(selinux, dir.ino, "security.selinux", 256);
+  CHECK(selinux.only().error == EOPNOTSUPP);
+  m.ops->GetXattr(unknown, dir.ino, "user.nope", 256);
+  CHECK(unknown.only().error == ENODATA);
+}
+
+}  // namespace
+}  // namespace b2ndfs::fuse
