@@ -11,155 +11,27 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "b2nd_writer.h"
 #include "b2ndfs/util/log.h"
-#include "b2ndfs/vfs/filesystem.h"
-#include "fake_request.h"
-#include "fake_tree.h"
-#include "operations.h"
-#include "temp_dir.h"
-#include "test_store.h"
+#include "fuse_adapter.h"
 
 namespace b2ndfs::fuse {
 namespace {
 
+using testing::Adapter;
+using testing::Array;
 using testing::Bytes;
 using testing::DirItem;
 using testing::FakeRequest;
-using testing::FakeTree;
+using testing::MakeArray;
 using testing::Reply;
-
-// A float32 array of `shape` written by c-blosc2 as a frame: the frame's
-// bytes and the array's C-order bytes.
-struct Array {
-  Bytes frame;
-  Bytes data;
-};
-
-Array MakeArray(std::vector<int64_t> shape, std::vector<int32_t> chunks,
-                std::vector<int32_t> blocks, float seed) {
-  testing::TempDir dir("b2ndfs_fuse_ops");
-  const std::string path = (dir.path / "a.b2nd").string();
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    values[static_cast<size_t>(i)] = seed + static_cast<float>(i % 977);
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.typesize = 4;
-  cparams.nthreads = 1;
-  b2nd_array_t* array =
-      testing::WriteContiguous(path, cparams, static_cast<int8_t>(shape.size()), shape.data(),
-                               chunks.data(), blocks.data(), "<f4", values.data(), n * 4);
-  b2nd_free(array);
-  std::ifstream in(path, std::ios::binary);
-  Array out;
-  out.frame.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  out.data.resize(static_cast<size_t>(n * 4));
-  std::memcpy(out.data.data(), values.data(), out.data.size());
-  return out;
-}
-
-std::string Text(const Bytes& b, size_t offset, size_t length) {
-  return std::string(reinterpret_cast<const char*>(b.data()) + offset, length);
-}
-
-// The operations over a filesystem over a fake tree.
-struct Adapter {
-  explicit Adapter(bool remote = false)
-      : tree(std::make_shared<FakeTree>(remote)), store(64 << 20, 4, 2) {}
-  void Start() {
-    SetLogLevel(LogLevel::kWarning);
-    vfs::Options options;
-    options.source = FakeTree::kRoot;
-    options.tree = tree;
-    fs = std::make_unique<vfs::Filesystem>(options, &store.ctx);
-    ops = std::make_unique<Operations>(*fs, 1 << 20);
-  }
-  // A successful LOOKUP's entry.
-  EntryReply Lookup(vfs::Ino parent, const std::string& name) {
-    FakeRequest req;
-    ops->Lookup(req, parent, name.c_str());
-    const Reply r = req.only();
-    INFO(name << ": " << (r.kind == Reply::kErr ? strerror(r.error) : ""));
-    REQUIRE(r.kind == Reply::kEntry);
-    return r.entry;
-  }
-  int LookupError(vfs::Ino parent, const std::string& name) {
-    FakeRequest req;
-    ops->Lookup(req, parent, name.c_str());
-    const Reply r = req.only();
-    return r.kind == Reply::kErr ? r.error : 0;
-  }
-  uint64_t Open(vfs::Ino ino) {
-    FakeRequest req;
-    ops->Open(req, ino, O_RDONLY);
-    const Reply r = req.only();
-    REQUIRE(r.kind == Reply::kOpen);
-    REQUIRE(r.open.fh != 0);
-    return r.open.fh;
-  }
-  uint64_t OpenDir(vfs::Ino ino) {
-    FakeRequest req;
-    ops->OpenDir(req, ino);
-    const Reply r = req.only();
-    REQUIRE(r.kind == Reply::kOpen);
-    return r.open.fh;
-  }
-  Reply Read(vfs::Ino ino, uint64_t fh, off_t offset, size_t size) {
-    FakeRequest req;
-    ops->Read(req, ino, size, offset, fh);
-    return req.only();
-  }
-  void Release(uint64_t fh) {
-    FakeRequest req;
-    ops->Release(req, fh);
-    CHECK(req.only().error == 0);
-  }
-  // Every entry of directory `ino` read in pages of `size` bytes, each page
-  // continued from the offset the last entry of the one before gave.
-  std::vector<DirItem> ReadAllDir(vfs::Ino ino, size_t size, bool plus, int* pages) {
-    const uint64_t fh = OpenDir(ino);
-    std::vector<DirItem> all;
-    off_t offset = 0;
-    size_t last_bytes = 0;
-    *pages = 0;
-    for (;;) {
-      FakeRequest req;
-      ops->ReadDir(req, ino, size, offset, fh, plus);
-      const Reply r = req.only();
-      REQUIRE(r.kind == Reply::kBuf);
-      CHECK(r.data.size() <= size);
-      CHECK(r.data.size() == r.dir_bytes);  // the entries' kernel layout, no more
-      if (r.dir.empty()) break;
-      // The page before was as full as the buffer allowed.
-      if (*pages > 0) CHECK(last_bytes + FakeRequest::DirEntryBytes(r.dir[0].name, plus) > size);
-      last_bytes = r.dir_bytes;
-      ++*pages;
-      all.insert(all.end(), r.dir.begin(), r.dir.end());
-      offset = r.dir.back().next;
-      REQUIRE(*pages < 10000);
-    }
-    FakeRequest release;
-    ops->ReleaseDir(release, fh);
-    CHECK(release.only().error == 0);
-    return all;
-  }
-
-  std::shared_ptr<FakeTree> tree;
-  testing::TestStore store;
-  std::unique_ptr<vfs::Filesystem> fs;
-  std::unique_ptr<Operations> ops;
-};
+using testing::Text;
 
 TEST_CASE("fuse ops: lookup, getattr, open, reads of all, part, the end and past it, release",
           "[fuse]") {
@@ -415,40 +287,6 @@ TEST_CASE("fuse ops: errors map to errnos, one reply each", "[fuse]") {
     Trampoline(fine, [&] { fine.ReplyErr(0); });
     CHECK(error_of(fine) == 0);
   }
-}
-
-TEST_CASE("fuse ops: extended attributes by size query, too small a buffer, and value", "[fuse]") {
-  const Array a = MakeArray({20, 20}, {10, 10}, {5, 5}, 1.0f);
-  Adapter m;
-  m.tree->PutFile("a.b2nd", a.frame);
-  m.Start();
-  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
-  FakeRequest list_size;
-  m.ops->ListXattr(list_size, dir.ino, 0);
-  REQUIRE(list_size.only().kind == Reply::kXattrSize);
-  const size_t list_bytes = list_size.only().size;
-  REQUIRE(list_bytes > 0);
-  FakeRequest list_small, list;
-  m.ops->ListXattr(list_small, dir.ino, 1);
-  CHECK(list_small.only().error == ERANGE);
-  m.ops->ListXattr(list, dir.ino, list_bytes);
-  REQUIRE(list.only().kind == Reply::kBuf);
-  const std::string names = list.only().data;
-  REQUIRE(names.size() == list_bytes);
-  REQUIRE(names.back() == '\0');
-  const std::string first = names.c_str();  // up to the first NUL
-  CHECK(first.rfind("user.b2nd.", 0) == 0);
-  FakeRequest value_size, value;
-  m.ops->GetXattr(value_size, dir.ino, first.c_str(), 0);
-  REQUIRE(value_size.only().kind == Reply::kXattrSize);
-  m.ops->GetXattr(value, dir.ino, first.c_str(), 1 << 16);
-  REQUIRE(value.only().kind == Reply::kBuf);
-  CHECK(value.only().data.size() == value_size.only().size);
-  FakeRequest selinux, unknown;
-  m.ops->GetXattr(selinux, dir.ino, "security.selinux", 256);
-  CHECK(selinux.only().error == EOPNOTSUPP);
-  m.ops->GetXattr(unknown, dir.ino, "user.nope", 256);
-  CHECK(unknown.only().error == ENODATA);
 }
 
 }  // namespace
