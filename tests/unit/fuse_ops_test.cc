@@ -11,19 +11,27 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "b2ndfs/util/log.h"
 #include "fuse_adapter.h"
+#include "invalidator.h"
+#include "page_pusher.h"
+#include "wait_until.h"
 
 namespace b2ndfs::fuse {
 namespace {
 
+using b2ndfs::testing::WaitUntil;
 using testing::Adapter;
 using testing::Array;
 using testing::Bytes;
@@ -287,6 +295,104 @@ TEST_CASE("fuse ops: errors map to errnos, one reply each", "[fuse]") {
     Trampoline(fine, [&] { fine.ReplyErr(0); });
     CHECK(error_of(fine) == 0);
   }
+}
+
+TEST_CASE("fuse ops: a container replaced on disk: the kernel is told, old handles read on",
+          "[fuse]") {
+  const Array v1 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 1.0f);
+  const Array v2 = MakeArray({40, 30, 20}, {10, 10, 10}, {5, 5, 5}, 500.0f);
+  Adapter m;
+  m.tree->PutFile("a.b2nd", v1.frame);
+  m.Start();
+  // Wired as Serve wires it: the filesystem's callback shares an invalidator.
+  std::mutex mutex;
+  std::vector<vfs::StaleNode> told;
+  auto invalidator = std::make_shared<Invalidator>([&](const vfs::StaleNode& node) {
+    std::lock_guard<std::mutex> lock(mutex);
+    told.push_back(node);
+  });
+  m.fs->SetInvalidateCallback(
+      [invalidator](const std::vector<vfs::StaleNode>& nodes) { invalidator->Enqueue(nodes); });
+  const EntryReply dir = m.Lookup(vfs::kRootIno, "a.b2nd");
+  const EntryReply data = m.Lookup(dir.ino, "data");
+  const uint64_t old = m.Open(data.ino);
+  const size_t size = v1.data.size();
+  CHECK(m.Read(data.ino, old, 0, 4096).data == Text(v1.data, 0, 4096));
+
+  m.tree->PutFile("a.b2nd", v2.frame);
+  const EntryReply fresh = m.Lookup(dir.ino, "data");  // noticed here
+  CHECK(fresh.ino != data.ino);
+  REQUIRE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return told.size() >= 2;
+  }));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    // The container directory's attributes, and its names with all below.
+    CHECK(std::any_of(told.begin(), told.end(),
+                      [&](const vfs::StaleNode& n) { return n.ino == dir.ino && !n.forget_name; }));
+    CHECK(std::any_of(told.begin(), told.end(), [&](const vfs::StaleNode& n) {
+      return n.forget_name && n.parent == dir.ino && n.name == "data";
+    }));
+  }
+  // The open file reads the version it opened; a new open the new one.
+  CHECK(m.Read(data.ino, old, 4096, size - 4096).data == Text(v1.data, 4096, size - 4096));
+  const uint64_t now = m.Open(fresh.ino);
+  CHECK(m.Read(fresh.ino, now, 0, size).data == Text(v2.data, 0, size));
+  m.Release(now);
+  m.Release(old);
+  // Nothing holds the old version: its names answer ESTALE (the kernel
+  // then walks the path again).
+  FakeRequest stale;
+  m.ops->GetAttr(stale, data.ino, 0);
+  CHECK(stale.only().error == ESTALE);
+  invalidator->Stop();
+  m.fs->SetInvalidateCallback(nullptr);
+}
+
+TEST_CASE("fuse ops: reading a slice pushes the next slices' pages to the kernel", "[fuse]") {
+  const Array a = MakeArray({8, 64, 64}, {2, 64, 64}, {1, 64, 64}, 1.0f);  // 16 KiB slices
+  Adapter m;
+  m.tree->PutFile("a.b2nd", a.frame);
+  m.Start();
+  std::mutex mutex;
+  std::vector<std::pair<vfs::Ino, std::string>> stored;
+  auto pusher = std::make_unique<PagePusher>([&](vfs::Ino ino, const uint8_t* data, size_t n) {
+    std::lock_guard<std::mutex> lock(mutex);
+    stored.emplace_back(ino, std::string(reinterpret_cast<const char*>(data), n));
+    return 0;
+  });
+  m.fs->SetPagePushCallback(
+      [&pusher](vfs::PagePush push) { return pusher->Enqueue(std::move(push)); });
+  const vfs::Ino slices =
+      m.Lookup(m.Lookup(m.Lookup(vfs::kRootIno, "a.b2nd").ino, "slices").ino, "0").ino;
+  const vfs::Ino first = m.Lookup(slices, "0").ino;
+  const vfs::Ino second = m.Lookup(slices, "1").ino;
+  const size_t slice = 16 << 10;
+  auto has_second = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::any_of(stored.begin(), stored.end(),
+                       [&](const auto& s) { return s.first == second; });
+  };
+  // Pages are pushed only from blocks already decompressed (read ahead on
+  // the workers): a pass from the start that finds them cold pushes again.
+  for (int pass = 0; pass < 100 && !has_second(); ++pass) {
+    const uint64_t fh = m.Open(first);
+    CHECK(m.Read(first, fh, 0, slice).data == Text(a.data, 0, slice));
+    m.Release(fh);
+    for (int i = 0; i < 50 && !has_second(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  REQUIRE(has_second());
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [ino, bytes] : stored) {
+      if (ino == second) CHECK(bytes == Text(a.data, slice, slice));
+    }
+  }
+  m.fs->SetPagePushCallback(nullptr);
+  pusher.reset();
 }
 
 }  // namespace
