@@ -68,6 +68,13 @@ struct Server {
   }
 };
 
+// Declared after the executor: a test that fails while reads are held
+// releases them before the executor's destructor waits for its workers.
+struct ReleaseAtEnd {
+  Server& server;
+  ~ReleaseAtEnd() { server.Hold(false); }
+};
+
 vfs::FileHandle RemoteFile(uint64_t ino) {
   vfs::FileHandle h;
   h.remote = true;
@@ -101,6 +108,7 @@ TEST_CASE("async reads: a slow file holds at most per_file workers; others pass 
   options.workers = 3;
   options.per_file = 2;
   AsyncReads reads(options, server.Fn());
+  ReleaseAtEnd release{server};
   vfs::FileHandle slow = RemoteFile(1), other = RemoteFile(2);
   server.Hold(true);
   std::vector<FakeRequest> slow_reads(5);
@@ -131,6 +139,7 @@ TEST_CASE("async reads: an interrupted read is answered EINTR, queued or about t
   options.workers = 1;
   options.per_file = 1;
   AsyncReads reads(options, server.Fn());
+  ReleaseAtEnd release{server};
   vfs::FileHandle file = RemoteFile(1);
   server.Hold(true);
   FakeRequest running, queued;
@@ -166,6 +175,7 @@ TEST_CASE("async reads: a full queue and a stopped executor leave reads to the c
   options.per_file = 1;
   options.max_queued = 2;
   AsyncReads reads(options, server.Fn());
+  ReleaseAtEnd release{server};
   vfs::FileHandle file = RemoteFile(1);
   server.Hold(true);
   std::vector<FakeRequest> taken(3);

@@ -40,7 +40,8 @@ struct Kernel {
       if (std::this_thread::get_id() == caller) from_caller = true;
       ++in_store;
       cv.notify_all();
-      cv.wait(lock, [this] { return !hold; });
+      // At most 10 s: a test that fails while stores are held ends.
+      cv.wait_for(lock, std::chrono::seconds(10), [this] { return !hold; });
       --in_store;
       if (result == 0)
         stored.emplace_back(ino, std::string(reinterpret_cast<const char*>(data), size));
