@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "b2ndfs/store/container.h"
 #include "b2ndfs/util/log.h"
 #include "fuse_adapter.h"
 #include "invalidator.h"
@@ -393,6 +394,96 @@ TEST_CASE("fuse ops: reading a slice pushes the next slices' pages to the kernel
   }
   m.fs->SetPagePushCallback(nullptr);
   pusher.reset();
+}
+
+// Moved down from fuse.tree: tools such as find and rsync rely on it.
+TEST_CASE("fuse ops: readdir's inode numbers are lookup's, 32-bit inside containers", "[fuse]") {
+  const Array a = MakeArray({23, 19, 31}, {8, 8, 8}, {3, 4, 5}, 1.0f);
+  Adapter m;
+  m.tree->PutDir("ndim");
+  m.tree->PutFile("ndim/3d_f4.b2nd", a.frame);
+  m.tree->PutFile("ndim/notes.txt", Bytes{'x'});
+  m.Start();
+  const vfs::Ino ndim = m.Lookup(vfs::kRootIno, "ndim").ino;
+  const vfs::Ino c = m.Lookup(ndim, "3d_f4.b2nd").ino;
+  const vfs::Ino slices = m.Lookup(c, "slices").ino;
+  const vfs::Ino data_zarr_c = m.Lookup(m.Lookup(c, "data.zarr").ino, "c").ino;
+  const std::vector<std::pair<std::string, vfs::Ino>> dirs = {
+      {"/", vfs::kRootIno},
+      {"ndim", ndim},
+      {"3d_f4.b2nd", c},
+      {"chunks", m.Lookup(c, "chunks").ino},
+      {"slices", slices},
+      {"slices/1", m.Lookup(slices, "1").ino},
+      {"zarr", m.Lookup(c, "zarr").ino},
+      {"data.zarr/c/1", m.Lookup(data_zarr_c, "1").ino}};
+  const bool plus = GENERATE(false, true);
+  for (const auto& [name, ino] : dirs) {
+    INFO(name << (plus ? ", READDIRPLUS" : ""));
+    int pages = 0;
+    const auto items = m.ReadAllDir(ino, 1 << 16, plus, &pages);
+    REQUIRE(items.size() > 2);
+    const bool inside = name != "/" && name != "ndim";
+    for (size_t i = 2; i < items.size(); ++i) {
+      INFO(items[i].name);
+      CHECK(items[i].ino == m.Lookup(ino, items[i].name).ino);
+      if (items[i].lookup != 0) CHECK(items[i].lookup == items[i].ino);
+      if (inside) CHECK(items[i].ino < (uint64_t{1} << 32));
+    }
+  }
+}
+
+// Moved down from fuse.tree: listing a directory decodes none of its
+// containers; looking inside one does, and a broken one is logged once.
+TEST_CASE("fuse ops: listing decodes nothing; a broken container shows meta.json alone", "[fuse]") {
+  const Array a = MakeArray({20, 20}, {10, 10}, {5, 5}, 1.0f);
+  Adapter m;
+  m.tree->PutDir("lazy");
+  const std::string text = "not a frame, but named like one\n";
+  m.tree->PutFile("lazy/broken_listed.b2nd", Bytes(text.begin(), text.end()));
+  m.tree->PutFile("lazy/good.b2nd", a.frame);
+  m.Start();
+  auto logged = [] {
+    const std::string log = RecentLogText();
+    size_t n = 0;
+    for (size_t at = log.find("broken_listed.b2nd"); at != std::string::npos;
+         at = log.find("broken_listed.b2nd", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const uint64_t opened = store::GlobalReadStats().containers_opened.load();
+  const vfs::Ino lazy = m.Lookup(vfs::kRootIno, "lazy").ino;
+  int pages = 0;
+  // ls -l: a listing (with READDIRPLUS), then a lookup and stat of each.
+  for (const auto& item : m.ReadAllDir(lazy, 1 << 16, true, &pages)) {
+    if (item.name == "." || item.name == "..") continue;
+    const EntryReply e = m.Lookup(lazy, item.name);
+    CHECK(S_ISDIR(e.attr.st_mode));
+    FakeRequest getattr;
+    m.ops->GetAttr(getattr, e.ino, 0);
+    CHECK(getattr.only().kind == Reply::kAttr);
+  }
+  CHECK(store::GlobalReadStats().containers_opened.load() == opened);
+  CHECK(logged() == 0);
+  // Looking inside decodes it: meta.json says why, nothing else is there.
+  const vfs::Ino broken = m.Lookup(lazy, "broken_listed.b2nd").ino;
+  const auto items = m.ReadAllDir(broken, 1 << 16, false, &pages);
+  REQUIRE(items.size() == 3);
+  CHECK(items[2].name == "meta.json");
+  CHECK(m.LookupError(broken, "data") == ENOENT);
+  const EntryReply meta = m.Lookup(broken, "meta.json");
+  const uint64_t fh = m.Open(meta.ino);
+  const Reply json = m.Read(meta.ino, fh, 0, 1 << 16);
+  m.Release(fh);
+  CHECK(json.data.find("\"error\"") != std::string::npos);
+  const size_t once = logged();
+  CHECK(once >= 1);
+  for (int i = 0; i < 3; ++i) {
+    m.ReadAllDir(broken, 1 << 16, false, &pages);
+    CHECK(m.LookupError(broken, "data") == ENOENT);
+  }
+  CHECK(logged() == once);
 }
 
 }  // namespace
