@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "b2nd_writer.h"
+#include "array_frame.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "fake_tree.h"
@@ -32,33 +32,8 @@ namespace {
 using testing::Bytes;
 using testing::FakeTree;
 
-struct Array {
-  Bytes frame;
-  Bytes data;
-};
-
-Array MakeArray(std::vector<int64_t> shape, std::vector<int32_t> chunks,
-                std::vector<int32_t> blocks) {
-  testing::TempDir dir("b2ndfs_read_ahead");
-  const std::string path = (dir.path / "a.b2nd").string();
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i % 1013);
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.typesize = 4;
-  cparams.nthreads = 1;
-  b2nd_array_t* array =
-      testing::WriteContiguous(path, cparams, static_cast<int8_t>(shape.size()), shape.data(),
-                               chunks.data(), blocks.data(), "<f4", values.data(), n * 4);
-  b2nd_free(array);
-  std::ifstream in(path, std::ios::binary);
-  Array out;
-  out.frame.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  out.data.resize(static_cast<size_t>(n * 4));
-  std::memcpy(out.data.data(), values.data(), out.data.size());
-  return out;
-}
+using testing::Array;
+using testing::MakeArray;
 
 // A filesystem over a fake tree holding `array` as a.b2nd, and handles of
 // its files (each with a read pattern of its own).
@@ -107,7 +82,7 @@ Window Of(const ViewHandle& h) {
 constexpr int64_t kKiB = 1024;
 
 TEST_CASE("read-ahead: a sequential window doubles to its bound and resets on a seek", "[vfs]") {
-  const Array a = MakeArray({256, 256, 16}, {64, 256, 16}, {8, 256, 16});  // 4 MiB
+  const Array a = MakeArray({256, 256, 16}, {64, 256, 16}, {8, 256, 16}, 0.0f);  // 4 MiB
   Setup s(a);
   const ViewHandle data = s.Open(s.Path({"a.b2nd", "data"}));
   ReadAheadPolicy policy(ReadAheadPolicy::Options{1 << 20, 0});
@@ -134,7 +109,7 @@ TEST_CASE("read-ahead: a sequential window doubles to its bound and resets on a 
 }
 
 TEST_CASE("read-ahead: bounds for remote files and small caches; remote batches", "[vfs]") {
-  const Array a = MakeArray({256, 256, 16}, {64, 256, 16}, {8, 256, 16});
+  const Array a = MakeArray({256, 256, 16}, {64, 256, 16}, {8, 256, 16}, 0.0f);
   Setup s(a);
   const Ino ino = s.Path({"a.b2nd", "data"});
   const int64_t n = 32 * kKiB;
@@ -179,7 +154,7 @@ TEST_CASE("read-ahead: bounds for remote files and small caches; remote batches"
 
 TEST_CASE("read-ahead: a reader of slices/0/ gets the next files pushed; an open carries it on",
           "[vfs]") {
-  const Array a = MakeArray({8, 64, 64}, {2, 64, 64}, {1, 64, 64});  // 16 KiB slices
+  const Array a = MakeArray({8, 64, 64}, {2, 64, 64}, {1, 64, 64}, 0.0f);  // 16 KiB slices
   Setup s(a);
   const Ino slices = s.Path({"a.b2nd", "slices", "0"});
   std::vector<Ino> ino(8);
