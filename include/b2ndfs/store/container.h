@@ -134,6 +134,9 @@ struct ReadStats {
   // loaded ones are also in blocks_decompressed.
   StatCounter<uint64_t> readahead_blocks_queued;
   StatCounter<uint64_t> readahead_blocks_loaded;
+  // Blocks of computed pyramid levels made (store/pyramid.h); cache hits
+  // are not counted.
+  StatCounter<uint64_t> blocks_computed;
   // Blocks held by readers outside the cache's accounting right now: a cold
   // read's batch (PinBudget); a warm read holds one cached block at a time
   // by its cache handle and is not counted.
@@ -204,6 +207,15 @@ class Container : public std::enable_shared_from_this<Container> {
   using ChunkTransform = std::function<Result<std::string>(std::span<const uint8_t> chunk)>;
   Result<cache::Value> DerivedFromChunk(int64_t chunk, int variant,
                                         const ChunkTransform& make) const;
+
+  // A value computed from this generation's array (store/pyramid.h: a
+  // block of a pyramid level), made by `make` once and kept in the block
+  // cache (single flight, charged to its budget) under (`space`, `index`),
+  // space 0..63 chosen by the caller. EIO when not ok().
+  Result<cache::Value> Computed(int space, int64_t index,
+                                const std::function<Result<cache::Value>()>& make) const;
+  // Whether Computed(space, index) is cached (no stats).
+  bool ComputedCached(int space, int64_t index) const;
 
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.
