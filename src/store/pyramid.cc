@@ -71,8 +71,8 @@ Result<cache::Value> MakeBlock(const Container& c, const PyramidPlan& plan, int 
 
 }  // namespace
 
-Result<cache::Value> Container::Computed(
-    int space, int64_t index, const std::function<Result<cache::Value>()>& make) const {
+Result<cache::Value> Container::Computed(int space, int64_t index,
+                                         const std::function<Result<cache::Value>()>& make) const {
   if (!ok()) return InvalidData(error_);
   if (space < 0 || space > 63) return InvalidArgument("no computed space " + std::to_string(space));
   return context_->cache->GetOrLoad(ComputedKey(cache_id_, space, index), make);

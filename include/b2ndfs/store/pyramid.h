@@ -67,7 +67,7 @@ void Downsample(const PyramidItem& item, Downsampling method, const uint8_t* src
 struct PyramidPlan {
   PyramidItem item;
   Downsampling method = Downsampling::kMean;
-  std::vector<bool> downsampled;            // per axis
+  std::vector<bool> downsampled;             // per axis
   std::vector<std::vector<int64_t>> shapes;  // per level
   std::vector<int64_t> blockshape;
   int64_t itemsize = 0;
