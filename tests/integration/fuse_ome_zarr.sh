@@ -153,17 +153,20 @@ if present != 7:
 sys.exit(1 if bad else 0)
 EOF
 AJV=$NPM_PREFIX/node_modules/ajv-cli/dist/index.js
-[[ -f $AJV ]] || AJV=$NPM_PREFIX/node_modules/.bin/ajv
+# (ajv-cli parses files by their extension: .schema would be read as JavaScript.)
+mkdir -p "$TMP/schemas"
+cp "$SCHEMAS/image.schema" "$TMP/schemas/image.json"
+cp "$SCHEMAS/_version.schema" "$TMP/schemas/version.json"
 for a in "$TMP"/attrs/*.json; do
   check "$(basename "$a" .json): attributes valid OME-Zarr 0.5.2" node "$AJV" validate \
-    --spec=draft2020 --strict=false -s "$SCHEMAS/image.schema" -r "$SCHEMAS/_version.schema" \
+    --spec=draft2020 --strict=false -s "$TMP/schemas/image.json" -r "$TMP/schemas/version.json" \
     -d "$a"
 done
 # The validator can fail: an image without space axes is refused.
 "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); a["ome"]["multiscales"][0]["axes"]=[{"name":"c","type":"channel"},{"name":"t","type":"time"}]; json.dump(a,open(sys.argv[2],"w"))' \
   "$TMP/attrs/u1_2d.json" "$TMP/broken.json"
-if node "$AJV" validate --spec=draft2020 --strict=false -s "$SCHEMAS/image.schema" \
-  -r "$SCHEMAS/_version.schema" -d "$TMP/broken.json" >/dev/null 2>&1; then
+if node "$AJV" validate --spec=draft2020 --strict=false -s "$TMP/schemas/image.json" \
+  -r "$TMP/schemas/version.json" -d "$TMP/broken.json" >/dev/null 2>&1; then
   fail "ajv accepts attributes without space axes"
 fi
 
