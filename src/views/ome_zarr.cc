@@ -361,7 +361,8 @@ class LevelDir : public Node {
 
   Result<std::shared_ptr<const Listing>> List(const store::Container&) const override {
     std::vector<ListEntry> names{{"c", true, ordinal() + 2}, {"zarr.json", false, ordinal() + 1}};
-    return MakeListing(names.size(), [names = std::move(names)](size_t i) { return names[i]; });
+    const size_t count = names.size();  // before the lambda takes `names`
+    return MakeListing(count, [names = std::move(names)](size_t i) { return names[i]; });
   }
 
  private:
@@ -396,7 +397,8 @@ class OmeDir : public Node {
     std::sort(names.begin(), names.end(),
               [](const ListEntry& a, const ListEntry& b) { return a.name < b.name; });
     names.push_back({"zarr.json", false, ordinal() + 1});
-    return MakeListing(names.size(), [names = std::move(names)](size_t i) { return names[i]; });
+    const size_t count = names.size();  // before the lambda takes `names`
+    return MakeListing(count, [names = std::move(names)](size_t i) { return names[i]; });
   }
 };
 

@@ -21,10 +21,11 @@
 namespace b2ndfs {
 namespace {
 
-std::shared_ptr<const store::Container> Write(testing::TestStore& store, const std::string& path,
-                                              std::vector<int64_t> shape,
-                                              std::vector<int32_t> chunks,
-                                              std::vector<int32_t> blocks) {
+inline std::shared_ptr<const store::Container> Write(testing::TestStore& store,
+                                                     const std::string& path,
+                                                     std::vector<int64_t> shape,
+                                                     std::vector<int32_t> chunks,
+                                                     std::vector<int32_t> blocks) {
   blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
   cp.typesize = 4;
   cp.nthreads = 1;
@@ -38,8 +39,8 @@ std::shared_ptr<const store::Container> Write(testing::TestStore& store, const s
   return store.OpenLocal(path);
 }
 
-std::shared_ptr<const views::Node> Find(const store::Container& c, const views::Node& root,
-                                        const std::vector<std::string>& path) {
+inline std::shared_ptr<const views::Node> Find(const store::Container& c, const views::Node& root,
+                                               const std::vector<std::string>& path) {
   std::shared_ptr<const views::Node> node;
   const views::Node* at = &root;
   for (const std::string& name : path) {
@@ -142,6 +143,46 @@ TEST_CASE("no ome.zarr for a 1-D array or blocks that do not tile the chunk; met
     REQUIRE(it != files.end());
     CHECK_FALSE(it->absent.empty());
   }
+}
+
+}  // namespace
+}  // namespace b2ndfs
+
+namespace b2ndfs {
+namespace {
+
+// Every listed name of ome.zarr/ has an ordinal NodeAt finds it by (the
+// vfs's inode numbers), with several levels and shards.
+TEST_CASE("ome.zarr's names are found again from their ordinals", "[views]") {
+  testing::TempDir dir("b2ndfs_ome_zarr_ordinals");
+  testing::TestStore store(64 << 20, 4, 0);
+  const auto registry = views::Registry::Default();
+  const auto c = Write(store, (dir.path / "u.b2nd").string(), {300, 200}, {64, 64}, {16, 16});
+  const uint64_t count = registry->OrdinalCount(*c);
+  std::vector<std::pair<std::string, std::shared_ptr<const views::Node>>> todo{
+      {"ome.zarr", Find(*c, *registry->Root(), {"ome.zarr"})}};
+  size_t seen = 0;
+  while (!todo.empty()) {
+    auto [path, node] = todo.back();
+    todo.pop_back();
+    CAPTURE(path);
+    REQUIRE(node->ordinal() < count);
+    auto again = registry->NodeAt(*c, node->ordinal());
+    REQUIRE(again.ok());
+    CHECK((*again)->name() == node->name());
+    ++seen;
+    if (!node->IsDirectory()) continue;
+    auto listing = node->List(*c);
+    REQUIRE(listing.ok());
+    for (size_t i = 0; i < (*listing)->size(); ++i) {
+      const views::ListEntry e = (*listing)->at(i);
+      auto child = node->Lookup(*c, e.name);
+      REQUIRE(child.ok());
+      CHECK((*child)->ordinal() == e.ordinal);
+      todo.emplace_back(path + "/" + e.name, *child);
+    }
+  }
+  CHECK(seen > 40);
 }
 
 }  // namespace
