@@ -164,7 +164,7 @@ for a in "$TMP"/attrs/*.json; do
 done
 # The validator can fail: an image without space axes is refused.
 "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); a["ome"]["multiscales"][0]["axes"]=[{"name":"c","type":"channel"},{"name":"t","type":"time"}]; json.dump(a,open(sys.argv[2],"w"))' \
-  "$TMP/attrs/u1_2d.json" "$TMP/broken.json"
+  "$TMP/attrs/u1_2d.b2nd.json" "$TMP/broken.json" || fail "no attributes of u1_2d"
 if node "$AJV" validate --spec=draft2020 --strict=false -s "$TMP/schemas/image.json" \
   -r "$TMP/schemas/version.json" -d "$TMP/broken.json" >/dev/null 2>&1; then
   fail "ajv accepts attributes without space axes"
