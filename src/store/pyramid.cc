@@ -116,6 +116,22 @@ Result<cache::Value> PyramidBlock(const Container& c, const PyramidPlan& plan, i
                     [&]() { return MakeBlock(c, plan, level, coords); });
 }
 
+int64_t PrefetchPyramidBlock(const Container& c, const PyramidPlan& plan, int level,
+                             const std::vector<int64_t>& coords) {
+  if (level < 1 || level >= plan.levels() || !InGrid(coords, plan.BlockGrid(level))) return 0;
+  if (PyramidBlockCached(c, plan, level, coords)) return 0;
+  Box box = BlockBox(plan, level, coords, true);
+  const std::vector<int64_t>& shape = plan.shapes[0];
+  for (size_t i = 0; i < coords.size(); ++i) {
+    if (!plan.downsampled[i]) continue;
+    box.start[i] = std::min(box.start[i] << level, shape[i]);
+    box.stop[i] = std::min(box.stop[i] << level, shape[i]);
+  }
+  const int64_t bytes = box.NumItems() * plan.itemsize;
+  if (bytes > 0) c.Prefetch(ArrayStream{std::string(), box}, 0, bytes);
+  return bytes;
+}
+
 bool PyramidBlockCached(const Container& c, const PyramidPlan& plan, int level,
                         const std::vector<int64_t>& coords) {
   const std::vector<int64_t> grid = plan.BlockGrid(level);

@@ -25,6 +25,8 @@ namespace {
 
 constexpr int64_t kMaxInnerChunks = int64_t{1} << 16;  // as data.zarr/
 constexpr int64_t kMaxOmeroChannels = 64;
+// Level-0 bytes one read of a computed level asks the workers to decode ahead.
+constexpr int64_t kPrefetchBytes = int64_t{64} << 20;
 constexpr int kDocumentSpace = 0;  // Container::Computed's space of the group's zarr.json
 
 // A vlmetalayer of this name marks an integer array as a label image.
@@ -236,6 +238,16 @@ class LevelShard : public Node {
     const int64_t end = offset + std::min<int64_t>(static_cast<int64_t>(length), size - offset);
     const int64_t inner = index.inner_bytes();
     const auto& shape = plan.pyramid.shapes[static_cast<size_t>(level_)];
+    if (level_ > 0) {
+      // The level-0 blocks under the inner chunks of the range, decoded by
+      // the workers while this thread computes: at most kPrefetchBytes
+      // ahead, so that they are still cached when their turn comes.
+      int64_t asked = 0;
+      for (int64_t k = offset / inner;
+           k * inner < std::min(end, index.data_bytes()) && asked < kPrefetchBytes; ++k) {
+        asked += store::PrefetchPyramidBlock(c, plan.pyramid, level_, InnerBlock(plan, chunk_, k));
+      }
+    }
     int64_t at = offset;
     while (at < std::min(end, index.data_bytes())) {
       const int64_t k = at / inner;

@@ -93,6 +93,14 @@ Result<cache::Value> PyramidBlock(const Container& c, const PyramidPlan& plan, i
 Status ReadPyramidBox(const Container& c, const PyramidPlan& plan, int level,
                       const geometry::Box& box, uint8_t* out);
 
+// Starts decompressing, on the container's background workers, the level-0
+// blocks under block `coords` of level >= 1 that the cache lacks (best
+// effort, as Container::Prefetch), so that computing it waits for them in
+// parallel rather than one by one; nothing when it is cached. Returns the
+// bytes of the level-0 box asked for (0 when nothing was).
+int64_t PrefetchPyramidBlock(const Container& c, const PyramidPlan& plan, int level,
+                             const std::vector<int64_t>& coords);
+
 // Whether block `coords` of level >= 1 is in the cache.
 bool PyramidBlockCached(const Container& c, const PyramidPlan& plan, int level,
                         const std::vector<int64_t>& coords);
