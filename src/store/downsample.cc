@@ -12,22 +12,11 @@ namespace {
 // Sums of up to 2^5 64-bit integers need 69 bits.
 __extension__ using Int128 = __int128;
 
-template <typename T>
-T Load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <typename T>
-void Store(uint8_t* p, T v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-
 // sum / n rounded to nearest, ties to even (n > 0).
-Int128 RoundedQuotient(Int128 sum, Int128 n) {
-  Int128 q = sum / n;
-  Int128 r = sum % n;
+template <typename Acc>
+Acc RoundedQuotient(Acc sum, Acc n) {
+  Acc q = sum / n;
+  Acc r = sum % n;
   if (r < 0) {  // floor division
     q -= 1;
     r += n;
@@ -36,26 +25,19 @@ Int128 RoundedQuotient(Int128 sum, Int128 n) {
   return q;
 }
 
-// What one destination item is made of: the offsets (in items of src) of
-// the box's items, which are present.
+// What a mean sums in: doubles for floats; integers exactly (int64 holds 32
+// items of up to 32 bits, 64-bit items need 128 bits).
 template <typename T>
-T Reduce(Downsampling method, const uint8_t* src, const int64_t* offsets, int count) {
-  constexpr size_t kSize = sizeof(T);
-  if (method == Downsampling::kStride) return Load<T>(src + offsets[0] * kSize);
-  if constexpr (std::is_floating_point_v<T>) {
-    double sum = 0;
-    for (int i = 0; i < count; ++i) sum += static_cast<double>(Load<T>(src + offsets[i] * kSize));
-    return static_cast<T>(sum / count);
-  } else {
-    Int128 sum = 0;
-    for (int i = 0; i < count; ++i) sum += static_cast<Int128>(Load<T>(src + offsets[i] * kSize));
-    return static_cast<T>(RoundedQuotient(sum, count));
-  }
-}
+using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double,
+                                       std::conditional_t<sizeof(T) == 8, Int128, int64_t>>;
 
+// Row by row: the source rows under a destination row are found once (the
+// downsampled axes but the last, at most 2^4 rows present), then the last
+// axis is one loop over them.
 template <typename T>
 void DownsampleAs(Downsampling method, const uint8_t* src, const std::vector<int64_t>& src_shape,
                   const std::vector<bool>& downsampled, uint8_t* dst) {
+  using Acc = Accumulator<T>;
   const int n = static_cast<int>(src_shape.size());
   std::vector<int64_t> dst_shape(n), src_stride(n, 1);
   int64_t total = 1;
@@ -64,18 +46,25 @@ void DownsampleAs(Downsampling method, const uint8_t* src, const std::vector<int
     dst_shape[i] = downsampled[i] ? (src_shape[i] + 1) / 2 : src_shape[i];
     total *= dst_shape[i];
   }
-  if (total == 0) return;
-  std::vector<int> axes;  // the downsampled ones
-  for (int i = 0; i < n; ++i) {
+  if (total == 0 || n == 0) return;
+  const int last = n - 1;
+  const int64_t width = dst_shape[last], src_width = src_shape[last];
+  const bool down_last = downsampled[last];
+  std::vector<int> axes;  // the downsampled ones but the last
+  for (int i = 0; i < last; ++i) {
     if (downsampled[i]) axes.push_back(i);
   }
   const int corners = 1 << axes.size();
-  std::vector<int64_t> index(n, 0);
-  std::vector<int64_t> offsets(corners);
-  for (int64_t out = 0; out < total; ++out) {
+  std::vector<int64_t> index(static_cast<size_t>(last), 0);
+  std::vector<const T*> rows;
+  rows.reserve(static_cast<size_t>(corners));
+  T* out = reinterpret_cast<T*>(dst);
+  const T* in = reinterpret_cast<const T*>(src);
+  for (int64_t row = 0; row < total / width; ++row) {
     int64_t base = 0;
-    for (int i = 0; i < n; ++i) base += (downsampled[i] ? 2 * index[i] : index[i]) * src_stride[i];
-    int count = 0;
+    for (int i = 0; i < last; ++i)
+      base += (downsampled[i] ? 2 * index[i] : index[i]) * src_stride[i];
+    rows.clear();
     for (int m = 0; m < corners; ++m) {
       int64_t offset = base;
       bool present = true;
@@ -85,11 +74,31 @@ void DownsampleAs(Downsampling method, const uint8_t* src, const std::vector<int
         present = 2 * index[a] + 1 < src_shape[a];
         offset += src_stride[a];
       }
-      if (present) offsets[count++] = offset;
+      if (present) rows.push_back(in + offset);
     }
-    Store<T>(dst + out * static_cast<int64_t>(sizeof(T)),
-             Reduce<T>(method, src, offsets.data(), count));
-    for (int i = n - 1; i >= 0; --i) {
+    const Acc count = static_cast<Acc>(rows.size());
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t x = down_last ? 2 * j : j;
+      if (method == Downsampling::kStride) {
+        out[j] = rows[0][x];
+        continue;
+      }
+      Acc sum = 0;
+      Acc items = count;
+      if (down_last && x + 1 < src_width) {
+        for (const T* r : rows) sum += static_cast<Acc>(r[x]) + static_cast<Acc>(r[x + 1]);
+        items = 2 * count;
+      } else {
+        for (const T* r : rows) sum += static_cast<Acc>(r[x]);
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        out[j] = static_cast<T>(sum / static_cast<double>(items));
+      } else {
+        out[j] = static_cast<T>(RoundedQuotient<Acc>(sum, items));
+      }
+    }
+    out += width;
+    for (int i = last - 1; i >= 0; --i) {
       if (++index[i] < dst_shape[i]) break;
       index[i] = 0;
     }
