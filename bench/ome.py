@@ -145,7 +145,10 @@ def main():
         f"(bench_make_array: chunks 64x128x128, blocks 16x32x32, zstd 1 + shuffle), {levels} levels "
         f"(the coarsest {top_shape}); medians of {a.repeat} runs, a fresh mount each "
         f"(`threads=2`), c-blosc2 in-process with 2 threads. Load average when done: "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.", "",
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        + (": the machine was busy, so both sides were slowed by other jobs; ratios this noisy are "
+           "indicative only (rerun on a quiet machine)." if os.getloadavg()[0] > (os.cpu_count() or 1)
+           else "."), "",
         "| target | b2ndfs | c-blosc2 | ratio | goal | verdict |",
         "| --- | --- | --- | --- | --- | --- |",
         f"| coarsest level read whole ({computed} blocks computed) vs decompressing the whole array "
