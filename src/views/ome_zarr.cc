@@ -277,11 +277,21 @@ class LevelShard : public Node {
   }
 
   void ReadAhead(const store::Container& c, int64_t offset, int64_t length) const override {
-    if (level_ != 0) return;  // computed levels are made when read
     Result<OmePlan> plan = Plan(c);
     if (!plan.ok()) return;
     const int64_t inner = plan->shard.inner_bytes();
     const int64_t end = std::min(plan->shard.data_bytes(), offset + std::max<int64_t>(length, 0));
+    if (level_ > 0) {
+      // A computed level: the level-0 blocks under the range are decoded
+      // ahead (the means are computed when read).
+      int64_t asked = 0;
+      for (int64_t k = std::max<int64_t>(offset, 0) / inner;
+           k * inner < end && asked < kPrefetchBytes; ++k) {
+        asked +=
+            store::PrefetchPyramidBlock(c, plan->pyramid, level_, InnerBlock(*plan, chunk_, k));
+      }
+      return;
+    }
     const auto& shape = plan->pyramid.shapes[0];
     for (int64_t at = std::max<int64_t>(offset, 0); at < end;) {
       const int64_t k = at / inner;
