@@ -65,7 +65,11 @@ std::string AxisType(const std::string& name, bool space_unit, bool time_unit) {
   const std::string n = Lower(name);
   if (n == "t" || n == "time") return "time";
   if (n == "c" || n == "ch" || n == "channel" || n == "channels") return "channel";
-  if (n == "x" || n == "y" || n == "z") return "space";
+  // (Geographic grids too: xarray's lat/lon are their space axes.)
+  if (n == "x" || n == "y" || n == "z" || n == "lat" || n == "latitude" || n == "lon" ||
+      n == "longitude") {
+    return "space";
+  }
   if (space_unit) return "space";
   if (time_unit) return "time";
   return "";

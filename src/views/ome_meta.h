@@ -5,7 +5,8 @@
 // Axes: names from the vlmetalayer `axis_names` (or `_ARRAY_DIMENSIONS`),
 // else by dimensionality: y x; z y x; c z y x; t c z y x. Types by name
 // (case-insensitive): t, time -> time; c, ch, channel, channels -> channel;
-// x, y, z -> space; another name is space when its unit is a length, time
+// x, y, z (and lat, latitude, lon, longitude) -> space; another name is
+// space when its unit is a length, time
 // when it is a time, else a custom axis (no type). OME-Zarr 0.5 wants 2 or 3
 // space axes, last, at most one time axis, first, and at most one channel or
 // custom axis between: an array whose axes are not so ordered has no group.

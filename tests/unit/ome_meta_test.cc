@@ -25,10 +25,11 @@ TEST_CASE("axes: default names, types from names and units, the order OME-Zarr r
   CHECK(Types(*OmeAxesOf(4, {}, {})) == "c:channel,z:space,y:space,x:space");
   CHECK(Types(*OmeAxesOf(5, {}, {})) == "t:time,c:channel,z:space,y:space,x:space");
   CHECK(Types(*OmeAxesOf(3, {"Time", "Y", "X"}, {})) == "Time:time,Y:space,X:space");
+  CHECK(Types(*OmeAxesOf(3, {"time", "lat", "lon"}, {})) == "time:time,lat:space,lon:space");
   // A name that is no known axis: space with a length unit, else custom.
-  auto lat = OmeAxesOf(3, {"band", "lat", "lon"}, {"", "km", "km"});
+  auto lat = OmeAxesOf(3, {"band", "north", "east"}, {"", "km", "km"});
   REQUIRE(lat.ok());
-  CHECK(Types(*lat) == "band:,lat:space,lon:space");
+  CHECK(Types(*lat) == "band:,north:space,east:space");
   CHECK((*lat)[1].unit == "kilometer");
   CHECK((*lat)[0].unit.empty());
   auto um = OmeAxesOf(3, {"z", "y", "x"}, {"um"});
