@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "b2nd_writer.h"
@@ -183,6 +184,31 @@ TEST_CASE("ome.zarr's names are found again from their ordinals", "[views]") {
     }
   }
   CHECK(seen > 40);
+}
+
+// Readers of the same computed blocks at once: each block is computed
+// once (the block cache's single flight), and all read the same bytes.
+TEST_CASE("concurrent readers of a computed level compute each block once", "[views]") {
+  testing::TempDir dir("b2ndfs_ome_zarr_threads");
+  testing::TestStore store(64 << 20, 4, 2);
+  const auto registry = views::Registry::Default();
+  // 64 x 64 in 16 x 16 chunks of 4 x 4 blocks: levels 64, 32, 16.
+  const auto c = Write(store, (dir.path / "t.b2nd").string(), {64, 64}, {16, 16}, {4, 4});
+  auto shard = Find(*c, *registry->Root(), {"ome.zarr", "2", "c", "0", "0"});
+  const uint64_t t0 = store::GlobalReadStats().blocks_computed.load();
+  std::vector<std::string> got(6);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    threads.emplace_back([&, i] {
+      std::string bytes(static_cast<size_t>(shard->Size(*c)), '\0');
+      auto n = shard->Read(*c, 0, bytes.size(), reinterpret_cast<uint8_t*>(bytes.data()));
+      if (n.ok() && *n == bytes.size()) got[i] = std::move(bytes);
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Level 2's one shard: 16 blocks, from 64 blocks of level 1.
+  CHECK(store::GlobalReadStats().blocks_computed.load() - t0 == 16 + 64);
+  for (const std::string& g : got) CHECK((!g.empty() && g == got[0]));
 }
 
 }  // namespace
