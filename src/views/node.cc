@@ -225,6 +225,7 @@ constexpr KindDef kKinds[] = {
     {"preview", "preview.png, preview/", MakePreviewEntry},
     {"items", "items/", MakeItemsEntry},
     {"batches", "batches/", MakeBatchesEntry},
+    {"ome", "ome.zarr/", MakeOmeZarrEntry},
 };
 
 }  // namespace

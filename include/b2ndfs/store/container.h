@@ -128,6 +128,15 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<cache::Value> DerivedFromChunk(int64_t chunk, int variant,
                                         const ChunkTransform& make) const;
 
+  // A value computed from this generation's array (store/pyramid.h: a
+  // block of a pyramid level), made by `make` once and kept in the block
+  // cache (single flight, charged to its budget) under (`space`, `index`),
+  // space 0..63 chosen by the caller. EIO when not ok().
+  Result<cache::Value> Computed(int space, int64_t index,
+                                const std::function<Result<cache::Value>()>& make) const;
+  // Whether Computed(space, index) is cached (no stats).
+  bool ComputedCached(int space, int64_t index) const;
+
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.
   Result<size_t> Read(const ArrayStream& stream, int64_t offset, size_t length, uint8_t* out) const;

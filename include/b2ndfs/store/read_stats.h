@@ -44,6 +44,9 @@ struct ReadStats {
   // loaded ones are also in blocks_decompressed.
   StatCounter<uint64_t> readahead_blocks_queued;
   StatCounter<uint64_t> readahead_blocks_loaded;
+  // Blocks of computed pyramid levels made (store/pyramid.h); cache hits
+  // are not counted.
+  StatCounter<uint64_t> blocks_computed;
   // Blocks held by readers outside the cache's accounting right now: a cold
   // read's batch (PinBudget); a warm read holds one cached block at a time
   // by its cache handle and is not counted.
