@@ -144,14 +144,24 @@ int64_t CTableRows(Resolver& resolver, const std::string& path) {
 
 // A column of the CTable whose directory is `dir`, looked up as `dir/name`
 // (its variable in the table's group): the leaf _cols/NAME.
+// `listed`: the directory's entries where they were listed (a remote
+// tree's), which must hold _cols/ and columns.json.
 Result<Target> CTableColumn(Resolver& resolver, const source::Tree& tree,
                             const views::Registry& views, InodeTable& inodes,
-                            const std::string& dir, const std::string& name) {
+                            const std::string& dir, const std::string& name,
+                            const std::optional<std::map<std::string, struct stat>>& listed) {
+  if (listed && (!listed->count("_cols") || !listed->count("columns.json"))) {
+    return NotFound(dir + "/" + name);
+  }
   // One stat of a name that is not there; the directory is listed only
   // when _cols/NAME is a leaf.
   const std::string path = dir + "/_cols/" + name;
   Result<struct stat> st = tree.Stat(path);
-  if (!st.ok()) return source::IsGone(st.status()) ? NotFound(dir + "/" + name) : st.status();
+  if (!st.ok()) {
+    // _cols/ that may not be searched is no table's.
+    const bool none = source::IsGone(st.status()) || st.status().error_number() == EACCES;
+    return none ? NotFound(dir + "/" + name) : st.status();
+  }
   if (!IsStoreLeaf(tree, path, name, *st)) return NotFound(dir + "/" + name);
   B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
   if (!IsCTableDir(tree, dir, entries)) return NotFound(dir + "/" + name);
@@ -240,7 +250,7 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
   }
   // A CTable's directory: its columns are variables of its group.
   if (name != "_meta" && name != "_cols") {
-    return CTableColumn(resolver, tree, views, inodes, dir, name);
+    return CTableColumn(resolver, tree, views, inodes, dir, name, listed);
   }
   return NotFound(dir + "/" + name);
 }

@@ -101,8 +101,9 @@ std::vector<std::string> GroupDims(const store::Container& c) {
 // The coordinate variables of the container's own group (README.md,
 // "Tables and coordinates in xarray"): its voxel geometry's axes.
 std::vector<Coordinate> ContainerCoordinates(const store::Container& c) {
-  if (!c.ok() || !ZarrApplies(c).ok()) return {};
+  if (!c.ok()) return {};
   const format::VoxelGeometry& g = c.voxel_geometry();
+  if ((g.spacing.empty() && g.origin.empty()) || !ZarrApplies(c).ok()) return {};
   std::vector<Coordinate> coords = PlanCoordinates(c.layout().shape(), GroupDims(c), g.spacing,
                                                    g.origin, g.units, {ContainerVariable(c)});
   std::erase_if(coords, [](const Coordinate& k) { return IsOwnName(k.name); });
@@ -261,6 +262,8 @@ class ZarrEntry : public RootEntry {
                                              uint64_t base) const override {
     const bool variable = name != "zarr" && name == ContainerVariable(c);
     if (name != "zarr" && !variable) {
+      // A chunk key begins with a digit, a coordinate's name never does.
+      if (!name.empty() && name[0] >= '0' && name[0] <= '9') return ChunkAlias(c, name, base);
       for (Coordinate& k : ContainerCoordinates(c)) {
         if (k.name == name) return std::shared_ptr<const Node>(std::make_shared<CoordinateDir>(k));
       }
