@@ -72,16 +72,20 @@ bool IsCTableDir(const source::Tree& tree, const std::string& dir,
   return columns && cols && valid;
 }
 
-// The parent of a directory named _cols, when it is a CTable's.
+// The CTable whose _cols/ is `dir` or holds it (a nested column's group,
+// _cols/pos for the column pos.z), when there is one.
 std::optional<std::string> CTableOfCols(const source::Tree& tree, const std::string& dir) {
-  const size_t slash = dir.rfind('/');
-  if (slash == std::string::npos || dir.compare(slash + 1, std::string::npos, "_cols") != 0) {
-    return std::nullopt;
+  for (size_t end = dir.size(); end != std::string::npos && end > 0;) {
+    const size_t slash = dir.rfind('/', end - 1);
+    if (slash == std::string::npos) break;
+    if (dir.compare(slash + 1, end - slash - 1, "_cols") == 0) {
+      const std::string parent = dir.substr(0, slash);
+      Result<std::vector<source::TreeEntry>> entries = tree.List(parent);
+      if (entries.ok() && IsCTableDir(tree, parent, *entries)) return parent;
+    }
+    end = slash;
   }
-  const std::string parent = dir.substr(0, slash);
-  Result<std::vector<source::TreeEntry>> entries = tree.List(parent);
-  if (!entries.ok() || !IsCTableDir(tree, parent, *entries)) return std::nullopt;
-  return parent;
+  return std::nullopt;
 }
 
 Result<GroupMembers> Members(const source::Tree& tree, const std::string& dir) {

@@ -4,7 +4,7 @@
 # store_fixture --xarray writes a TreeStore (xtables.b2d) holding a group
 # that is a table (/table/{id,name,score,active} of 50 rows and a 2-D pos)
 # and a CTable /ct (40 physical rows, 29 live; columns x, score, a 2-D m and
-# a UTF-8 column's 41 offsets txt); b2nd_fixture writes containers with
+# a UTF-8 column's 41 offsets txt, and pos.z); b2nd_fixture writes containers with
 # voxel geometry in their vlmeta. Checked:
 # - xr.open_zarr(table group): the leaves share the dimension "row" (pos its
 #   first axis), to_dataframe() of the 1-D leaves has 50 rows, and
@@ -12,7 +12,8 @@
 #   values c-blosc2 reads back;
 # - xr.open_zarr(CTable's directory): its columns and _valid_rows share
 #   "row" (txt, of another length, keeps its own), score.where(_valid_rows)
-#   .mean() equals NumPy's, and to_dataframe() has 40 rows; its _cols/ too;
+#   .mean() equals NumPy's, and to_dataframe() has 40 rows; its _cols/ too,
+#   and _cols/pos (a nested column pos.z);
 # - xr.open_zarr(NAME.b2nd) of a container with spacing/origin/units: one
 #   coordinate variable per axis, float64 values equal to origin +
 #   arange(n) * spacing exactly, units in its attrs, the same geometry as
@@ -130,6 +131,11 @@ cols = xr.open_zarr(os.path.join(m, "xtables.b2d", "ct", "_cols"))
 dims_of(cols, {"x": ["row"], "score": ["row"], "m": ["row", "m_dim_1"], "txt": ["txt_dim_0"]})
 if not np.array_equal(cols.m.values, ref("ct/_cols/m")):
     fail("ct/_cols: m differs")
+# A nested column (pos.z) is a variable of _cols/pos, on the table's rows.
+pos = xr.open_zarr(os.path.join(m, "xtables.b2d", "ct", "_cols", "pos"))
+dims_of(pos, {"z": ["row"]})
+if not np.array_equal(pos.z.values, ref("ct/_cols/pos/z")):
+    fail("ct/_cols/pos: z differs")
 # The columns are unlisted names of the table's directory.
 if "x" in os.listdir(os.path.join(m, "xtables.b2d", "ct")):
     fail("ct: its column x is listed")
