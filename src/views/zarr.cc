@@ -5,6 +5,10 @@
 // reader returns; fill_value is null), unlike chunks/ which trims them. Offered only for regular
 // layouts whose dtype Zarr v2 can describe; meta.json says why otherwise. .zmetadata consolidates
 // .zarray and .zattrs (zarr.open_consolidated), and .zattrs carries xarray's "_ARRAY_DIMENSIONS".
+// The container's group also holds the coordinate variables of its voxel
+// geometry, and a directory's group shares a table's row dimension among
+// its members (zarr_table.h; README.md, "Tables and coordinates in xarray").
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -36,6 +40,17 @@ bool NamesAxes(const store::Container& c) {
   return FindJsonMember(VlmetaText(c), "_ARRAY_DIMENSIONS").has_value();
 }
 
+// The vlmetalayer axis_names (or "_ARRAY_DIMENSIONS", which voxel geometry
+// reads when it is absent), where xarray can take them as dimension names:
+// each non-empty and none twice (else empty).
+std::vector<std::string> AxisNames(const store::Container& c) {
+  std::vector<std::string> names = c.voxel_geometry().axis_names;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty() || std::count(names.begin(), names.begin() + i, names[i])) return {};
+  }
+  return names;
+}
+
 // .zattrs: meta.json's "vlmeta" with xarray's dimension names: `dims` where
 // given (a table's members), else in a directory's group `dim_prefix` +
 // dim_0, ..., else (zarr/ and the container's group) the vlmetalayer
@@ -46,7 +61,8 @@ std::optional<TextPieces> ZattrsPieces(const store::Container& c, const std::str
   auto vlmeta = VlmetaPiece(c);
   if (!vlmeta) return std::nullopt;
   const std::string text = c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin);
-  const std::vector<std::string>& axis_names = c.voxel_geometry().axis_names;
+  const std::vector<std::string> axis_names =
+      dim_prefix.empty() ? AxisNames(c) : std::vector<std::string>();
   ZattrsPlan plan;
   if (!dims.empty()) {
     plan = PlanZattrsDims(text, dims);
@@ -87,7 +103,7 @@ std::string ContainerVariable(const store::Container& c) {
 // dim_0, ...; empty where unknown.
 std::vector<std::string> GroupDims(const store::Container& c) {
   const std::string text = VlmetaText(c);
-  const std::vector<std::string>& names = c.voxel_geometry().axis_names;
+  const std::vector<std::string> names = AxisNames(c);
   if (FindJsonMember(text, "_ARRAY_DIMENSIONS")) {
     if (FindJsonMember(text, "axis_names")) return {};
     return names;
