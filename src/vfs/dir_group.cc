@@ -50,7 +50,8 @@ Target Unlisted(InodeTable& inodes, Opened opened, std::shared_ptr<const views::
 struct GroupMembers {
   std::map<std::string, std::string> members;  // variable -> tree path
   views::DirTable::Kind kind = views::DirTable::Kind::kNone;
-  std::string valid_rows;  // kCTable: the table's _valid_rows leaf
+  std::string valid_rows;    // kCTable: the table's _valid_rows leaf
+  bool ctable_root = false;  // the CTable's own directory (not its _cols/)
 };
 
 bool IsStoreLeaf(const source::Tree& tree, const std::string& path, const std::string& name,
@@ -119,6 +120,7 @@ Result<GroupMembers> Members(const source::Tree& tree, const std::string& dir) {
     // which LookupDirGroup finds by name here) and _valid_rows; not _meta.
     group.kind = views::DirTable::Kind::kCTable;
     group.valid_rows = dir + "/_valid_rows";
+    group.ctable_root = true;
     chosen.erase("_meta");
     B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> cols, tree.List(dir + "/_cols"));
     for (const auto& e : cols) {
@@ -216,6 +218,7 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     std::string text = "{\n  \"zarr_format\": 2\n}\n";
     if (name == ".zmetadata") {
       views::DirTable table{found.kind};
+      table.rows_only = found.ctable_root;
       if (found.kind == views::DirTable::Kind::kCTable) {
         table.rows = CTableRows(resolver, found.valid_rows);
       }

@@ -409,6 +409,10 @@ Result<std::string> DirZmetadata(const std::vector<DirMember>& members, const Di
   for (size_t i = 0; i < variables.size(); ++i) {
     const DirMember& m = *variables[i];
     const ZarrDtype* dtype = &dtypes[i];
+    if (table.rows_only && !plan.row_dim.empty() &&
+        (shapes[i].shape.empty() || shapes[i].shape[0] != plan.rows)) {
+      continue;
+    }
     const auto& layout = m.container->layout();
     std::optional<TextPieces> zattrs = ZattrsPieces(*m.container, m.name + "_", plan.dims[i]);
     if (!zattrs) continue;

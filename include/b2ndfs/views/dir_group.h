@@ -52,6 +52,10 @@ struct DirTable {
   };
   Kind kind = Kind::kNone;
   int64_t rows = -1;  // kCTable: the length of its _valid_rows (-1: unknown, no table)
+  // The CTable's own directory: members of another length (a UTF-8
+  // column's offsets and bytes, a dictionary) are left out, so that the
+  // group is the table.
+  bool rows_only = false;
 };
 // DIR/.zmetadata of these members (those that are not Zarr variables are
 // left out).
