@@ -5,7 +5,9 @@
 // Looked up only where the source said a name does not exist, so nothing
 // else changes, and `ls` (which lists, never looks these up) opens nothing.
 // Costs: a name NAME costs one stat per container extension (NAME.b2nd,
-// NAME.b2frame, ...); .zgroup lists the directory and opens its first
+// NAME.b2frame, ...) and one of _cols/NAME (a CTable's column: its
+// directory's group holds its columns; a remote directory's listing must
+// hold _cols and columns.json first); .zgroup lists the directory and opens its first
 // container; .zmetadata lists the directory and opens every container in it
 // (at most views::kDirGroupMaxContainers, else no group).
 // Each answer is an unlisted node of a container's generation (.zgroup and
