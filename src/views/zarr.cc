@@ -78,8 +78,8 @@ std::optional<TextPieces> ZattrsPieces(const store::Container& c, const std::str
 // Names the container directory has (or may have) for itself: a variable
 // must not hide one.
 bool IsOwnName(const std::string& name) {
-  static const char* const kOwn[] = {"meta.json", "data",   "chunks",  "slices",     "view",
-                                     "zarr",      "images", "preview", "preview.png"};
+  static const char* const kOwn[] = {"meta.json", "data",   "chunks",  "slices",      "view",
+                                     "zarr",      "images", "preview", "preview.png", "ome.zarr"};
   for (const char* own : kOwn) {
     if (name == own) return true;
   }
