@@ -99,6 +99,11 @@ class WeightedLru {
     return &(*handle)->value;
   }
   // The value of `key` without touching it; nullptr when absent.
+  Value* Peek(const Key& key) { return Peek(key, index_.HintOf(key)); }
+  Value* Peek(const Key& key, Hint hint) {
+    const Handle* handle = index_.Find(key, hint);
+    return handle == nullptr ? nullptr : &(*handle)->value;
+  }
   const Value* Peek(const Key& key) const { return Peek(key, index_.HintOf(key)); }
   const Value* Peek(const Key& key, Hint hint) const {
     const Handle* handle = index_.Find(key, hint);
