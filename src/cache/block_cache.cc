@@ -74,14 +74,11 @@ struct alignas(64) BlockCache::Shard {
   Lru lru;              // guarded by mu
   Flights in_flight;    // guarded by mu
 
-  // Relaxed: they are tallies, read together only by stats().
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> misses{0};
-  std::atomic<uint64_t> shared_waits{0};
-  std::atomic<uint64_t> evictions{0};
-  std::atomic<uint64_t> inserts{0};
-  std::atomic<uint64_t> load_errors{0};
-  std::atomic<uint64_t> bytes_loaded{0};
+  // This shard's share of CacheStats' tallies (each counted as it says
+  // there). Relaxed: read together only by stats(), never to decide.
+  std::atomic<uint64_t> hits{0}, misses{0}, shared_waits{0};
+  std::atomic<uint64_t> evictions{0}, inserts{0};
+  std::atomic<uint64_t> load_errors{0}, bytes_loaded{0};
 
   // The entries' room: the budget less the reservation.
   Lru::Limits Room() const { return {Lru::kUnbounded, reserved < budget ? budget - reserved : 0}; }

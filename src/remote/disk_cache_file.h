@@ -20,16 +20,18 @@
 
 namespace b2ndfs::remote {
 
-// Which bytes a range file holds.
+// Bytes of a range covered by one tag.
+constexpr size_t kRangeSegmentBytes = 64 << 10;
+
+// Which bytes a range file holds: `length` bytes at `offset` of the object
+// whose redacted URL hashes to `url_key`, at the version (ETag and size)
+// hashing to `version_key`.
 struct RangeFile {
   uint64_t url_key = 0;
   uint64_t version_key = 0;
   int64_t offset = 0;
   int64_t length = 0;
 };
-
-// Bytes of a range covered by one tag.
-constexpr size_t kRangeSegmentBytes = 64 << 10;
 
 // 16 lower-case hex digits, as file names use them; ParseHexKey is strict.
 std::string HexKey(uint64_t v);

@@ -30,10 +30,10 @@ struct OpenFile {
 };
 
 struct DescriptorStats {
-  uint64_t opens = 0;
-  uint64_t hits = 0;
-  uint64_t evictions = 0;
-  size_t open_now = 0;
+  uint64_t opens = 0;      // open() calls that succeeded
+  uint64_t hits = 0;       // descriptors handed out again
+  uint64_t evictions = 0;  // closed to stay within capacity (or after EMFILE)
+  size_t open_now = 0;     // held by the cache now
   size_t capacity = 0;
 };
 
