@@ -92,7 +92,7 @@ Result<std::map<std::string, std::string>> ParseFlatJson(const std::string& text
   auto bad = [](const std::string& why) { return Status(EIO, "malformed JSON: " + why); };
   auto doc = json::Parse(text);
   // The reader's messages say where, never what: no secret is quoted.
-  if (!doc.ok()) return bad(doc.status().message());
+  if (!doc.ok()) return doc.status();
   if (!doc->is_object()) return bad("not an object");
   std::map<std::string, std::string> out;
   for (size_t k = 0; k < doc->keys.size(); ++k) {

@@ -320,6 +320,7 @@ Status DiskCache::Read(const std::string& url, const std::string& etag, int64_t 
         continue;
       }
       const int64_t piece_end = std::min(best_end, end);
+      // The object's ranges and the LRU hold the same keys (Insert, Unlink).
       pieces.push_back(Piece{*lru_.Find(RangeKey{url_key, *best}), pos, piece_end});
       pos = piece_end;
     }
