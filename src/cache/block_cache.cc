@@ -3,13 +3,13 @@
 #include <atomic>
 #include <cerrno>
 #include <exception>
-#include <list>
 #include <mutex>
 #include <new>
 #include <string>
 #include <utility>
 
 #include "b2ndfs/util/single_flight.h"
+#include "b2ndfs/util/weighted_lru.h"
 #include "key_index.h"
 
 namespace b2ndfs::cache {
@@ -33,85 +33,81 @@ struct KeyHash {
 
 using Flights = FlightTable<Key, Result<Value>, KeyHash>;
 
+// The LRU's index: cache/key_index.h's table, handed the key's hash that
+// also picked the shard.
+struct BlockIndex {
+  template <typename Handle>
+  class For {
+   public:
+    using Hint = uint64_t;
+    static uint64_t HintOf(const Key& key) { return HashKey(key); }
+    const Handle* Find(const Key& key, uint64_t hash) const { return index_.Find(key, hash); }
+    void Insert(const Key&, uint64_t hash, Handle handle) { index_.Insert(hash, handle); }
+    void Erase(const Key& key, uint64_t hash) { index_.Erase(key, hash); }
+    void Clear() { index_.clear(); }
+    void Prefetch(uint64_t hash) const { index_.Prefetch(hash); }
+
+   private:
+    struct KeyOf {
+      const Key& operator()(const Handle& handle) const { return handle->key; }
+    };
+    KeyIndex<Key, Handle, KeyOf> index_;
+  };
+};
+
 }  // namespace
 
 // Aligned to a cache line so counters of neighbouring shards, bumped by
 // different threads, do not share one.
 struct alignas(64) BlockCache::Shard {
-  struct Entry {
-    Key key;
-    Value value;
-    size_t charge;
-  };
-  using List = std::list<Entry>;
-  struct EntryKey {
-    const Key& operator()(List::iterator it) const { return it->key; }
-  };
+  // Entries weigh their charge (ChargeOf).
+  using Lru = util::WeightedLru<Key, Value, BlockIndex>;
+  using List = Lru::Entries;
 
-  explicit Shard(size_t budget_bytes) : budget(budget_bytes) {}
+  explicit Shard(size_t budget_bytes) : budget(budget_bytes) { lru.set_limits(Room()); }
 
   // Lock order: taken alone (one shard at a time), before a flight's own
   // mutex (util/single_flight.h); loaders run after it is released.
   mutable std::mutex mu;
   const size_t budget;
-  size_t used = 0;      // sum of charges in `lru`; guarded by mu
   size_t reserved = 0;  // this shard's share of external charges; guarded by mu
-  List lru;             // front = most recently used; guarded by mu
-  KeyIndex<Key, List::iterator, EntryKey> index;  // guarded by mu
-  Flights in_flight;                              // guarded by mu
+  Lru lru;              // guarded by mu
+  Flights in_flight;    // guarded by mu
 
-  // Relaxed: they are tallies, read together only by stats().
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> misses{0};
-  std::atomic<uint64_t> shared_waits{0};
-  std::atomic<uint64_t> evictions{0};
-  std::atomic<uint64_t> inserts{0};
-  std::atomic<uint64_t> load_errors{0};
-  std::atomic<uint64_t> bytes_loaded{0};
+  // This shard's share of CacheStats' tallies (each counted as it says
+  // there). Relaxed: read together only by stats(), never to decide.
+  std::atomic<uint64_t> hits{0}, misses{0}, shared_waits{0};
+  std::atomic<uint64_t> evictions{0}, inserts{0};
+  std::atomic<uint64_t> load_errors{0}, bytes_loaded{0};
 
-  // Moves an entry into `dropped` (a splice, so no allocation and no buffer
-  // freed under the lock: the caller destroys `dropped` after unlocking).
-  void DropLocked(List::iterator it, List* dropped) {
-    used -= it->charge;
-    index.Erase(it->key, HashKey(it->key));
-    dropped->splice(dropped->end(), lru, it);
-  }
+  // The entries' room: the budget less the reservation.
+  Lru::Limits Room() const { return {Lru::kUnbounded, reserved < budget ? budget - reserved : 0}; }
 
   // Looks `key` up and marks it most recently used; nullptr when absent.
   Value TouchLocked(const Key& key, uint64_t hash) {
-    const List::iterator* it = index.Find(key, hash);
-    if (it == nullptr) return nullptr;
-    lru.splice(lru.begin(), lru, *it);
-    return (*it)->value;
+    const Value* value = lru.Find(key, hash);
+    return value == nullptr ? nullptr : *value;
   }
 
-  // Caches `value` under `key`, evicting from the tail to fit the budget. A
-  // value charged more than the whole budget is not kept (and any older entry
-  // of the key is dropped regardless).
+  // Caches `value` under `key`, evicting from the tail to fit the budget
+  // (into `dropped`, which the caller destroys after unlocking). A value
+  // charged more than the whole budget is not kept (and any older entry of
+  // the key is dropped regardless).
   void RetainLocked(const Key& key, uint64_t hash, Value value, List* dropped) {
-    if (const List::iterator* it = index.Find(key, hash)) {
-      DropLocked(*it, dropped);
-    }
     const size_t charge = ChargeOf(key, *value);
-    if (charge + reserved > budget) return;
-    lru.push_front(Entry{key, std::move(value), charge});
-    try {
-      index.Insert(hash, lru.begin());
-    } catch (...) {
-      lru.pop_front();
-      throw;
+    if (charge + reserved > budget) {
+      lru.Erase(key, hash, dropped);
+      return;
     }
-    used += charge;
+    const size_t evicted = lru.Insert(key, hash, std::move(value), charge, dropped);
     inserts.fetch_add(1, std::memory_order_relaxed);
-    FitLocked(dropped);
+    evictions.fetch_add(evicted, std::memory_order_relaxed);
   }
 
   // Evicts from the tail until the entries and the reservation fit.
   void FitLocked(List* dropped) {
-    while (!lru.empty() && used + reserved > budget) {
-      DropLocked(std::prev(lru.end()), dropped);
-      evictions.fetch_add(1, std::memory_order_relaxed);
-    }
+    lru.set_limits(Room());
+    evictions.fetch_add(lru.Trim(dropped), std::memory_order_relaxed);
   }
 
   // Ends the load of `key` by `flight`: unregisters it and caches a good
@@ -252,21 +248,21 @@ void BlockCache::CountHits(uint64_t n) {
 
 void BlockCache::Prefetch(const Key& key) const {
   const uint64_t hash = HashKey(key);
-  ShardFor(hash).index.Prefetch(hash);
+  ShardFor(hash).lru.index().Prefetch(hash);
 }
 
 bool BlockCache::Contains(const Key& key) const {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  return shard.index.Find(key, hash) != nullptr;
+  return shard.lru.Contains(key, hash);
 }
 
 bool BlockCache::ContainsOrLoading(const Key& key) const {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  return shard.index.Find(key, hash) != nullptr || shard.in_flight.FindLocked(key) != nullptr;
+  return shard.lru.Contains(key, hash) || shard.in_flight.FindLocked(key) != nullptr;
 }
 
 void BlockCache::Insert(const Key& key, Value value) {
@@ -287,11 +283,9 @@ void BlockCache::EraseContainer(uint64_t container_id) {
     Shard& shard = *shard_ptr;
     Shard::List dropped;
     std::lock_guard<std::mutex> lock(shard.mu);
-    for (auto it = shard.lru.begin(); it != shard.lru.end();) {
-      auto next = std::next(it);
-      if (it->key.container_id == container_id) shard.DropLocked(it, &dropped);
-      it = next;
-    }
+    shard.lru.EraseIf(
+        [container_id](const Shard::Lru::Entry& e) { return e.key.container_id == container_id; },
+        &dropped);
     shard.AbandonInFlightLocked(
         [container_id](const Key& k) { return k.container_id == container_id; });
   }
@@ -302,9 +296,7 @@ void BlockCache::Clear() {
     Shard& shard = *shard_ptr;
     Shard::List dropped;
     std::lock_guard<std::mutex> lock(shard.mu);
-    dropped.splice(dropped.end(), shard.lru);
-    shard.index.clear();
-    shard.used = 0;
+    shard.lru.Clear(&dropped);
     shard.AbandonInFlightLocked([](const Key&) { return true; });
   }
 }
@@ -341,8 +333,8 @@ CacheStats BlockCache::stats() const {
     s.load_errors += shard.load_errors.load(std::memory_order_relaxed);
     s.bytes_loaded += shard.bytes_loaded.load(std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(shard.mu);
-    s.bytes_cached += shard.used;
-    s.entries += shard.index.size();
+    s.bytes_cached += shard.lru.weight();
+    s.entries += shard.lru.size();
   }
   return s;
 }

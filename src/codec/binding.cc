@@ -15,14 +15,14 @@ namespace b2ndfs::codec {
 namespace {
 
 // Chunk header bytes (README_CHUNK_FORMAT.rst).
-constexpr size_t kFlagsByte = 2;
-constexpr size_t kFiltersByte = 16;
-constexpr size_t kUdcodecByte = 22;
-constexpr size_t kFiltersMetaByte = 24;
-constexpr size_t kBlosc2FlagsByte = 31;
-constexpr uint8_t kDontSplit = 0x10;  // flags bit 4: one stream per block
-constexpr uint8_t kLazyChunk = 0x08;  // blosc2_flags bit 3: blocks read from schunk->frame
-constexpr uint8_t kAlphaFormat = 3;   // ignores the sixth filter
+constexpr size_t kFlagsByte = 2;         // shuffle bits, memcpyed, dont-split
+constexpr size_t kFiltersByte = 16;      // the six filter codes (extended header)
+constexpr size_t kUdcodecByte = 22;      // a user-registered codec's id
+constexpr size_t kFiltersMetaByte = 24;  // the six filters' meta bytes
+constexpr size_t kBlosc2FlagsByte = 31;  // special-value kind, lazy chunk
+constexpr uint8_t kDontSplit = 0x10;     // flags bit 4: one stream per block
+constexpr uint8_t kLazyChunk = 0x08;     // blosc2_flags bit 3: blocks read from schunk->frame
+constexpr uint8_t kAlphaFormat = 3;      // ignores the sixth filter
 
 // c-blosc2's plugins decode the metalayer into malloc(8 * ...) arrays.
 constexpr size_t kMaxPluginNdim = 8;

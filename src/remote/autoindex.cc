@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "b2ndfs/remote/http_client.h"
+#include "b2ndfs/util/json.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -26,111 +27,6 @@ bool AcceptableName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
-
-// The subset of JSON nginx writes: an array of flat objects whose values
-// are strings or non-negative integers.
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& text) : s_(text) {}
-
-  void SkipSpace() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool Consume(char c) {
-    SkipSpace();
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  bool AtEnd() {
-    SkipSpace();
-    return pos_ >= s_.size();
-  }
-  bool PeekString() {
-    SkipSpace();
-    return pos_ < s_.size() && s_[pos_] == '"';
-  }
-
-  Result<std::string> String() {
-    if (!Consume('"')) return Malformed("expected a string");
-    std::string out;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= s_.size()) break;
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out += e;
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          if (pos_ + 4 > s_.size()) return Malformed("short \\u escape");
-          unsigned cp = 0;
-          for (int i = 0; i < 4; ++i) {
-            const int h = HexValue(s_[pos_++]);
-            if (h < 0) return Malformed("bad \\u escape");
-            cp = cp * 16 + static_cast<unsigned>(h);
-          }
-          // UTF-8 (surrogate pairs are not joined: such names are exotic
-          // enough to be shown as they come).
-          if (cp < 0x80) {
-            out += static_cast<char>(cp);
-          } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-          }
-          break;
-        }
-        default:
-          return Malformed("bad escape");
-      }
-    }
-    return Malformed("unterminated string");
-  }
-
-  Result<int64_t> Number() {
-    SkipSpace();
-    int64_t v = 0;
-    size_t digits = 0;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-      if (++digits > 18) return Malformed("number too large");
-      v = v * 10 + (s_[pos_++] - '0');
-    }
-    if (digits == 0) return Malformed("expected a number");
-    return v;
-  }
-
- private:
-  const std::string& s_;
-  size_t pos_ = 0;
-};
 
 // The next position of NEEDLE at or after a position that only grows,
 // searched again only once passed.
@@ -225,32 +121,29 @@ std::string DecodePercent(const std::string& text) {
   return out;
 }
 
+// What nginx writes: an array of flat objects whose values are strings or
+// non-negative integers.
 Result<std::vector<IndexEntry>> ParseAutoindexJson(const std::string& text) {
-  JsonReader in(text);
+  auto doc = json::Parse(text);
+  if (!doc.ok()) return Malformed(doc.status().message());
+  if (!doc->is_array()) return Malformed("expected a JSON array");
   std::vector<IndexEntry> entries;
-  if (!in.Consume('[')) return Malformed("expected a JSON array");
-  if (in.Consume(']'))
-    return in.AtEnd() ? Result<std::vector<IndexEntry>>(entries)
-                      : Malformed("text after the array");
-  do {
-    if (!in.Consume('{')) return Malformed("expected an object");
+  for (const json::Value& item : doc->items) {
+    if (!item.is_object()) return Malformed("expected an object");
     IndexEntry e;
     std::string type;
-    if (!in.Consume('}')) {
-      do {
-        B2NDFS_ASSIGN_OR_RETURN(const std::string key, in.String());
-        if (!in.Consume(':')) return Malformed("expected ':'");
-        if (in.PeekString()) {
-          B2NDFS_ASSIGN_OR_RETURN(std::string value, in.String());
-          if (key == "name") e.name = std::move(value);
-          if (key == "type") type = std::move(value);
-          if (key == "mtime") e.mtime = ParseHttpDate(value).value_or(0);
-        } else {
-          B2NDFS_ASSIGN_OR_RETURN(const int64_t value, in.Number());
-          if (key == "size") e.size = value;
-        }
-      } while (in.Consume(','));
-      if (!in.Consume('}')) return Malformed("expected '}'");
+    for (size_t k = 0; k < item.keys.size(); ++k) {
+      const std::string& key = item.keys[k];
+      const json::Value& value = item.items[k];
+      if (value.is_string()) {
+        if (key == "name") e.name = value.text;
+        if (key == "type") type = value.text;
+        if (key == "mtime") e.mtime = ParseHttpDate(value.text).value_or(0);
+        continue;
+      }
+      const std::optional<int64_t> number = value.Int64();
+      if (!number || *number < 0) return Malformed("expected a string or a number");
+      if (key == "size") e.size = *number;
     }
     e.directory = type == "directory";
     if (e.directory) e.size = -1;
@@ -259,8 +152,7 @@ Result<std::vector<IndexEntry>> ParseAutoindexJson(const std::string& text) {
     if (AcceptableName(e.name) && (type == "file" || type == "directory")) {
       entries.push_back(std::move(e));
     }
-  } while (in.Consume(','));
-  if (!in.Consume(']') || !in.AtEnd()) return Malformed("expected ']' at the end");
+  }
   return entries;
 }
 

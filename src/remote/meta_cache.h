@@ -18,17 +18,16 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/status.h"
 #include "b2ndfs/util/text.h"
+#include "b2ndfs/util/weighted_lru.h"
 
 namespace b2ndfs::remote {
 
@@ -47,7 +46,7 @@ class MetaCache {
   // `capacity`: the total weight kept; `weigh`: an answer's weight (null:
   // 1 each, so that `capacity` counts answers).
   MetaCache(size_t capacity, Keep keep, Weigh weigh = nullptr)
-      : capacity_(capacity), keep_(std::move(keep)), weigh_(std::move(weigh)) {}
+      : keep_(std::move(keep)), weigh_(std::move(weigh)), lru_({Lru::kUnbounded, capacity}) {}
 
   // The answer for `key` if it is at most `max_age` seconds old; else the
   // answer of one call of `load` (made by this thread, or by the one already
@@ -94,16 +93,12 @@ class MetaCache {
 
   void Erase(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return;
-    weight_ -= it->second->second.weight;
-    order_.erase(it->second);
-    index_.erase(it);
+    lru_.Erase(key, nullptr);
   }
 
   size_t size() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return index_.size();
+    return lru_.size();
   }
   // Threads waiting for another's load of `key` (for tests).
   int waiters(const std::string& key) const {
@@ -114,47 +109,19 @@ class MetaCache {
 
  private:
   using Flights = FlightTable<std::string, Result<T>>;
-  using Order = std::list<std::pair<std::string, Entry>>;  // most recent first
+  using Lru = util::WeightedLru<std::string, Entry>;
 
-  Entry* FindLocked(const std::string& key) {
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return &it->second->second;
-  }
+  Entry* FindLocked(const std::string& key) { return lru_.Find(key); }
   void PutLocked(const std::string& key, Result<T> value) {
     const size_t weight = weigh_ ? std::max<size_t>(weigh_(value), 1) : 1;
-    Entry entry{::b2ndfs::text::Now(), std::move(value), weight};
-    auto it = index_.find(key);
-    if (it != index_.end()) {
-      weight_ -= it->second->second.weight;
-      it->second->second = std::move(entry);
-      order_.splice(order_.begin(), order_, it->second);
-    } else {
-      order_.emplace_front(key, std::move(entry));
-      try {
-        index_.emplace(key, order_.begin());
-      } catch (...) {
-        order_.pop_front();  // not kept: the list and the index agree
-        throw;
-      }
-    }
-    weight_ += weight;
     // (The newest answer stays, however heavy: its caller has it anyway.)
-    while (weight_ > capacity_ && index_.size() > 1) {
-      weight_ -= order_.back().second.weight;
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
+    lru_.Insert(key, Entry{::b2ndfs::text::Now(), std::move(value), weight}, weight, nullptr);
   }
 
-  const size_t capacity_;
   const Keep keep_;
   const Weigh weigh_;
-  size_t weight_ = 0;         // of every entry kept
   mutable std::mutex mutex_;  // leaf lock; guards everything below
-  Order order_;
-  std::unordered_map<std::string, typename Order::iterator> index_;
+  Lru lru_;                   // at most `capacity` of total weight
   Flights flights_;
 };
 

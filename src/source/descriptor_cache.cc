@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace b2ndfs::source {
 
@@ -14,7 +13,8 @@ size_t DefaultDescriptorCapacity() {
   return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur) / 2, 16, 4096);
 }
 
-DescriptorCache::DescriptorCache(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+DescriptorCache::DescriptorCache(size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)), lru_({capacity_, decltype(lru_)::kUnbounded}) {
   stats_.capacity = capacity_;
 }
 
@@ -22,14 +22,12 @@ Result<OpenFile> DescriptorCache::Open(const std::string& path, uint64_t want_de
                                        uint64_t want_inode) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(path);
-    if (it != index_.end()) {
-      const struct stat& st = it->second->open.st;
+    if (const OpenFile* cached = lru_.Peek(path)) {
+      const struct stat& st = cached->st;
       if (want_inode == 0 ||
           (st.st_ino == want_inode && static_cast<uint64_t>(st.st_dev) == want_device)) {
-        lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
-        return it->second->open;
+        return *lru_.Find(path);
       }
     }
   }
@@ -43,47 +41,23 @@ Result<OpenFile> DescriptorCache::Open(const std::string& path, uint64_t want_de
   auto stat = file->Stat();
   if (!stat.ok()) return stat.status();
   OpenFile opened{std::make_shared<const File>(std::move(file).value()), *stat};
-  std::vector<std::shared_ptr<const File>> closing;  // closed after the lock
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.opens;
-    auto it = index_.find(path);
-    if (it != index_.end()) {
-      closing.push_back(std::move(it->second->open.file));
-      lru_.erase(it->second);
-      index_.erase(it);
-    }
-    lru_.push_front(Entry{path, opened});
-    index_[path] = lru_.begin();
-    while (lru_.size() > capacity_) {
-      closing.push_back(std::move(lru_.back().open.file));
-      index_.erase(lru_.back().path);
-      lru_.pop_back();
-      ++stats_.evictions;
-    }
-  }
+  decltype(lru_)::Entries closing;  // closed after the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.opens;
+  stats_.evictions += lru_.Insert(path, opened, 1, &closing);
   return opened;
 }
 
 void DescriptorCache::Drop(const std::string& path) {
-  std::shared_ptr<const File> closing;
+  decltype(lru_)::Entries closing;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = index_.find(path);
-  if (it == index_.end()) return;
-  closing = std::move(it->second->open.file);
-  lru_.erase(it->second);
-  index_.erase(it);
+  lru_.Erase(path, &closing);
 }
 
 void DescriptorCache::Shrink(size_t target) {
-  std::vector<std::shared_ptr<const File>> closing;
+  decltype(lru_)::Entries closing;
   std::lock_guard<std::mutex> lock(mutex_);
-  while (lru_.size() > target) {
-    closing.push_back(std::move(lru_.back().open.file));
-    index_.erase(lru_.back().path);
-    lru_.pop_back();
-    ++stats_.evictions;
-  }
+  while (lru_.size() > target && lru_.PopOldest(&closing)) ++stats_.evictions;
 }
 
 DescriptorStats DescriptorCache::stats() const {

@@ -17,11 +17,12 @@
 namespace b2ndfs::stores {
 namespace {
 
-constexpr uint32_t kLocalSignature = 0x04034b50;
-constexpr uint32_t kCentralSignature = 0x02014b50;
-constexpr uint32_t kEndSignature = 0x06054b50;
-constexpr uint32_t kZip64EndSignature = 0x06064b50;
-constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
+// Record signatures, "PK" and two bytes, read little-endian (APPNOTE 4.3).
+constexpr uint32_t kLocalSignature = 0x04034b50;         // PK\3\4
+constexpr uint32_t kCentralSignature = 0x02014b50;       // PK\1\2
+constexpr uint32_t kEndSignature = 0x06054b50;           // PK\5\6
+constexpr uint32_t kZip64EndSignature = 0x06064b50;      // PK\6\6
+constexpr uint32_t kZip64LocatorSignature = 0x07064b50;  // PK\6\7
 constexpr int64_t kCentralHeaderSize = 46;
 constexpr int64_t kZip64LocatorSize = 20;
 constexpr int64_t kZip64EndSize = 56;

@@ -14,9 +14,9 @@
 #include <ctime>
 #include <deque>
 #include <functional>
-#include <list>
 #include <mutex>
-#include <unordered_map>
+
+#include "b2ndfs/util/weighted_lru.h"
 
 namespace b2ndfs {
 namespace {
@@ -36,30 +36,17 @@ class OnceKeys {
   // Returns true if `key` was not remembered; remembers it as most recent.
   bool Insert(const std::string& key) {
     const uint64_t h = std::hash<std::string>{}(key);
-    auto it = index_.find(h);
-    if (it != index_.end()) {
-      order_.splice(order_.begin(), order_, it->second);
-      return false;
-    }
-    if (index_.size() >= kLogOnceCapacity) {
-      index_.erase(order_.back());
-      order_.pop_back();
-    }
-    order_.push_front(h);
-    index_.emplace(h, order_.begin());
+    if (seen_.Find(h) != nullptr) return false;
+    seen_.Insert(h, Seen{}, 1, nullptr);
     return true;
   }
-  void Erase(const std::string& key) {
-    auto it = index_.find(std::hash<std::string>{}(key));
-    if (it == index_.end()) return;
-    order_.erase(it->second);
-    index_.erase(it);
-  }
-  size_t size() const { return index_.size(); }
+  void Erase(const std::string& key) { seen_.Erase(std::hash<std::string>{}(key), nullptr); }
+  size_t size() const { return seen_.size(); }
 
  private:
-  std::list<uint64_t> order_;
-  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> index_;
+  struct Seen {};
+  util::WeightedLru<uint64_t, Seen> seen_{
+      {kLogOnceCapacity, util::WeightedLru<uint64_t, Seen>::kUnbounded}};
 };
 
 // Lock order: g_once_mutex is a leaf lock.

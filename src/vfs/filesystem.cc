@@ -349,6 +349,21 @@ Result<Attr> Filesystem::GetAttr(Ino ino, const FileHandle* open) {
   return Attributes(*target);
 }
 
+namespace {
+
+// The container whose attributes the xattrs of `ino` show: a container's
+// directory's (its live generation's) or that of a file inside one; null for
+// other nodes.
+Result<std::shared_ptr<const store::Container>> XattrContainer(Resolver& resolver, Ino ino) {
+  B2NDFS_ASSIGN_OR_RETURN(Target target, resolver.Find(ino));
+  if (target.type == NodeType::kInside) return target.container;
+  if (target.type != NodeType::kContainer) return std::shared_ptr<const store::Container>();
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation, resolver.LiveGeneration(target));
+  return generation->Container();
+}
+
+}  // namespace
+
 Result<std::string> Filesystem::GetXattr(Ino ino, const std::string& name) {
   // First, before any lock or stat. `ls -l` asks for security.selinux and
   // system.posix_acl_access of every entry until an answer is EOPNOTSUPP
@@ -357,28 +372,15 @@ Result<std::string> Filesystem::GetXattr(Ino ino, const std::string& name) {
   // neither labels nor ACLs.
   if (IsUnsupportedXattr(name)) return Status(EOPNOTSUPP, name);
   if (!IsB2ndXattr(name)) return Status(ENODATA, name);
-  B2NDFS_ASSIGN_OR_RETURN(Target target, resolver_->Find(ino));
-  if (target.type == NodeType::kContainer) {
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation,
-                            resolver_->LiveGeneration(target));
-    B2NDFS_ASSIGN_OR_RETURN(target.container, generation->Container());
-  } else if (target.type != NodeType::kInside) {
-    return Status(ENODATA, name);
-  }
-  return ContainerXattr(*target.container, name);
+  B2NDFS_ASSIGN_OR_RETURN(const auto container, XattrContainer(*resolver_, ino));
+  if (container == nullptr) return Status(ENODATA, name);
+  return ContainerXattr(*container, name);
 }
 
 Result<std::string> Filesystem::ListXattr(Ino ino) {
-  B2NDFS_ASSIGN_OR_RETURN(Target target, resolver_->Find(ino));
-  if (target.type == NodeType::kContainer) {
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation,
-                            resolver_->LiveGeneration(target));
-    B2NDFS_ASSIGN_OR_RETURN(target.container, generation->Container());
-  } else if (target.type != NodeType::kInside) {
-    return std::string();
-  }
-  // An undecodable container has no shape to tell.
-  if (!target.container->ok()) return std::string();
+  B2NDFS_ASSIGN_OR_RETURN(const auto container, XattrContainer(*resolver_, ino));
+  // Other nodes, and an undecodable container, have no shape to tell.
+  if (container == nullptr || !container->ok()) return std::string();
   return ContainerXattrNames();
 }
 

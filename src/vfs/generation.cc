@@ -14,34 +14,18 @@
 
 namespace b2ndfs::vfs {
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
-  std::vector<std::shared_ptr<const store::Container>> closing;  // released unlocked
+  Lru::Entries closing;  // released unlocked
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = index_.find(container.get());
-  if (it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return;
-  }
+  if (lru_.Find(container.get()) != nullptr) return;
   const int64_t charged = container->memory_bytes();
-  lru_.push_front(Slot{container, charged});
-  index_[container.get()] = lru_.begin();
-  bytes_ += charged;
-  while (lru_.size() > 1 && (lru_.size() > max_count_ || bytes_ > max_bytes_)) {
-    bytes_ -= lru_.back().charged;
-    index_.erase(lru_.back().container.get());
-    closing.push_back(std::move(lru_.back().container));
-    lru_.pop_back();
-  }
+  lru_.Insert(container.get(), container, static_cast<size_t>(std::max<int64_t>(charged, 0)),
+              &closing);
 }
 
 void OpenContainers::Remove(const store::Container* container) {
-  std::shared_ptr<const store::Container> closing;
+  Lru::Entries closing;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = index_.find(container);
-  if (it == index_.end()) return;
-  bytes_ -= it->second->charged;
-  closing = std::move(it->second->container);
-  lru_.erase(it->second);
-  index_.erase(it);
+  lru_.Erase(container, &closing);
 }
 
 size_t OpenContainers::size() const {
@@ -51,7 +35,7 @@ size_t OpenContainers::size() const {
 
 int64_t OpenContainers::bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return bytes_;
+  return static_cast<int64_t>(lru_.weight());
 }
 
 Generation::Generation(const GenerationServices& services, std::weak_ptr<ContainerEntry> entry,

@@ -32,7 +32,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +42,7 @@
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/task_pool.h"
+#include "b2ndfs/util/weighted_lru.h"
 #include "b2ndfs/vfs/filesystem.h"
 #include "inode_table.h"
 
@@ -59,26 +59,19 @@ namespace b2ndfs::vfs {
 class OpenContainers {
  public:
   OpenContainers(size_t max_count, int64_t max_bytes)
-      : max_count_(std::max<size_t>(max_count, 1)), max_bytes_(max_bytes) {}
+      : lru_({std::max<size_t>(max_count, 1),
+              static_cast<size_t>(std::max<int64_t>(max_bytes, 0))}) {}
   void Touch(const std::shared_ptr<const store::Container>& container);
   void Remove(const store::Container* container);
   size_t size() const;
   int64_t bytes() const;
 
  private:
-  struct Slot {
-    std::shared_ptr<const store::Container> container;
-    // What was counted for it when it came in: a container's memory grows
-    // once meta.json is rendered, and the LRU takes off what it put on.
-    int64_t charged = 0;
-  };
-  using List = std::list<Slot>;
-  const size_t max_count_;
-  const int64_t max_bytes_;
+  // Weighs what was counted for a container when it came in: its memory
+  // grows once meta.json is rendered, and the LRU takes off what it put on.
+  using Lru = util::WeightedLru<const store::Container*, std::shared_ptr<const store::Container>>;
   mutable std::mutex mutex_;
-  List lru_;  // most recent first
-  std::unordered_map<const store::Container*, List::iterator> index_;
-  int64_t bytes_ = 0;
+  Lru lru_;  // guarded by mutex_
 };
 
 // What every generation of a mount uses.

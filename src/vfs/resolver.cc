@@ -16,10 +16,10 @@ Resolver::Resolver(const source::Tree* tree, const views::Registry* views, Inode
       inodes_(inodes),
       entries_context_(entries),
       root_(std::move(root)),
-      recent_max_(std::max<size_t>(recent_entries, 1)) {}
+      recent_({std::max<size_t>(recent_entries, 1), decltype(recent_)::kUnbounded}) {}
 
 std::shared_ptr<ContainerEntry> Resolver::EntryFor(const std::string& path) {
-  std::shared_ptr<ContainerEntry> dropped;  // released after the lock
+  decltype(recent_)::Entries dropped;  // released after the lock
   std::lock_guard<std::mutex> lock(entries_mutex_);
   auto& weak = entries_[path];
   auto entry = weak.lock();
@@ -29,12 +29,7 @@ std::shared_ptr<ContainerEntry> Resolver::EntryFor(const std::string& path) {
   }
   // Recently used entries stay (with their generations and cached blocks)
   // after the kernel forgets them; the least recent beyond the bound go.
-  recent_.remove(entry);
-  recent_.push_front(entry);
-  if (recent_.size() > recent_max_) {
-    dropped = std::move(recent_.back());
-    recent_.pop_back();
-  }
+  if (recent_.Find(entry.get()) == nullptr) recent_.Insert(entry.get(), entry, 1, &dropped);
   // Expired names go once the map has doubled since the last sweep.
   if (entries_.size() > 2 * entries_swept_at_ + 64) {
     std::erase_if(entries_, [](const auto& kv) { return kv.second.expired(); });

@@ -14,13 +14,13 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "b2ndfs/util/status.h"
+#include "b2ndfs/util/weighted_lru.h"
 #include "generation.h"
 #include "inode_table.h"
 
@@ -72,11 +72,11 @@ class Resolver {
   InodeTable* const inodes_;
   EntryContext* const entries_context_;
   const std::shared_ptr<PathNode> root_;
-  const size_t recent_max_;
   std::mutex entries_mutex_;  // leaf lock; guards entries_, recent_
   std::unordered_map<std::string, std::weak_ptr<ContainerEntry>> entries_;
   size_t entries_swept_at_ = 0;
-  std::list<std::shared_ptr<ContainerEntry>> recent_;  // most recent first
+  // Most recent first, at most recent_entries of them.
+  util::WeightedLru<const ContainerEntry*, std::shared_ptr<ContainerEntry>> recent_;
   std::atomic<uint64_t> stale_replies_{0};
   // Remote: one stat per path at a time, on EntryContext::background.
   SingleFlight<std::string, Result<struct stat>> stats_{"stat"};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <initializer_list>
+#include <utility>
 
 #include "b2ndfs/cache/buffer_memory.h"
 #include "b2ndfs/source/tree.h"
@@ -41,6 +43,14 @@ std::string Filesystem::StatsJson() const {
   auto kv = [](const char* key, auto value, bool last = false) {
     return std::string("    \"") + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
   };
+  // A member object of counters only (not the document's last member).
+  auto section = [&kv](const char* name,
+                       std::initializer_list<std::pair<const char*, uint64_t>> counters) {
+    std::string text = std::string("  \"") + name + "\": {\n";
+    size_t left = counters.size();
+    for (const auto& [key, value] : counters) text += kv(key, value, --left == 0);
+    return text + "  },\n";
+  };
   std::string out = "{\n";
   out += "  \"uptime_s\": " + std::string(up) + ",\n";
   // Records kept for the kernel's references (names inside containers need
@@ -48,10 +58,8 @@ std::string Filesystem::StatsJson() const {
   out += "  \"inodes\": " + std::to_string(inodes) + ",\n";
   out += "  \"generations\": " + std::to_string(inodes_->generations().size()) + ",\n";
   // Mirrored names numbered for the mount's life, and what they hold.
-  out += "  \"inode_numbers\": {\n";
-  out += kv("paths", inodes_->path_numbers());
-  out += kv("bytes", inodes_->path_number_bytes(), true);
-  out += "  },\n";
+  out += section("inode_numbers",
+                 {{"paths", inodes_->path_numbers()}, {"bytes", inodes_->path_number_bytes()}});
   out += "  \"containers\": {\n";
   out += kv("open", r.containers_open.load());
   out += kv("kept_open", open_containers_->size());
@@ -89,14 +97,12 @@ std::string Filesystem::StatsJson() const {
   out += "  },\n";
   // Where block memory lives (process-wide): what RSS holds beyond the cache.
   const cache::BufferMemoryStats m = cache::GetBufferMemoryStats();
-  out += "  \"buffer_memory\": {\n";
-  out += kv("slab_bytes", m.slabs * cache::kSlabBytes);
-  out += kv("slab_bytes_empty", m.slabs_empty * cache::kSlabBytes);
-  out += kv("slab_bytes_used", m.slab_bytes_used);
-  out += kv("slab_buffers", m.slab_slots_used);
-  out += kv("slabs_unmapped", m.slabs_unmapped);
-  out += kv("slab_fallbacks", m.slab_fallbacks, true);
-  out += "  },\n";
+  out += section("buffer_memory", {{"slab_bytes", m.slabs * cache::kSlabBytes},
+                                   {"slab_bytes_empty", m.slabs_empty * cache::kSlabBytes},
+                                   {"slab_bytes_used", m.slab_bytes_used},
+                                   {"slab_buffers", m.slab_slots_used},
+                                   {"slabs_unmapped", m.slabs_unmapped},
+                                   {"slab_fallbacks", m.slab_fallbacks}});
   out += "  \"reads\": {\n";
   out += kv("requests", r.reads.load());
   out += kv("bytes_served", r.bytes_served.load());

@@ -25,11 +25,11 @@
 
 namespace b2ndfs::views {
 
-// A plain numeric NumPy item type: kind 'i', 'u', 'f' or 'c', size in bytes.
+// A plain numeric NumPy item type.
 struct NumericType {
-  char kind = 0;
-  int size = 0;
-  bool big_endian = false;
+  char kind = 0;            // 'i', 'u', 'f' or 'c'
+  int size = 0;             // bytes per item
+  bool big_endian = false;  // most significant byte first
 };
 
 // A descr without its Python quotes ("'<f4'" -> "<f4"), for messages.

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "b2ndfs/util/json.h"
+
 namespace b2ndfs::views {
 std::string JsonInts(const std::vector<int64_t>& values) {
   std::string out = "[";
@@ -31,46 +33,6 @@ void SkipSpace(const std::string& s, size_t* pos) {
          (s[*pos] == ' ' || s[*pos] == '\n' || s[*pos] == '\t' || s[*pos] == '\r')) {
     ++*pos;
   }
-}
-
-// Past a JSON string starting at *pos (a quote); false if unterminated.
-bool SkipString(const std::string& s, size_t* pos) {
-  for (size_t i = *pos + 1; i < s.size(); ++i) {
-    if (s[i] == '\\') {
-      ++i;
-    } else if (s[i] == '"') {
-      *pos = i + 1;
-      return true;
-    }
-  }
-  return false;
-}
-
-// Past one JSON value starting at *pos; false if malformed or unterminated.
-bool SkipValue(const std::string& s, size_t* pos) {
-  if (*pos >= s.size()) return false;
-  if (s[*pos] == '"') return SkipString(s, pos);
-  if (s[*pos] != '{' && s[*pos] != '[') {
-    const size_t start = *pos;
-    while (*pos < s.size() && s[*pos] != ',' && s[*pos] != '}' && s[*pos] != ']' &&
-           s[*pos] != ' ' && s[*pos] != '\n') {
-      ++*pos;
-    }
-    return *pos > start;
-  }
-  int depth = 0;
-  while (*pos < s.size()) {
-    const char c = s[*pos];
-    if (c == '"') {
-      if (!SkipString(s, pos)) return false;
-      continue;
-    }
-    if (c == '{' || c == '[') ++depth;
-    if (c == '}' || c == ']') --depth;
-    ++*pos;
-    if (depth == 0) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -147,29 +109,11 @@ std::string ZarrChunkKey(const std::vector<int64_t>& coords) {
 
 std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
                                                         const std::string& key) {
-  size_t pos = 0;
-  SkipSpace(json, &pos);
-  if (pos >= json.size() || json[pos] != '{') return std::nullopt;
-  ++pos;
-  while (true) {
-    SkipSpace(json, &pos);
-    if (pos >= json.size() || json[pos] != '"') return std::nullopt;
-    const size_t key_start = pos;
-    if (!SkipString(json, &pos)) return std::nullopt;
-    // Keys are compared as written: meta.json's own keys need no escapes.
-    const bool match = json.compare(key_start + 1, pos - key_start - 2, key) == 0 &&
-                       pos - key_start - 2 == key.size();
-    SkipSpace(json, &pos);
-    if (pos >= json.size() || json[pos] != ':') return std::nullopt;
-    ++pos;
-    SkipSpace(json, &pos);
-    const size_t value_start = pos;
-    if (!SkipValue(json, &pos)) return std::nullopt;
-    if (match) return std::make_pair(value_start, pos);
-    SkipSpace(json, &pos);
-    if (pos >= json.size() || json[pos] != ',') return std::nullopt;
-    ++pos;
-  }
+  auto doc = json::Parse(json);
+  if (!doc.ok()) return std::nullopt;
+  const json::Value* member = doc->Find(key);
+  if (member == nullptr) return std::nullopt;
+  return std::make_pair(member->begin, member->end);
 }
 
 ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& dim_prefix) {

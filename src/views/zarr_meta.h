@@ -37,7 +37,8 @@ std::string JsonInts(const std::vector<int64_t>& values);
 std::string ZarrChunkKey(const std::vector<int64_t>& coords);
 
 // The byte range [first, second) of the value of top-level member `key` of the
-// JSON object `json`; nullopt when absent or when `json` is not an object.
+// JSON object `json` (the first of that name); nullopt when absent or when
+// `json` is not one valid JSON object (util/json.h reads it).
 std::optional<std::pair<size_t, size_t>> FindJsonMember(const std::string& json,
                                                         const std::string& key);
 

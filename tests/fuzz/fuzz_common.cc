@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "b2ndfs/util/json.h"
+
 namespace b2ndfs::fuzz {
 namespace {
 
@@ -23,214 +25,6 @@ int OriginalStderr() {
 }
 // Taken during static initialisation, i.e. before libFuzzer's main runs.
 [[maybe_unused]] const int g_stderr_at_start = OriginalStderr();
-
-class JsonParser {
- public:
-  JsonParser(std::string_view text, int max_depth) : s_(text), max_depth_(max_depth) {}
-
-  bool Parse(std::string* error) {
-    SkipSpace();
-    if (!Value(0)) {
-      *error = error_ + " at byte " + std::to_string(pos_);
-      return false;
-    }
-    SkipSpace();
-    if (pos_ != s_.size()) {
-      *error = "trailing bytes at " + std::to_string(pos_);
-      return false;
-    }
-    return true;
-  }
-
- private:
-  bool Fail(const char* what) {
-    error_ = what;
-    return false;
-  }
-  bool AtEnd() const { return pos_ >= s_.size(); }
-  char Peek() const { return AtEnd() ? '\0' : s_[pos_]; }
-  void SkipSpace() {
-    while (!AtEnd() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) {
-      ++pos_;
-    }
-  }
-  bool Literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return Fail("bad literal");
-    pos_ += word.size();
-    return true;
-  }
-
-  bool Value(int depth) {
-    if (depth > max_depth_) return Fail("nested too deep");
-    switch (Peek()) {
-      case '{':
-        return Object(depth);
-      case '[':
-        return Array(depth);
-      case '"':
-        return String();
-      case 't':
-        return Literal("true");
-      case 'f':
-        return Literal("false");
-      case 'n':
-        return Literal("null");
-      default:
-        return Number();
-    }
-  }
-
-  bool Object(int depth) {
-    ++pos_;
-    SkipSpace();
-    if (Peek() == '}') {
-      ++pos_;
-      return true;
-    }
-    for (;;) {
-      SkipSpace();
-      if (Peek() != '"') return Fail("object key is not a string");
-      if (!String()) return false;
-      SkipSpace();
-      if (Peek() != ':') return Fail("missing ':'");
-      ++pos_;
-      SkipSpace();
-      if (!Value(depth + 1)) return false;
-      SkipSpace();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() == '}') {
-        ++pos_;
-        return true;
-      }
-      return Fail("expected ',' or '}'");
-    }
-  }
-
-  bool Array(int depth) {
-    ++pos_;
-    SkipSpace();
-    if (Peek() == ']') {
-      ++pos_;
-      return true;
-    }
-    for (;;) {
-      SkipSpace();
-      if (!Value(depth + 1)) return false;
-      SkipSpace();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() == ']') {
-        ++pos_;
-        return true;
-      }
-      return Fail("expected ',' or ']'");
-    }
-  }
-
-  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-  bool Number() {
-    const size_t start = pos_;
-    if (Peek() == '-') ++pos_;
-    if (Peek() == '0') {
-      ++pos_;
-    } else if (IsDigit(Peek())) {
-      while (IsDigit(Peek())) ++pos_;
-    } else {
-      return Fail(start == pos_ ? "unexpected character" : "bad number");
-    }
-    if (Peek() == '.') {
-      ++pos_;
-      if (!IsDigit(Peek())) return Fail("bad fraction");
-      while (IsDigit(Peek())) ++pos_;
-    }
-    if (Peek() == 'e' || Peek() == 'E') {
-      ++pos_;
-      if (Peek() == '+' || Peek() == '-') ++pos_;
-      if (!IsDigit(Peek())) return Fail("bad exponent");
-      while (IsDigit(Peek())) ++pos_;
-    }
-    return true;
-  }
-
-  static bool IsHex(char c) {
-    return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-  }
-
-  // One UTF-8 sequence starting at pos_ (RFC 3629: no overlongs, no
-  // surrogates, at most U+10FFFF).
-  bool Utf8() {
-    const auto b0 = static_cast<uint8_t>(s_[pos_]);
-    int extra = 0;
-    uint32_t cp = 0;
-    if (b0 < 0x80) {
-      ++pos_;
-      return true;
-    } else if ((b0 & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = b0 & 0x1F;
-    } else if ((b0 & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = b0 & 0x0F;
-    } else if ((b0 & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = b0 & 0x07;
-    } else {
-      return Fail("invalid UTF-8 lead byte");
-    }
-    if (pos_ + extra >= s_.size()) return Fail("truncated UTF-8 sequence");
-    for (int i = 1; i <= extra; ++i) {
-      const auto b = static_cast<uint8_t>(s_[pos_ + i]);
-      if ((b & 0xC0) != 0x80) return Fail("invalid UTF-8 continuation byte");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra]) return Fail("overlong UTF-8 sequence");
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return Fail("invalid code point");
-    pos_ += static_cast<size_t>(extra) + 1;
-    return true;
-  }
-
-  bool String() {
-    ++pos_;
-    for (;;) {
-      if (AtEnd()) return Fail("unterminated string");
-      const char c = s_[pos_];
-      if (c == '"') {
-        ++pos_;
-        return true;
-      }
-      if (static_cast<uint8_t>(c) < 0x20) return Fail("unescaped control character");
-      if (c == '\\') {
-        ++pos_;
-        const char e = Peek();
-        if (e == 'u') {
-          for (int i = 1; i <= 4; ++i) {
-            if (pos_ + i >= s_.size() || !IsHex(s_[pos_ + i])) return Fail("bad \\u escape");
-          }
-          pos_ += 5;
-        } else if (e != '\0' && std::strchr("\"\\/bfnrt", e) != nullptr) {
-          ++pos_;
-        } else {
-          return Fail("bad escape");
-        }
-        continue;
-      }
-      if (!Utf8()) return false;
-    }
-  }
-
-  std::string_view s_;
-  int max_depth_;
-  size_t pos_ = 0;
-  std::string error_;
-};
 
 uint32_t GetLe32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
@@ -250,8 +44,11 @@ void CheckFailed(const char* file, int line, const std::string& what) {
 }
 
 bool IsValidJson(std::string_view text, std::string* error, int max_depth) {
-  JsonParser parser(text, max_depth);
-  return parser.Parse(error);
+  // A value `max_depth` containers deep may be a container itself.
+  auto doc = json::Parse(text, {static_cast<size_t>(std::max(max_depth, 0)) + 1});
+  if (doc.ok()) return true;
+  *error = doc.status().message();
+  return false;
 }
 
 InputRng::InputRng(std::span<const uint8_t> input) : state_(0x9E3779B97F4A7C15ull ^ input.size()) {

@@ -1,6 +1,6 @@
 // Helpers shared by the meta_json unit tests (meta_json_test.cc,
-// meta_json_document_test.cc): msgpack packing, and a small strict JSON
-// parser (RFC 8259) that checks the documents the code renders.
+// meta_json_document_test.cc): msgpack packing, and the documents the code
+// renders parsed by the project's strict JSON reader (util/json.h).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "b2ndfs/util/json.h"
 
 namespace b2ndfs::format::testing {
 
@@ -22,7 +24,7 @@ inline Bytes Pack(Fn&& fn) {
   return Bytes(buffer.data(), buffer.data() + buffer.size());
 }
 
-// ---- a small strict JSON parser (RFC 8259), for checking documents ----------
+// ---- documents parsed by util/json.h, with Catch2 assertions for checks ----
 
 struct Value {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = Kind::kNull;
@@ -57,200 +59,24 @@ struct Value {
   }
 };
 
-class Parser {
- public:
-  explicit Parser(const std::string& text) : s_(text) {}
-
-  std::optional<Value> ParseDocument() {
-    std::optional<Value> v = ParseValue(0);
-    Space();
-    if (!v || i_ != s_.size()) return std::nullopt;
-    return v;
-  }
-
- private:
-  void Space() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
-      ++i_;
-    }
-  }
-  bool Literal(const char* word) {
-    const std::string w(word);
-    if (s_.compare(i_, w.size(), w) != 0) return false;
-    i_ += w.size();
-    return true;
-  }
-  std::optional<Value> ParseValue(int depth) {
-    if (depth > 200) return std::nullopt;
-    Space();
-    if (i_ >= s_.size()) return std::nullopt;
-    Value v;
-    const char c = s_[i_];
-    if (c == 'n') {
-      if (!Literal("null")) return std::nullopt;
-      return v;
-    }
-    if (c == 't' || c == 'f') {
-      v.kind = Value::Kind::kBool;
-      v.boolean = c == 't';
-      if (!Literal(c == 't' ? "true" : "false")) return std::nullopt;
-      return v;
-    }
-    if (c == '"') {
-      v.kind = Value::Kind::kString;
-      if (!String(&v.text)) return std::nullopt;
-      return v;
-    }
-    if (c == '[') {
-      v.kind = Value::Kind::kArray;
-      ++i_;
-      Space();
-      if (i_ < s_.size() && s_[i_] == ']') {
-        ++i_;
-        return v;
-      }
-      while (true) {
-        auto item = ParseValue(depth + 1);
-        if (!item) return std::nullopt;
-        v.items.push_back(std::move(*item));
-        Space();
-        if (i_ >= s_.size()) return std::nullopt;
-        if (s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (s_[i_] == ']') {
-          ++i_;
-          return v;
-        }
-        return std::nullopt;
-      }
-    }
-    if (c == '{') {
-      v.kind = Value::Kind::kObject;
-      ++i_;
-      Space();
-      if (i_ < s_.size() && s_[i_] == '}') {
-        ++i_;
-        return v;
-      }
-      while (true) {
-        Space();
-        std::string key;
-        if (i_ >= s_.size() || s_[i_] != '"' || !String(&key)) return std::nullopt;
-        Space();
-        if (i_ >= s_.size() || s_[i_] != ':') return std::nullopt;
-        ++i_;
-        auto item = ParseValue(depth + 1);
-        if (!item) return std::nullopt;
-        v.keys.push_back(key);
-        v.items.push_back(std::move(*item));
-        Space();
-        if (i_ >= s_.size()) return std::nullopt;
-        if (s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (s_[i_] == '}') {
-          ++i_;
-          return v;
-        }
-        return std::nullopt;
-      }
-    }
-    // Number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-    v.kind = Value::Kind::kNumber;
-    const size_t start = i_;
-    if (s_[i_] == '-') ++i_;
-    if (i_ >= s_.size() || !isdigit(static_cast<unsigned char>(s_[i_]))) return std::nullopt;
-    if (s_[i_] == '0') {
-      ++i_;
-    } else {
-      while (i_ < s_.size() && isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (i_ >= s_.size() || !isdigit(static_cast<unsigned char>(s_[i_]))) return std::nullopt;
-      while (i_ < s_.size() && isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (i_ >= s_.size() || !isdigit(static_cast<unsigned char>(s_[i_]))) return std::nullopt;
-      while (i_ < s_.size() && isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    v.number = s_.substr(start, i_ - start);
-    return v;
-  }
-  // Decodes a string; rejects raw control characters and invalid escapes.
-  bool String(std::string* out) {
-    ++i_;
-    while (i_ < s_.size()) {
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c < 0x20) return false;
-      if (c == '\\') {
-        if (++i_ >= s_.size()) return false;
-        const char e = s_[i_++];
-        switch (e) {
-          case '"':
-          case '\\':
-          case '/':
-            out->push_back(e);
-            break;
-          case 'b':
-            out->push_back('\b');
-            break;
-          case 'f':
-            out->push_back('\f');
-            break;
-          case 'n':
-            out->push_back('\n');
-            break;
-          case 'r':
-            out->push_back('\r');
-            break;
-          case 't':
-            out->push_back('\t');
-            break;
-          case 'u': {
-            if (i_ + 4 > s_.size()) return false;
-            const unsigned cp = static_cast<unsigned>(std::stoul(s_.substr(i_, 4), nullptr, 16));
-            i_ += 4;
-            // Enough for the tests: encode the BMP code point as UTF-8.
-            if (cp < 0x80) {
-              out->push_back(static_cast<char>(cp));
-            } else if (cp < 0x800) {
-              out->push_back(static_cast<char>(0xc0 | cp >> 6));
-              out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-            } else {
-              out->push_back(static_cast<char>(0xe0 | cp >> 12));
-              out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-              out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-            }
-            break;
-          }
-          default:
-            return false;
-        }
-        continue;
-      }
-      out->push_back(static_cast<char>(c));
-      ++i_;
-    }
-    return false;
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-};
+// The tree util/json.h parses, as a Value with the assertions above.
+static_assert(static_cast<int>(json::Value::Kind::kObject) ==
+              static_cast<int>(Value::Kind::kObject));
+inline Value FromJson(const json::Value& in) {
+  Value v;
+  v.kind = static_cast<Value::Kind>(in.kind);
+  v.boolean = in.boolean;
+  v.number = in.number;
+  v.text = in.text;
+  v.keys = in.keys;
+  for (const json::Value& item : in.items) v.items.push_back(FromJson(item));
+  return v;
+}
 
 inline std::optional<Value> ParseJson(const std::string& text) {
-  return Parser(text).ParseDocument();
+  auto doc = json::Parse(text);
+  if (!doc.ok()) return std::nullopt;
+  return FromJson(*doc);
 }
 
 }  // namespace b2ndfs::format::testing

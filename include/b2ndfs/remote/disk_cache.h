@@ -37,14 +37,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "b2ndfs/util/status.h"
+#include "b2ndfs/util/weighted_lru.h"
 
 namespace b2ndfs::remote {
 
@@ -103,23 +104,41 @@ class DiskCache {
  private:
   static constexpr size_t kKeyBytes = 32;
   using Key = std::array<uint8_t, kKeyBytes>;
-  struct Entry;
-  using EntryList = std::list<Entry>;
+  // A range file in the index (its name: disk_cache_file.h).
+  struct Entry {
+    uint64_t url_key = 0;
+    uint64_t version_key = 0;
+    int64_t offset = 0;
+    int64_t length = 0;
+    int64_t touched = 0;  // seconds since the epoch of the mtime we last set
+  };
+  // (url_key, offset, length): which range of which URL.
+  struct RangeKey {
+    uint64_t url_key = 0;
+    std::pair<int64_t, int64_t> range;
+    bool operator==(const RangeKey&) const = default;
+  };
+  struct RangeKeyHash {
+    size_t operator()(const RangeKey& k) const;
+  };
+  // Entries weigh their files' bytes.
+  using Lru = util::WeightedLru<RangeKey, Entry, util::HashIndex<RangeKey, RangeKeyHash>>;
   // A URL's ranges (of one version): by (offset, length).
   struct Object {
     uint64_t version = 0;
     int64_t max_length = 0;
-    std::map<std::pair<int64_t, int64_t>, EntryList::iterator> ranges;
+    std::set<std::pair<int64_t, int64_t>> ranges;
   };
 
   DiskCache(std::string dir, uint64_t capacity, int lock_fd, const Key& key);
   void Scan(bool forget_all);
   std::string PathOf(const Entry& e) const;
   // Inserts a stored file into the index (mutex_ held); drops other versions.
-  void Insert(Entry entry);
-  void DropObject(uint64_t url_key);  // mutex_ held
-  void Drop(EntryList::iterator it);  // mutex_ held; unlinks the file
-  void Evict();                       // mutex_ held
+  void Insert(const Entry& entry, uint64_t disk_bytes);
+  void DropObject(uint64_t url_key);      // mutex_ held
+  void Drop(const RangeKey& key);         // mutex_ held; unlinks the file
+  void Unlink(const Lru::Entries& gone);  // mutex_ held: files of entries gone
+  void Evict();                           // mutex_ held
   void Store(uint64_t url_key, uint64_t version_key, const std::string& etag, int64_t offset,
              const uint8_t* bytes, size_t length);
   bool ReadEntry(const Entry& e, const std::string& etag, int64_t offset, size_t length,
@@ -130,9 +149,8 @@ class DiskCache {
   const int lock_fd_;
   const Key key_;             // of the range files' tags
   mutable std::mutex mutex_;  // leaf lock; guards everything below
-  EntryList lru_;             // most recently used first
+  Lru lru_;                   // weight: bytes on disk, at most the capacity
   std::map<uint64_t, Object> objects_;
-  uint64_t bytes_on_disk_ = 0;
   uint64_t temp_counter_ = 0;
   DiskCacheStats counters_;  // the counting members only
 };

@@ -14,14 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "b2ndfs/util/file.h"
 #include "b2ndfs/util/status.h"
+#include "b2ndfs/util/weighted_lru.h"
 
 namespace b2ndfs::source {
 
@@ -31,10 +30,10 @@ struct OpenFile {
 };
 
 struct DescriptorStats {
-  uint64_t opens = 0;
-  uint64_t hits = 0;
-  uint64_t evictions = 0;
-  size_t open_now = 0;
+  uint64_t opens = 0;      // open() calls that succeeded
+  uint64_t hits = 0;       // descriptors handed out again
+  uint64_t evictions = 0;  // closed to stay within capacity (or after EMFILE)
+  size_t open_now = 0;     // held by the cache now
   size_t capacity = 0;
 };
 
@@ -52,14 +51,9 @@ class DescriptorCache {
 
  private:
   void Shrink(size_t target);
-  struct Entry {
-    std::string path;
-    OpenFile open;
-  };
   const size_t capacity_;
   mutable std::mutex mutex_;
-  std::list<Entry> lru_;  // most recent first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  util::WeightedLru<std::string, OpenFile> lru_;  // at most capacity_ entries
   DescriptorStats stats_;
 };
 

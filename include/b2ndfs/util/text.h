@@ -3,6 +3,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,5 +18,8 @@ std::string Trim(std::string_view s);
 // Seconds on the monotonic clock (std::chrono::steady_clock): deadlines and
 // the ages of cached answers, never wall time.
 double Now();
+// Appends code point `cp` (at most U+10FFFF) to `out` in UTF-8: JSON's \u
+// escapes and XML's character references.
+void AppendUtf8(uint32_t cp, std::string* out);
 
 }  // namespace b2ndfs::text
