@@ -8,8 +8,11 @@
 # c-blosc2's own bytes of that plane (the page's rule: grey =
 # floor((v - lo) / (hi - lo) * 255 + 0.5), clamped; lo and hi the plane's
 # minimum and maximum unless given):
+# - the coarsest level of a 2-D uint16 image's ome.zarr/ (300 x 200 -> 75 x
+#   50), with the window its zarr.json gives (omero), against NumPy's block
+#   means of data.npy (rounded to nearest, ties to even);
 # - a 2-D float32 array's data.zarr, with the window given;
-# - the middle plane of a 3-D uint16 array's data.zarr, its window its own;
+# - the middle plane of a 3-D uint8 array's data.zarr, its window its own;
 # - a cross-origin preflight (OPTIONS with Origin) is answered with the
 #   headers a viewer served from elsewhere needs.
 # Skips (77) when /dev/fuse is unusable, or chromium, nginx, node's zarrita
@@ -32,10 +35,12 @@ M=$TMP/mnt
 R=$TMP/ref
 mkdir -p "$S" "$R"
 "$FIXTURE" write "$S/plane.b2nd" --dtype '<f4' --shape 37,53 --chunks 16,32 --blocks 8,8 --seed 3 >/dev/null &&
-  "$FIXTURE" write "$S/stack.b2nd" --dtype '<u2' --shape 5,40,30 --chunks 2,16,16 --blocks 1,8,8 --seed 4 >/dev/null ||
+  "$FIXTURE" write "$S/stack.b2nd" --dtype '|u1' --shape 5,40,30 --chunks 2,16,16 --blocks 1,8,8 --seed 4 >/dev/null &&
+  "$FIXTURE" write "$S/img.b2nd" --dtype '<u2' --shape 300,200 --chunks 96,64 --blocks 32,32 --seed 4 >/dev/null ||
   { fail "b2nd_fixture write"; exit 1; }
 ref_slice "$S/plane.b2nd" ":,:" "$R/plane.raw"
 ref_slice "$S/stack.b2nd" "2,:,:" "$R/stack.raw"
+ref_slice "$S/img.b2nd" ":,:" "$R/img.raw"
 mount_fs "$S" "$M" || exit 1
 
 # nginx with the shipped example, its paths and port replaced, and what a
@@ -64,22 +69,38 @@ draw() {
     --dump-dom "$URL/viewer/index.html?$query" >"$out" 2>"$out.log"
 }
 
-# expect_drawn QUERY REF DTYPE SHAPE [LO HI]: the page's pixels for QUERY
-# equal NumPy's rendering of REF.
+# expect_drawn QUERY REF DTYPE SHAPE [LO HI [LEVELS]]: the page's pixels for
+# QUERY equal NumPy's rendering of REF, halved LEVELS times by block means.
 expect_drawn() {
-  local query=$1 ref=$2 dtype=$3 shape=$4 lo=${5:-} hi=${6:-} out=$TMP/dom.$RANDOM
+  local query=$1 ref=$2 dtype=$3 shape=$4 lo=${5:-} hi=${6:-} levels=${7:-0} out=$TMP/dom.$RANDOM
   draw "$query" "$out" || { fail "chromium on $query: $(tail -n 3 "$out.log")"; return; }
-  check "the page drew $query" "$PY" - "$out" "$ref" "$dtype" "$shape" "$lo" "$hi" <<'PYEOF'
+  check "the page drew $query" "$PY" - "$out" "$ref" "$dtype" "$shape" "$lo" "$hi" "$levels" <<'PYEOF'
 import re, sys
 import numpy as np
-dom, ref, dtype, shape, lo, hi = sys.argv[1:7]
+dom, ref, dtype, shape, lo, hi, levels = sys.argv[1:8]
 text = open(dom).read()
 status = re.search(r'<pre id="status">([^<]*)</pre>', text)
 pixels = re.search(r'<pre id="pixels"[^>]*>([0-9a-f]*)</pre>', text)
 if not status or not status.group(1).startswith("drawn"):
     sys.exit(f"the page says: {status.group(1) if status else text[:400]}")
 shape = tuple(int(n) for n in shape.split(","))
-values = np.fromfile(ref, dtype=dtype).reshape(shape).astype(np.float64)
+values = np.fromfile(ref, dtype=dtype).reshape(shape)
+for _ in range(int(levels)):
+    # One level down: the mean of each 2x2 box (of the items present at an
+    # odd edge), integers rounded to nearest, ties to even.
+    a = values.astype(np.int64)
+    h, w = (a.shape[0] + 1) // 2, (a.shape[1] + 1) // 2
+    total = np.zeros((h, w), np.int64)
+    count = np.zeros((h, w), np.int64)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            part = a[dy::2, dx::2]
+            total[: part.shape[0], : part.shape[1]] += part
+            count[: part.shape[0], : part.shape[1]] += 1
+    q = total // count
+    r = total - q * count
+    values = q + ((2 * r > count) | ((2 * r == count) & (q % 2 == 1)))
+values = values.astype(np.float64)
 lo = float(lo) if lo else values.min()
 hi = float(hi) if hi else values.max()
 span = hi - lo if hi > lo else 1.0
@@ -90,14 +111,24 @@ if got.size != want.size:
 bad = np.count_nonzero(got != want.ravel())
 if bad:
     sys.exit(f"{bad} of {want.size} pixels differ from NumPy's rendering")
+if len(np.unique(want)) < 20:
+    sys.exit("the picture is nearly flat: this check would not see a wrong mapping")
 print(f"{status.group(1)}: {want.size} pixels equal NumPy's")
 PYEOF
 }
 
+# The image's own window, as a viewer takes it from ome.zarr/zarr.json.
+window=$("$PY" -c 'import json, sys; o = json.load(open(sys.argv[1]))["attributes"]["ome"]
+w = o["omero"]["channels"][0]["window"]; print(w["start"], w["end"], len(o["multiscales"][0]["datasets"]) - 1)' \
+  "$M/img.b2nd/ome.zarr/zarr.json") || fail "no omero window in img.b2nd/ome.zarr/zarr.json"
+read -r WLO WHI WLEVELS <<<"$window"
+check "img.b2nd has 3 levels" test "$WLEVELS" = 2
+expect_drawn "image=/data/img.b2nd/ome.zarr" "$R/img.raw" "<u2" 300,200 "$WLO" "$WHI" "$WLEVELS"
+
 lohi=$("$PY" -c 'import numpy as np, sys; v = np.fromfile(sys.argv[1], "<f4"); print(float(np.percentile(v, 10)), float(np.percentile(v, 90)))' "$R/plane.raw")
 read -r LO HI <<<"$lohi"
 expect_drawn "array=/data/plane.b2nd/data.zarr&lo=$LO&hi=$HI" "$R/plane.raw" "<f4" 37,53 "$LO" "$HI"
-expect_drawn "array=/data/stack.b2nd/data.zarr" "$R/stack.raw" "<u2" 40,30
+expect_drawn "array=/data/stack.b2nd/data.zarr" "$R/stack.raw" "|u1" 40,30
 
 # A viewer on another origin asks first (CORS preflight), then reads.
 headers=$(curl -s -D - -o /dev/null -X OPTIONS -H "Origin: http://viewer.example" \
