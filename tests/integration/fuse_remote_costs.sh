@@ -35,6 +35,15 @@ X=$TMP/x
 mkdir -p "$X"
 
 costs_fail() { if ((STRICT)); then fail "$@"; else log "(not strict) $*"; fi; }
+# within_revalidate T0 WHAT: whether less than revalidate= has passed since
+# T0 (now), so that a re-read must be answered from memory; when the machine
+# was so busy that it has not, says so (what the mount must then do is a
+# revalidation, checked on its own below).
+within_revalidate() {
+  within "$REVAL" "$1" && return 0
+  log "not checked: $2 came $(elapsed "$1") s after the first read, past revalidate=$REVAL"
+  return 1
+}
 
 # log_settled FILE: returns once FILE (a server's request log, written after
 # each answer) has not grown for 0.3 s, or after 3 s.
@@ -134,6 +143,7 @@ cost_http "stat of one container"
 ((C_GET == 0 && C_LIST == 0)) || costs_fail "stat of a container made $C_GET GETs and $C_LIST listings"
 
 mark_http
+FIRST_READ=$(now)
 cat "$M/many/c00011.b2nd/meta.json" >/dev/null || fail "meta.json of a small container"
 cost_http "meta.json of a small container"
 ((C_GET <= 1 && C_LIST == 0 && C_BYTES <= SMALL)) ||
@@ -158,7 +168,9 @@ cmp -s "$X/got_slice" "$X/want_slice" || fail "slices/2/37 over http differs fro
 mark_http
 cat "$M/many/c00011.b2nd/meta.json" "$M/big.b2nd/slices/2/37" >/dev/null || fail "re-read"
 cost_http "re-read within revalidate="
-((C_REQ == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
+if within_revalidate "$FIRST_READ" "the re-read"; then
+  ((C_REQ == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
+fi
 
 sleep $((REVAL + 1))
 mark_http
@@ -249,6 +261,7 @@ cost_s3 "stat of one container"
 ((C_REQ - C_ROOT == 0)) || costs_fail "stat of a container made $C_REQ requests (want 0: the listing has its attributes)"
 
 mark_s3
+FIRST_READ=$(now)
 cat "$MS/many/c00011.b2nd/meta.json" >/dev/null || fail "meta.json of a small container (s3)"
 cost_s3 "meta.json of a small container"
 ((C_REQ - C_ROOT <= 1)) || costs_fail "meta.json of a small container: $C_REQ requests (want 1 GET)"
@@ -267,7 +280,9 @@ cmp -s "$X/got_slice_s3" "$X/want_slice" || fail "slices/2/37 over s3 differs fr
 mark_s3
 cat "$MS/many/c00011.b2nd/meta.json" "$MS/big.b2nd/slices/2/37" >/dev/null || fail "re-read (s3)"
 cost_s3 "re-read within revalidate="
-((C_REQ - C_ROOT == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
+if within_revalidate "$FIRST_READ" "the re-read (s3)"; then
+  ((C_REQ - C_ROOT == 0)) || costs_fail "a re-read within revalidate= made $C_REQ requests"
+fi
 
 sleep $((REVAL + 1))
 mark_s3
