@@ -10,7 +10,7 @@
 #include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
-#include "operands.h"
+#include "carrier_operands.h"
 
 namespace b2ndfs::vfs {
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {

@@ -13,7 +13,7 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
-#include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/vfs/types.h"
 
 namespace b2ndfs::vfs {
 

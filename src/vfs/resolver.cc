@@ -4,8 +4,8 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/views/view.h"
-#include "dir_group.h"
 #include "mirror.h"
+#include "zarr_group_lookup.h"
 
 namespace b2ndfs::vfs {
 

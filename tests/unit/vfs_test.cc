@@ -483,7 +483,7 @@ namespace b2ndfs {
 namespace {
 
 // README.md, "Zarr groups and xarray": a directory's unlisted .zgroup,
-// .zmetadata and NAME/ (the vfs hook, src/vfs/dir_group.cc).
+// .zmetadata and NAME/ (the vfs hook, src/vfs/zarr_group_lookup.cc).
 TEST_CASE("a source directory is a Zarr group of its containers, unlisted", "[vfs]") {
   const Array a = MakeArray({8, 6}, {4, 4}, {2, 2}, 1.0f);
   const Array b = MakeArray({5, 4, 3}, {2, 2, 2}, {1, 1, 1}, 7.0f);

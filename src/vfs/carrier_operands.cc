@@ -1,4 +1,4 @@
-#include "operands.h"
+#include "carrier_operands.h"
 
 #include <algorithm>
 

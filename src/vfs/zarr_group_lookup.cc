@@ -1,4 +1,4 @@
-#include "dir_group.h"
+#include "zarr_group_lookup.h"
 
 #include <map>
 #include <set>
