@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "b2ndfs/cache/cache_id.h"
-#include "generation.h"
 #include "mirror.h"
 
 namespace b2ndfs::vfs {

@@ -170,7 +170,7 @@ std::shared_ptr<Generation> ContainerEntry::Usable() const {
 
 Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
   const source::Tree& tree = *context_->tree;
-  if (!tree.remote() || context_->background == nullptr) return Settle();
+  if (!tree.costs().requests_may_stall || context_->background == nullptr) return Settle();
   std::shared_ptr<Generation> known;
   {
     // Within the tree's revalidate period a probe would answer what it
@@ -270,9 +270,8 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
     confirmed_ns_ = EntryContext::NowNs();
   }
   if (old && fresh) {
-    const bool remote = context_->tree != nullptr && context_->tree->remote();
-    Log(LogLevel::kInfo, path_ + (remote ? " changed on its server" : " changed on disk") +
-                             "; serving its new version");
+    // (The path says where: a local path, or a URL.)
+    Log(LogLevel::kInfo, path_ + " changed at its source; serving its new version");
   }
   if (old) {
     old->Kill();

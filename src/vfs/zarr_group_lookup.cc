@@ -21,21 +21,15 @@ struct Opened {
   std::shared_ptr<const store::Container> container;
 };
 
-Result<Opened> OpenContainer(Resolver& resolver, const std::string& path) {
+Result<Opened> OpenContainer(const EntryFinder& entry_for, const std::string& path) {
   Opened opened;
-  B2NDFS_ASSIGN_OR_RETURN(opened.generation, resolver.EntryFor(path)->Current());
+  B2NDFS_ASSIGN_OR_RETURN(opened.generation, entry_for(path)->Current());
   B2NDFS_ASSIGN_OR_RETURN(opened.container, opened.generation->Container());
   return opened;
 }
 
-Target Unlisted(InodeTable& inodes, Opened opened, std::shared_ptr<const views::Node> view) {
-  Target target;
-  target.type = NodeType::kInside;
-  target.ino = inodes.AddUnlisted(opened.generation, view);
-  target.generation = std::move(opened.generation);
-  target.container = std::move(opened.container);
-  target.view = std::move(view);
-  return target;
+GroupName Unlisted(Opened opened, std::shared_ptr<const views::Node> view) {
+  return GroupName{std::move(opened.generation), std::move(opened.container), std::move(view)};
 }
 
 // The directory's containers by variable name, in name order: a name that
@@ -74,10 +68,9 @@ Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
 
 }  // namespace
 
-Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
-                              const views::Registry& views, InodeTable& inodes,
-                              const Target& parent, const std::string& name) {
-  const std::string& dir = parent.path->path;
+Result<GroupName> LookupDirGroup(const EntryFinder& entry_for, const source::Tree& tree,
+                                 const views::Registry& views, const std::string& dir,
+                                 const std::string& name) {
   if (name == ".zgroup" || name == ".zmetadata") {
     B2NDFS_ASSIGN_OR_RETURN(auto members, Members(tree, dir));
     if (members.empty()) {
@@ -101,7 +94,7 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     for (const auto& [variable, path] : members) {
       // A container that cannot be read now fails the lookup (the kernel
       // must not keep a group without it); a broken one is left out.
-      B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+      B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(entry_for, path));
       if (!opened.container->ok() || !views::IsZarrVariable(*opened.container)) continue;
       group.push_back(views::DirMember{variable, opened.container});
       if (!host) host = std::move(opened);
@@ -112,13 +105,13 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     if (name == ".zmetadata") {
       B2NDFS_ASSIGN_OR_RETURN(text, views::DirZmetadata(group));
     }
-    return Unlisted(inodes, std::move(*host), views::MakeTextFile(name, std::move(text)));
+    return Unlisted(std::move(*host), views::MakeTextFile(name, std::move(text)));
   }
   if (name.empty() || name[0] == '.') return NotFound(dir + "/" + name);
   // A remote directory's names come from its listing (one request per
   // `revalidate=`), not from a request per extension.
   std::optional<std::map<std::string, struct stat>> listed;
-  if (tree.remote()) {
+  if (tree.costs().listing_costs_one_stat) {
     B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
     listed.emplace();
     for (auto& e : entries) listed->emplace(std::move(e.name), e.st);
@@ -137,11 +130,11 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     }
     const auto kind = MirroredKind(tree, path, name + ext, *st);
     if (!kind || *kind != MirroredType::kContainer) continue;
-    B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+    B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(entry_for, path));
     if (!opened.container->ok()) return NotFound(dir + "/" + name);
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
                             views::DirVariable(views, *opened.container, name));
-    return Unlisted(inodes, std::move(opened), std::move(view));
+    return Unlisted(std::move(opened), std::move(view));
   }
   return NotFound(dir + "/" + name);
 }

@@ -8,23 +8,41 @@
 // NAME.b2frame, ...); .zgroup lists the directory and opens its first
 // container; .zmetadata lists the directory and opens every container in it
 // (at most views::kDirGroupMaxContainers, else no group).
-// Each answer is an unlisted node of a container's generation (.zgroup and
-// .zmetadata: of the directory's first container), so it lives as long as
-// the kernel holds it and goes stale with that generation; .zmetadata
-// describes the containers as they were at its lookup.
-// Errors: ENOENT where the name is not the group's; a container's open error
-// (EIO...) otherwise. Thread-safety: any thread.
+// Each answer is an unlisted node (the resolver numbers it) of a container's generation (.zgroup
+// and .zmetadata: of the directory's first container), so it lives as long as the kernel holds it
+// and goes stale with that generation; .zmetadata describes the containers as they were at its
+// lookup. Errors: ENOENT where the name is not the group's; a container's open error (EIO...)
+// otherwise. Thread-safety: any thread.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "b2ndfs/util/status.h"
-#include "resolver.h"
+#include "generation.h"
+
+namespace b2ndfs::views {
+class Node;
+}  // namespace b2ndfs::views
 
 namespace b2ndfs::vfs {
 
-Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
-                              const views::Registry& views, InodeTable& inodes,
-                              const Target& parent, const std::string& name);
+// What a group's name denotes: a view of one container's generation that no
+// listing shows (the caller numbers it as an unlisted node).
+struct GroupName {
+  std::shared_ptr<Generation> generation;
+  std::shared_ptr<const store::Container> container;
+  std::shared_ptr<const views::Node> view;
+};
+
+// The entry of a container path (Resolver::EntryFor).
+using EntryFinder = std::function<std::shared_ptr<ContainerEntry>(const std::string& path)>;
+
+// `name` in the mirrored directory `dir`, where the tree said it does not
+// exist.
+Result<GroupName> LookupDirGroup(const EntryFinder& entry_for, const source::Tree& tree,
+                                 const views::Registry& views, const std::string& dir,
+                                 const std::string& name);
 
 }  // namespace b2ndfs::vfs

@@ -136,7 +136,9 @@ class FakeTree : public source::Tree {
   }
 
   std::string StatsJson() const override { return std::string(); }
-  bool remote() const override { return remote_; }
+  source::TreeCosts costs() const override {
+    return source::TreeCosts{.requests_may_stall = remote_, .listing_costs_one_stat = remote_};
+  }
 
  private:
   struct Entry {

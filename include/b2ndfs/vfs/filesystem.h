@@ -52,6 +52,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/latency.h"
 #include "b2ndfs/util/status.h"
@@ -62,10 +63,6 @@ namespace b2ndfs::views {
 class Node;
 class Registry;
 }  // namespace b2ndfs::views
-namespace b2ndfs::source {
-class PlainFile;
-class Tree;
-}  // namespace b2ndfs::source
 namespace b2ndfs {
 class TaskPool;
 }  // namespace b2ndfs
@@ -167,13 +164,12 @@ class Filesystem {
   // .b2ndfs/stats, or .b2ndfs/log (the daemon's recent messages) for its number.
   std::string ControlFileText(Ino ino) const;
   const Options& options() const { return options_; }
-  // Reads may wait on the network (Tree::remote()).
-  bool remote() const;
+  // What the source tree's requests cost (source::TreeCosts).
+  source::TreeCosts costs() const;
 
  private:
   Result<Attr> Attributes(const Target& target);
   Result<struct stat> SourceStat(PathNode& node);
-  Result<std::shared_ptr<DirListing>> ListMirrored(const Target& target);
   std::shared_ptr<ReadPattern> PatternFor(Ino ino);
   void GenerationReplaced(const ContainerEntry& entry, const Generation& old,
                           const store::Container* fresh);
