@@ -129,9 +129,8 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
   // Every request goes to a server; a listing is one request, as a stat is;
   // the attributes are the mounting user's, made up.
   source::TreeCosts costs() const override {
-    return source::TreeCosts{.requests_may_stall = true,
-                             .listing_costs_one_stat = true,
-                             .uniform_attributes = true};
+    return source::TreeCosts{
+        .requests_may_stall = true, .listing_costs_one_stat = true, .uniform_attributes = true};
   }
   double revalidate_seconds() const override { return revalidate_; }
 
