@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "b2ndfs/source/tree.h"
-#include "store_index.h"
+#include "index_types.h"
 
 namespace b2ndfs::stores::internal {
 

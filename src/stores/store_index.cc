@@ -15,7 +15,6 @@
 #include <algorithm>
 
 #include "b2ndfs/format/meta_json.h"
-#include "b2ndfs/stores/store_tree.h"
 #include "ctable.h"
 #include "index_budget.h"
 #include "leaf_sources.h"
