@@ -1,7 +1,6 @@
 #include "b2ndfs/vfs/filesystem.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -25,13 +24,6 @@
 
 namespace b2ndfs::vfs {
 namespace {
-
-bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
-
-Status Errno(const std::string& what) {
-  const int e = errno;
-  return Status(e, what + ": " + std::strerror(e));
-}
 
 // Entries of the recently used list of containers (beyond the ones the
 // kernel holds): a container forgotten and looked up again within that many
@@ -110,21 +102,7 @@ void Filesystem::SetInvalidateCallback(
   // progress still holds it).
 }
 
-Status Filesystem::ValidateSource(const std::string& source) {
-  struct stat st;
-  if (!StatPath(source, &st)) return Errno("source " + source);
-  if (S_ISDIR(st.st_mode)) {
-    if (::access(source.c_str(), R_OK | X_OK) != 0) {
-      return Errno("source " + source + " cannot be listed");
-    }
-    return Status::Ok();
-  }
-  if (S_ISREG(st.st_mode)) {
-    if (::access(source.c_str(), R_OK) != 0) return Errno("source " + source + " cannot be read");
-    return Status::Ok();
-  }
-  return InvalidArgument("source " + source + " is neither a directory nor a container file");
-}
+Status Filesystem::ValidateSource(const std::string& source) { return ValidateLocalSource(source); }
 
 size_t Filesystem::NodeCount() const { return inodes_->size(); }
 

@@ -19,6 +19,10 @@ namespace b2ndfs::vfs {
 
 enum class MirroredType { kDir, kFile, kContainer };
 
+// Checks that a local SOURCE (a directory, or a single container file)
+// exists and can be served (Filesystem::ValidateSource).
+Status ValidateLocalSource(const std::string& source);
+
 // Regular files and directories with a container extension are containers
 // (a directory is a sparse frame; one without chunks.b2frame shows as a
 // broken container saying so), and so is a regular file the tree says is

@@ -5,14 +5,18 @@
 // Looked up only where the source said a name does not exist, so nothing
 // else changes, and `ls` (which lists, never looks these up) opens nothing.
 // Costs: a name NAME costs one stat per container extension (NAME.b2nd,
-// NAME.b2frame, ...); .zgroup lists the directory and opens its first
-// container; .zmetadata lists the directory and opens every container in it
-// (at most views::kDirGroupMaxContainers, else no group).
-// Each answer is an unlisted node (the resolver numbers it) of a container's generation (.zgroup
-// and .zmetadata: of the directory's first container), so it lives as long as the kernel holds it
-// and goes stale with that generation; .zmetadata describes the containers as they were at its
-// lookup. Errors: ENOENT where the name is not the group's; a container's open error (EIO...)
-// otherwise. Thread-safety: any thread.
+// NAME.b2frame, ...), or one listing of the directory where the tree says a
+// listing costs no more than a stat (source::TreeCosts); .zgroup lists the
+// directory and opens its first container; .zmetadata lists the directory
+// and opens every container in it (at most views::kDirGroupMaxContainers,
+// else no group).
+// Each answer is a view of a container's generation (.zgroup and
+// .zmetadata: of the directory's first container) that the resolver numbers
+// as an unlisted node, so it lives as long as the kernel holds it and goes
+// stale with that generation; .zmetadata describes the containers as they
+// were at its lookup.
+// Errors: ENOENT where the name is not the group's; a container's open error
+// (EIO...) otherwise. Thread-safety: any thread.
 #pragma once
 
 #include <functional>

@@ -33,6 +33,10 @@
 // Resources. Opened containers live in an LRU bounded by `max_open` and by a
 // share of the cache budget (their metadata is charged to the block cache);
 // the tree bounds what it holds (descriptors, connections).
+// Costs: what the tree declares (source::TreeCosts) decides where waiting
+// is allowed: a tree whose requests may stall gets background probes.
+// The values it hands out (Attr, DirListing, StaleNode, PagePush) are
+// vfs/types.h's.
 // Errors: Status with the errno to report (ENOENT, ENOTDIR, ESTALE, EIO, ...).
 // Thread-safety: every method may be called from any thread.
 // Lock order: ContainerEntry's before Generation's before OpenContainers'
