@@ -13,6 +13,8 @@
 //                                reading every file of b2ndfs's slices/AXIS/ in name order;
 //                                the checksum covers their concatenation)
 //     open                       b2nd_open + b2nd_free alone
+//     box START STOP             b2nd_open + b2nd_get_slice_cbuffer of one box (comma-separated
+//                                coordinates; bench/ome.py: a pyramid tile's footprint)
 //
 // --repeat K runs the operation K times and reports the median; --evict drops
 // the source from the page cache (posix_fadvise) before each of them.
@@ -124,7 +126,7 @@ int main(int argc, char** argv) {
   }
   if (argc - first_arg < 2) {
     Die("usage: bench_inprocess [--repeat K] [--evict] FILE.b2nd whole|slice AXIS|"
-        "rand COUNT LENGTH SEED|cubes COUNT EDGE SEED|first|planes AXIS|open");
+        "rand COUNT LENGTH SEED|cubes COUNT EDGE SEED|first|planes AXIS|open|box START STOP");
   }
   const std::string path = argv[first_arg];
   const std::string op = argv[first_arg + 1];
@@ -259,6 +261,28 @@ int main(int argc, char** argv) {
       }
     });
     bytes = nbytes;
+    calls = 1;
+  } else if (op == "box") {
+    if (args.v.size() != 2) Die("box START STOP");
+    auto coords = [&](const std::string& text) {
+      std::vector<int64_t> v;
+      size_t at = 0;
+      while (at <= text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        v.push_back(std::atoll(text.substr(at, comma - at).c_str()));
+        at = comma + 1;
+      }
+      return v;
+    };
+    const std::vector<int64_t> start = coords(args.v[0]), stop = coords(args.v[1]);
+    if (start.size() != shape.size() || stop.size() != shape.size()) Die("box: wrong ndim");
+    bytes = itemsize;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (start[i] < 0 || stop[i] > shape[i] || start[i] >= stop[i]) Die("box: outside");
+      bytes *= stop[i] - start[i];
+    }
+    out.assign(static_cast<size_t>(bytes), 1);
+    timed([&](b2nd_array_t* array) { GetBox(array, start, stop, out.data()); });
     calls = 1;
   } else if (op == "first") {
     bytes = std::min<int64_t>(4096, nbytes);

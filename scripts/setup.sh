@@ -71,6 +71,8 @@ TEST_PACKAGES=(
   # package is added below only when no npm is installed (a nodejs from
   # elsewhere brings its own and conflicts with it).
   nginx nodejs curl
+  # fuse.browser: a headless browser draws what nginx serves from a mount.
+  chromium
   # fuse.http_trust: a CA and a server certificate for nginx's TLS.
   openssl
 )
@@ -109,65 +111,40 @@ else
   log "Debian packages present"
 fi
 
-# --- s3rver (tests/integration/fuse_s3.sh) -------------------------------------
-# An S3-compatible server for the tests, from npm's registry into a project-local
-# prefix (never global). Pinned, so a second run only checks.
-S3RVER_VERSION=3.7.1
-S3RVER_PREFIX="$DEPS/npm"
-s3rver_version() {
-  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$S3RVER_PREFIX/node_modules/s3rver/package.json" 2>/dev/null | head -n1
-}
-if [ "$MODE" != all ]; then
-  :  # the demo needs no S3 server
-elif [ "$(s3rver_version)" = "$S3RVER_VERSION" ] && [ -x "$S3RVER_PREFIX/node_modules/.bin/s3rver" ]; then
-  log "s3rver $S3RVER_VERSION present in $S3RVER_PREFIX"
-else
-  log "installing s3rver $S3RVER_VERSION from npm into $S3RVER_PREFIX"
-  mkdir -p "$S3RVER_PREFIX"
-  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
-    "s3rver@$S3RVER_VERSION" >/dev/null
-  [ "$(s3rver_version)" = "$S3RVER_VERSION" ] || { log "s3rver $S3RVER_VERSION did not install"; exit 1; }
-fi
-
-# --- Azurite (tests/integration/fuse_az.sh, fuse.*.az) ---------------------------
-# Azure's blob storage emulator, which checks SharedKey and SAS signatures; into
-# the same project-local prefix as s3rver. Pinned, so a second run only checks.
-AZURITE_VERSION=3.37.0
-azurite_version() {
-  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$S3RVER_PREFIX/node_modules/azurite/package.json" 2>/dev/null | head -n1
-}
-if [ "$MODE" != all ]; then
-  :  # the demo needs no Azure emulator
-elif [ "$(azurite_version)" = "$AZURITE_VERSION" ] && [ -x "$S3RVER_PREFIX/node_modules/.bin/azurite-blob" ]; then
-  log "Azurite $AZURITE_VERSION present in $S3RVER_PREFIX"
-else
-  log "installing Azurite $AZURITE_VERSION from npm into $S3RVER_PREFIX"
-  mkdir -p "$S3RVER_PREFIX"
-  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
-    "azurite@$AZURITE_VERSION" >/dev/null
-  [ "$(azurite_version)" = "$AZURITE_VERSION" ] || { log "Azurite $AZURITE_VERSION did not install"; exit 1; }
-fi
-
-# --- zarrita (tests/integration/fuse_zarr_v3.sh) ---------------------------------
-# A Zarr v3 reader (sharding, crc32c) run by node over data.zarr/; into the same
-# project-local prefix. @zarrita/storage's FileSystemStore reads the mount.
-# Pinned, so a second run only checks.
-ZARRITA_VERSION=0.7.5
-ZARRITA_STORAGE_VERSION=0.2.0
+# --- npm packages the tests run ------------------------------------------------
+# From npm's registry into a project-local prefix (never global), pinned, so a
+# second run only checks:
+#   s3rver             an S3-compatible server (fuse.s3 and the *.s3 variants)
+#   azurite            Azure's blob emulator, which checks SharedKey and SAS (fuse.az, *.az)
+#   zarrita, @zarrita/storage   a Zarr v3 reader run by node over data.zarr/ and ome.zarr/
+#   ajv-cli            JSON Schema validation of OME-Zarr metadata (draft 2020-12)
+#   @fideus-labs/ngff-zarr      an OME-Zarr reader (the multiscale metadata)
+NPM_PREFIX="$DEPS/npm"
+NPM_PINS=(s3rver@3.7.1 azurite@3.37.0 zarrita@0.7.5 @zarrita/storage@0.2.0
+  ajv-cli@5.0.0 @fideus-labs/ngff-zarr@0.14.0)
 npm_version() {
-  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$S3RVER_PREFIX/node_modules/$1/package.json" 2>/dev/null | head -n1
+  sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$NPM_PREFIX/node_modules/$1/package.json" 2>/dev/null | head -n1
+}
+# The pins whose installed version differs (a name is all before the last @).
+npm_missing() {
+  local pin
+  for pin in "${NPM_PINS[@]}"; do
+    [ "$(npm_version "${pin%@*}")" = "${pin##*@}" ] || printf '%s\n' "$pin"
+  done
 }
 if [ "$MODE" != all ]; then
-  :  # the demo reads no Zarr v3
-elif [ "$(npm_version zarrita)" = "$ZARRITA_VERSION" ] &&
-  [ "$(npm_version @zarrita/storage)" = "$ZARRITA_STORAGE_VERSION" ]; then
-  log "zarrita $ZARRITA_VERSION present in $S3RVER_PREFIX"
+  :  # the demo runs no npm package
 else
-  log "installing zarrita $ZARRITA_VERSION from npm into $S3RVER_PREFIX"
-  mkdir -p "$S3RVER_PREFIX"
-  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
-    "zarrita@$ZARRITA_VERSION" "@zarrita/storage@$ZARRITA_STORAGE_VERSION" >/dev/null
-  [ "$(npm_version zarrita)" = "$ZARRITA_VERSION" ] || { log "zarrita $ZARRITA_VERSION did not install"; exit 1; }
+  mapfile -t npm_wanted < <(npm_missing)
+  if [ "${#npm_wanted[@]}" -eq 0 ]; then
+    log "npm packages present in $NPM_PREFIX"
+  else
+    log "installing ${npm_wanted[*]} from npm into $NPM_PREFIX"
+    mkdir -p "$NPM_PREFIX"
+    npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error "${npm_wanted[@]}" >/dev/null
+    mapfile -t npm_wanted < <(npm_missing)
+    [ "${#npm_wanted[@]}" -eq 0 ] || { log "did not install: ${npm_wanted[*]}"; exit 1; }
+  fi
 fi
 
 # --- c-blosc2 -----------------------------------------------------------------

@@ -67,11 +67,11 @@ void SetUpSignals() {
   sigaction(SIGHUP, &sa, nullptr);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Step 1: the command line, or the exit code of a bad one, --help or
+// --version.
+std::optional<int> ParseArguments(int argc, char** argv, const std::string& program,
+                                  b2ndfs::app::CommandLine* cl) {
   using namespace b2ndfs;
-  const std::string program = argc > 0 ? argv[0] : "b2ndfs";
   const std::string program_name = program.substr(program.rfind('/') + 1);
   auto parsed = app::ParseCommandLine(argc, argv);
   if (!parsed.ok()) {
@@ -80,17 +80,23 @@ int main(int argc, char** argv) {
                  program_name.c_str());
     return 2;
   }
-  app::CommandLine cl = std::move(parsed).value();
+  *cl = std::move(parsed).value();
   app::HidePasswordsInArguments(argc, argv);
-  if (cl.show_help) {
+  if (cl->show_help) {
     std::fputs(app::Usage(program).c_str(), stdout);
     return 0;
   }
-  if (cl.show_version) {
+  if (cl->show_version) {
     std::printf("b2ndfs %s\nc-blosc2 %s\nlibfuse %s\n", B2NDFS_VERSION,
                 codec::LibraryVersion().c_str(), fuse::LibraryVersion().c_str());
     return 0;
   }
+  return std::nullopt;
+}
+
+// Step 2: the log level and file.
+b2ndfs::Status SetUpLogging(b2ndfs::app::CommandLine& cl) {
+  using namespace b2ndfs;
   if (cl.log_level) {
     SetLogLevel(*cl.log_level);
   } else if (cl.debug) {
@@ -103,17 +109,141 @@ int main(int argc, char** argv) {
       if (cwd != nullptr) cl.log_file = std::string(cwd) + "/" + cl.log_file;
       std::free(cwd);
     }
-    if (Status s = SetLogFile(cl.log_file); !s.ok()) {
-      std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
-      return 1;
-    }
+    B2NDFS_RETURN_IF_ERROR(SetLogFile(cl.log_file));
+  }
+  return b2ndfs::Status::Ok();
+}
+
+// Step 3: the source, checked (a remote one answers) before the daemon
+// detaches: a remote tree (which keeps the small objects it fetches whole in
+// `cache`), or null for a local directory or file (cl.source made absolute).
+b2ndfs::Result<std::shared_ptr<b2ndfs::source::Tree>> OpenSource(b2ndfs::app::CommandLine& cl,
+                                                                 b2ndfs::cache::BlockCache* cache) {
+  using namespace b2ndfs;
+  std::shared_ptr<source::Tree> tree;
+  if (app::IsRemoteSource(cl.source)) {
+    B2NDFS_ASSIGN_OR_RETURN(tree, app::OpenRemoteTree(cl, cache));
+    return tree;
+  }
+  B2NDFS_RETURN_IF_ERROR(vfs::Filesystem::ValidateSource(cl.source));
+  B2NDFS_RETURN_IF_ERROR(app::CheckSourceKind(cl.source));
+  char* real_source = ::realpath(cl.source.c_str(), nullptr);
+  if (real_source != nullptr) {
+    cl.source = real_source;
+    std::free(real_source);
+  }
+  return tree;
+}
+
+// Step 4: the mount point, and as many open files as the process may have.
+b2ndfs::Status PrepareMount(b2ndfs::app::CommandLine& cl) {
+  using namespace b2ndfs;
+  B2NDFS_ASSIGN_OR_RETURN(cl.mountpoint, app::PrepareMountpoint(cl.mountpoint));
+  if (auto limit = app::RaiseOpenFileLimit(); limit.ok()) {
+    Log(LogLevel::kDebug, "open file limit: " + std::to_string(*limit));
+  } else {
+    Log(LogLevel::kWarning, "cannot raise the open file limit: " + limit.status().message());
+  }
+  return Status::Ok();
+}
+
+// Serve block and chunk buffers (up to a few MiB) from malloc's arenas
+// rather than fresh mmaps: a cold read otherwise spends its time in page
+// faults. Freed memory is reused by the cache, which stays in budget.
+// Scaled to the cache, so that a small cache also means a small daemon;
+// few arenas keep fragmentation across FUSE threads bounded.
+void TuneMalloc(size_t cache_size) {
+  mallopt(M_MMAP_THRESHOLD,
+          static_cast<int>(std::clamp<size_t>(cache_size / 64, 1u << 20, 64u << 20)));
+  mallopt(M_TRIM_THRESHOLD,
+          static_cast<int>(std::clamp<size_t>(cache_size / 8, 8u << 20, 256u << 20)));
+  mallopt(M_ARENA_MAX, 4);
+}
+
+// The virtual tree's options.
+b2ndfs::vfs::Options FilesystemOptions(const b2ndfs::app::CommandLine& cl,
+                                       std::shared_ptr<b2ndfs::source::Tree> tree,
+                                       b2ndfs::store::StoreContext* store,
+                                       std::shared_ptr<const b2ndfs::views::Registry> view_kinds,
+                                       int connections) {
+  using namespace b2ndfs;
+  vfs::Options fs_options;
+  fs_options.source = cl.source;
+  // python-blosc2's stores (.b2z, .b2d, .b2e) shown as directories of their
+  // leaves, whatever the source; a CTable's valid/ files read its leaves
+  // through `store`.
+  fs_options.tree = stores::MakeStoreTree(tree ? tree : source::MakeLocalTree(cl.source), store);
+  fs_options.views = std::move(view_kinds);
+  if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
+  fs_options.max_open = cl.max_open;
+  fs_options.ino32 = cl.ino32;
+  fs_options.log_readable_by_all = cl.log_access_all;
+  // A background thread per four connections asks the server about known
+  // names (revalidations are few; data reads have threads of their own).
+  fs_options.background_threads = std::clamp(connections / 4, 2, 16);
+  return fs_options;
+}
+
+// libfuse's arguments: read-only, named `fsname`, and the user's options.
+std::vector<std::string> FuseArguments(const b2ndfs::app::CommandLine& cl,
+                                       const std::string& program, const std::string& fsname) {
+  std::vector<std::string> args;
+  args.push_back(program);
+  if (cl.debug) args.push_back("-d");
+  std::string options = "ro,fsname=" + EscapeOption(fsname) + ",subtype=b2ndfs";
+  // allow_other must never expose what the source's permissions do not.
+  if (cl.allow_other && !cl.has_default_permissions) options += ",default_permissions";
+  for (const auto& o : cl.fuse_options) options += "," + EscapeOption(o);
+  args.push_back("-o");
+  args.push_back(options);
+  return args;
+}
+
+// The FUSE session's options (its on_start is main's).
+b2ndfs::fuse::SessionOptions SessionOptionsFor(const b2ndfs::app::CommandLine& cl,
+                                               const std::string& program,
+                                               const std::string& fsname, int connections,
+                                               int threads) {
+  using namespace b2ndfs;
+  fuse::SessionOptions session;
+  session.mountpoint = cl.mountpoint;
+  session.foreground = cl.foreground;
+  session.single_threaded = cl.single_threaded;
+  session.remote_connections = connections;
+  session.max_threads =
+      static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
+  session.fuse_args = FuseArguments(cl, program, fsname);
+  return session;
+}
+
+void WarnIfNoSyslog(const b2ndfs::app::CommandLine& cl) {
+  using namespace b2ndfs;
+  if (!cl.foreground && cl.log_file.empty() && !SyslogAvailable()) {
+    // Said once, before stderr goes: otherwise every later message is lost.
+    std::fprintf(stderr,
+                 "b2ndfs: no syslog here (no /dev/log): messages go to %s/.b2ndfs/log (the "
+                 "last %zu) once detached; -o log_file=PATH keeps them all\n",
+                 cl.mountpoint.c_str(), kRecentLogCapacity);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace b2ndfs;
+  const std::string program = argc > 0 ? argv[0] : "b2ndfs";
+  app::CommandLine cl;
+  if (auto exit_code = ParseArguments(argc, argv, program, &cl)) return *exit_code;
+  if (Status s = SetUpLogging(cl); !s.ok()) {
+    std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
+    return 1;
   }
   std::shared_ptr<const views::Registry> view_kinds;
   if (!cl.views.empty()) {
     auto filtered = views::Registry::WithKinds(cl.views);
     if (!filtered.ok()) {
       std::fprintf(stderr, "b2ndfs: %s\nsee '%s --help'\n", filtered.status().message().c_str(),
-                   program_name.c_str());
+                   program.substr(program.rfind('/') + 1).c_str());
       return 2;
     }
     view_kinds = std::move(filtered).value();
@@ -124,52 +254,17 @@ int main(int argc, char** argv) {
   // Few shards for small caches, so that one shard still holds large blocks.
   const int shards = static_cast<int>(std::clamp<size_t>(cache_size / (64u << 20), 1, 16));
   cache::BlockCache cache(cache_size, shards);
-  // The source is checked (a remote one answers) before the daemon detaches.
-  std::shared_ptr<source::Tree> tree;
-  if (app::IsRemoteSource(cl.source)) {
-    auto opened = app::OpenRemoteTree(cl, &cache);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "b2ndfs: %s\n", opened.status().message().c_str());
-      return 1;
-    }
-    tree = std::move(opened).value();
-  } else {
-    for (Status s : {vfs::Filesystem::ValidateSource(cl.source), app::CheckSourceKind(cl.source)}) {
-      if (!s.ok()) {
-        std::fprintf(stderr, "b2ndfs: %s\n", s.message().c_str());
-        return 1;
-      }
-    }
-    char* real_source = ::realpath(cl.source.c_str(), nullptr);
-    if (real_source != nullptr) {
-      cl.source = real_source;
-      std::free(real_source);
-    }
-  }
-  if (auto mountpoint = app::PrepareMountpoint(cl.mountpoint); mountpoint.ok()) {
-    cl.mountpoint = std::move(mountpoint).value();
-  } else {
-    std::fprintf(stderr, "b2ndfs: %s\n", mountpoint.status().message().c_str());
+  auto opened = OpenSource(cl, &cache);
+  Status prepared = opened.ok() ? PrepareMount(cl) : opened.status();
+  if (!prepared.ok()) {
+    std::fprintf(stderr, "b2ndfs: %s\n", prepared.message().c_str());
     return 1;
   }
-  if (auto limit = app::RaiseOpenFileLimit(); limit.ok()) {
-    Log(LogLevel::kDebug, "open file limit: " + std::to_string(*limit));
-  } else {
-    Log(LogLevel::kWarning, "cannot raise the open file limit: " + limit.status().message());
-  }
+  const std::shared_ptr<source::Tree> tree = std::move(opened).value();
 
   const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int threads = cl.threads > 0 ? cl.threads : cpus;
-  // Serve block and chunk buffers (up to a few MiB) from malloc's arenas
-  // rather than fresh mmaps: a cold read otherwise spends its time in page
-  // faults. Freed memory is reused by the cache, which stays in budget.
-  // Scaled to the cache, so that a small cache also means a small daemon;
-  // few arenas keep fragmentation across FUSE threads bounded.
-  mallopt(M_MMAP_THRESHOLD,
-          static_cast<int>(std::clamp<size_t>(cache_size / 64, 1u << 20, 64u << 20)));
-  mallopt(M_TRIM_THRESHOLD,
-          static_cast<int>(std::clamp<size_t>(cache_size / 8, 8u << 20, 256u << 20)));
-  mallopt(M_ARENA_MAX, 4);
+  TuneMalloc(cache_size);
   // Decoders at once: reads decode on their own FUSE threads and on the
   // workers; more than the CPUs would only take turns, and each context
   // keeps about four blocks of scratch (see DecompressorPool).
@@ -200,33 +295,13 @@ int main(int argc, char** argv) {
   store.max_pinned_bytes = pin_limit / 4;
   if (cl.prefetch_heads >= 0) store.remote_heads_max_chunks = cl.prefetch_heads;
 
-  vfs::Options fs_options;
-  fs_options.source = cl.source;
-  // python-blosc2's stores (.b2z, .b2d, .b2e) shown as directories of their
-  // leaves, whatever the source; a CTable's valid/ files read its leaves
-  // through `store`.
-  fs_options.tree = stores::MakeStoreTree(tree ? tree : source::MakeLocalTree(cl.source), &store);
-  fs_options.views = view_kinds;
-  if (cl.readahead >= 0) fs_options.max_readahead = cl.readahead;
-  fs_options.max_open = cl.max_open;
-  fs_options.ino32 = cl.ino32;
-  fs_options.log_readable_by_all = cl.log_access_all;
-  // A background thread per four connections asks the server about known
-  // names (revalidations are few; data reads have threads of their own).
-  fs_options.background_threads = std::clamp(connections / 4, 2, 16);
-  vfs::Filesystem filesystem(fs_options, &store);
+  vfs::Filesystem filesystem(FilesystemOptions(cl, tree, &store, view_kinds, connections), &store);
 
-  fuse::SessionOptions session;
-  session.mountpoint = cl.mountpoint;
-  session.foreground = cl.foreground;
-  session.single_threaded = cl.single_threaded;
-  session.remote_connections = connections;
-  session.max_threads =
-      static_cast<unsigned>(cl.max_threads > 0 ? cl.max_threads : app::DefaultMaxThreads(threads));
-  // Worker threads and decompression contexts are made when the session
-  // starts (after the fork into the background), not in the first read.
   // A remote source's name without credentials (mount tables are public).
   const std::string fsname = tree ? tree->root() : cl.source;
+  fuse::SessionOptions session = SessionOptionsFor(cl, program, fsname, connections, threads);
+  // Worker threads and decompression contexts are made when the session
+  // starts (after the fork into the background), not in the first read.
   std::atomic<bool> served{false};
   session.on_start = [&workers, &io_workers, &decompressors, threads, &fsname, &cl, &served] {
     // The kernel's INIT: from now on the mount answers.
@@ -238,21 +313,7 @@ int main(int argc, char** argv) {
     workers.TrySubmit(cache::FillEmptySlabs, 1);
     decompressors.Prepare(static_cast<size_t>(threads));
   };
-  session.fuse_args.push_back(program);
-  if (cl.debug) session.fuse_args.push_back("-d");
-  std::string options = "ro,fsname=" + EscapeOption(fsname) + ",subtype=b2ndfs";
-  // allow_other must never expose what the source's permissions do not.
-  if (cl.allow_other && !cl.has_default_permissions) options += ",default_permissions";
-  for (const auto& o : cl.fuse_options) options += "," + EscapeOption(o);
-  session.fuse_args.push_back("-o");
-  session.fuse_args.push_back(options);
-  if (!cl.foreground && cl.log_file.empty() && !SyslogAvailable()) {
-    // Said once, before stderr goes: otherwise every later message is lost.
-    std::fprintf(stderr,
-                 "b2ndfs: no syslog here (no /dev/log): messages go to %s/.b2ndfs/log (the "
-                 "last %zu) once detached; -o log_file=PATH keeps them all\n",
-                 cl.mountpoint.c_str(), kRecentLogCapacity);
-  }
+  WarnIfNoSyslog(cl);
   SetUpSignals();
   const int rc = fuse::Serve(filesystem, session);
   if (served) Log(LogLevel::kInfo, "unmounted " + cl.mountpoint);

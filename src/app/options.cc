@@ -5,10 +5,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "b2ndfs/remote/azure_tree.h"
-#include "b2ndfs/remote/http_client.h"
-#include "b2ndfs/vfs/filesystem.h"
 #include "b2ndfs/views/view.h"
 
 namespace b2ndfs::app {
@@ -103,8 +102,25 @@ Result<int> ParseIntOption(const std::string& option, size_t name_length, long m
   return static_cast<int>(n);
 }
 
-Status AddOption(CommandLine& cl, const std::string& option) {
-  if (option.empty() || IsIgnoredMountOption(option)) return Status::Ok();
+// Parses the value of "name=SECONDS" as a number in [min, max] (`range`
+// says so in the message).
+Result<double> ParseSecondsOption(const std::string& option, size_t name_length, double min,
+                                  double max, const char* range) {
+  const std::string value = option.substr(name_length);
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+  if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
+      errno == ERANGE || !(seconds >= min && seconds <= max)) {
+    return InvalidArgument("bad value in '" + option + "': expected seconds from " + range);
+  }
+  return seconds;
+}
+
+// The groups of b2ndfs's own options: each returns nullopt when `option`
+// is none of its group's.
+// Memory and threads of the core.
+std::optional<Status> AddEngineOption(CommandLine& cl, const std::string& option) {
   if (StartsWith(option, "cache_size=")) {
     auto size = ParseSize(option.substr(11));
     if (!size) return InvalidArgument("bad value in '" + option + "': expected e.g. 512M or 2G");
@@ -129,16 +145,18 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     B2NDFS_ASSIGN_OR_RETURN(cl.max_open, ParseIntOption(option, 9, 0, kMaxOpen));
     return Status::Ok();
   }
+  if (option == "no_hugepages") {
+    cl.no_hugepages = true;
+    return Status::Ok();
+  }
+  return std::nullopt;
+}
+
+// Remote sources: time, retries, connections, where keys are, the disk
+// cache.
+std::optional<Status> AddRemoteOption(CommandLine& cl, const std::string& option) {
   if (StartsWith(option, "timeout=")) {
-    const std::string value = option.substr(8);
-    char* end = nullptr;
-    errno = 0;
-    const double seconds = value.empty() ? 0 : std::strtod(value.c_str(), &end);
-    if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
-        errno == ERANGE || !(seconds >= 0.1 && seconds <= 3600)) {
-      return InvalidArgument("bad value in '" + option + "': expected seconds from 0.1 to 3600");
-    }
-    cl.timeout = seconds;
+    B2NDFS_ASSIGN_OR_RETURN(cl.timeout, ParseSecondsOption(option, 8, 0.1, 3600, "0.1 to 3600"));
     return Status::Ok();
   }
   if (StartsWith(option, "retries=")) {
@@ -150,15 +168,7 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     return Status::Ok();
   }
   if (StartsWith(option, "revalidate=")) {
-    const std::string value = option.substr(11);
-    char* end = nullptr;
-    errno = 0;
-    const double seconds = value.empty() ? 0 : std::strtod(value.c_str(), &end);
-    if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
-        errno == ERANGE || !(seconds >= 0 && seconds <= 86400)) {
-      return InvalidArgument("bad value in '" + option + "': expected seconds from 0 to 86400");
-    }
-    cl.revalidate = seconds;
+    B2NDFS_ASSIGN_OR_RETURN(cl.revalidate, ParseSecondsOption(option, 11, 0, 86400, "0 to 86400"));
     return Status::Ok();
   }
   if (StartsWith(option, "prefetch_heads=")) {
@@ -192,10 +202,22 @@ Status AddOption(CommandLine& cl, const std::string& option) {
     cl.disk_cache_size = *size;
     return Status::Ok();
   }
-  if (option == "no_hugepages") {
-    cl.no_hugepages = true;
+  if (option == "no_sign") {
+    cl.no_sign = true;
     return Status::Ok();
   }
+  if (StartsWith(option, "access_key") || StartsWith(option, "secret_key") ||
+      StartsWith(option, "aws_access_key_id") || StartsWith(option, "aws_secret_access_key")) {
+    return InvalidArgument(
+        "credentials are not taken on the command line (anyone can read it in the process "
+        "list): use the AWS environment variables, ~/.aws/credentials (profile=) or "
+        "credentials=FILE");
+  }
+  return std::nullopt;
+}
+
+// Logs, which views, inode numbers.
+std::optional<Status> AddPresentationOption(CommandLine& cl, const std::string& option) {
   if (StartsWith(option, "log_access=")) {
     const std::string value = option.substr(11);
     if (value != "owner" && value != "all") {
@@ -207,17 +229,6 @@ Status AddOption(CommandLine& cl, const std::string& option) {
   if (option == "ino32") {
     cl.ino32 = true;
     return Status::Ok();
-  }
-  if (option == "no_sign") {
-    cl.no_sign = true;
-    return Status::Ok();
-  }
-  if (StartsWith(option, "access_key") || StartsWith(option, "secret_key") ||
-      StartsWith(option, "aws_access_key_id") || StartsWith(option, "aws_secret_access_key")) {
-    return InvalidArgument(
-        "credentials are not taken on the command line (anyone can read it in the process "
-        "list): use the AWS environment variables, ~/.aws/credentials (profile=) or "
-        "credentials=FILE");
   }
   if (StartsWith(option, "log_file=")) {
     cl.log_file = option.substr(9);
@@ -243,6 +254,14 @@ Status AddOption(CommandLine& cl, const std::string& option) {
                              "': expected error, warning, info or debug");
     }
     return Status::Ok();
+  }
+  return std::nullopt;
+}
+
+Status AddOption(CommandLine& cl, const std::string& option) {
+  if (option.empty() || IsIgnoredMountOption(option)) return Status::Ok();
+  for (auto* group : {AddEngineOption, AddRemoteOption, AddPresentationOption}) {
+    if (std::optional<Status> added = group(cl, option)) return *added;
   }
   if (!IsFuseMountOption(option)) {
     return InvalidArgument("unknown option '" + option +
@@ -314,6 +333,51 @@ std::optional<uint64_t> ParseSize(const std::string& text) {
   return value << shift;
 }
 
+namespace {
+
+// The options that only some kinds of SOURCE take (remote ones; s3:// or
+// az:// ones), and those that exclude each other.
+Status CheckSourceOptions(const CommandLine& cl) {
+  if (!IsRemoteSource(cl.source) &&
+      (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || cl.prefetch_heads >= 0 ||
+       cl.revalidate >= 0 || !cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
+       !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() || cl.disk_cache_size > 0 ||
+       !cl.ca_file.empty())) {
+    return InvalidArgument(
+        "timeout=, retries=, connections=, prefetch_heads=, revalidate=, endpoint=, region=, "
+        "profile=, "
+        "credentials=, no_sign, ca_file=, disk_cache= and disk_cache_size= are for remote "
+        "sources (http://, https://, s3://), not " +
+        cl.source);
+  }
+  if (cl.disk_cache_size > 0 && cl.disk_cache.empty()) {
+    return InvalidArgument("disk_cache_size= needs disk_cache=DIR");
+  }
+  // az:// (and https://ACCOUNT.blob.core...): endpoint=, credentials= or
+  // no_sign (README.md, "Azure Blob Storage").
+  if (remote::IsAzureUrl(cl.source)) {
+    if (!cl.region.empty() || !cl.profile.empty()) {
+      return InvalidArgument("region= and profile= are for s3:// sources, not az://");
+    }
+    if (cl.no_sign && !cl.credentials.empty()) {
+      return InvalidArgument("no_sign (anonymous requests) excludes credentials=");
+    }
+    return Status::Ok();
+  }
+  std::string scheme = cl.source.substr(0, 5);
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "s3://" &&
+      (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() || cl.no_sign)) {
+    return InvalidArgument("endpoint=, region=, profile= and no_sign are for s3:// sources");
+  }
+  if (cl.no_sign && (!cl.profile.empty() || !cl.credentials.empty())) {
+    return InvalidArgument("no_sign (anonymous requests) excludes profile= and credentials=");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   CommandLine cl;
   std::vector<std::string> positional;
@@ -371,158 +435,8 @@ Result<CommandLine> ParseCommandLine(int argc, char** argv) {
   }
   cl.source = positional[0];
   cl.mountpoint = positional[1];
-  if (!IsRemoteSource(cl.source) &&
-      (cl.timeout > 0 || cl.retries >= 0 || cl.connections > 0 || cl.prefetch_heads >= 0 ||
-       cl.revalidate >= 0 || !cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() ||
-       !cl.credentials.empty() || cl.no_sign || !cl.disk_cache.empty() || cl.disk_cache_size > 0 ||
-       !cl.ca_file.empty())) {
-    return InvalidArgument(
-        "timeout=, retries=, connections=, prefetch_heads=, revalidate=, endpoint=, region=, "
-        "profile=, "
-        "credentials=, no_sign, ca_file=, disk_cache= and disk_cache_size= are for remote "
-        "sources (http://, https://, s3://), not " +
-        cl.source);
-  }
-  if (cl.disk_cache_size > 0 && cl.disk_cache.empty()) {
-    return InvalidArgument("disk_cache_size= needs disk_cache=DIR");
-  }
-  // az:// (and https://ACCOUNT.blob.core...): endpoint=, credentials= or
-  // no_sign (README.md, "Azure Blob Storage").
-  if (remote::IsAzureUrl(cl.source)) {
-    if (!cl.region.empty() || !cl.profile.empty()) {
-      return InvalidArgument("region= and profile= are for s3:// sources, not az://");
-    }
-    if (cl.no_sign && !cl.credentials.empty()) {
-      return InvalidArgument("no_sign (anonymous requests) excludes credentials=");
-    }
-    return cl;
-  }
-  std::string scheme = cl.source.substr(0, 5);
-  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme != "s3://" &&
-      (!cl.endpoint.empty() || !cl.region.empty() || !cl.profile.empty() || cl.no_sign)) {
-    return InvalidArgument("endpoint=, region=, profile= and no_sign are for s3:// sources");
-  }
-  if (cl.no_sign && (!cl.profile.empty() || !cl.credentials.empty())) {
-    return InvalidArgument("no_sign (anonymous requests) excludes profile= and credentials=");
-  }
+  B2NDFS_RETURN_IF_ERROR(CheckSourceOptions(cl));
   return cl;
-}
-
-namespace {
-
-// "meta, data, npy, ..." wrapped to the help's column.
-std::string ViewKindList() {
-  std::string out, line;
-  for (const auto& [kind, files] : views::Registry::Kinds()) {
-    if (!line.empty() && line.size() + kind.size() + 2 > 48) {
-      out += line + "\n                         ";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + kind + ",";
-  }
-  line.pop_back();
-  return out + line;
-}
-
-}  // namespace
-
-std::string Usage(const std::string& program) {
-  return "usage: " + program +
-         " [-f] [-d] [-s] [-o OPTION[,OPTION...]] SOURCE MOUNTPOINT\n"
-         "       " +
-         program +
-         " --help | --version\n"
-         "\n"
-         "Mounts the Blosc2 b2nd containers under SOURCE (a directory, or one container)\n"
-         "read-only at MOUNTPOINT, each as a directory of plain files. SOURCE may be\n"
-         "remote: http(s)://HOST/PATH/ (a directory index), http(s)://HOST/FILE.b2nd, or\n"
-         "s3://BUCKET[/PREFIX] (AWS, or any S3-compatible server with endpoint=), or\n"
-         "az://ACCOUNT/CONTAINER[/PREFIX] (Azure Blob Storage); in\n"
-         "fstab, add _netdev so that it is mounted once the network is up.\n"
-         "\n"
-         "options:\n"
-         "  -f                     stay in the foreground (default: daemonize once mounted)\n"
-         "  -d                     debug: foreground, libfuse logs every request,\n"
-         "                         log_level=debug (default: off)\n"
-         "  -s                     single-threaded FUSE loop (default: multi-threaded)\n"
-         "  -o cache_size=SIZE     bytes of decompressed blocks to keep (K, M, G, T suffixes);\n"
-         "                         default: 1/8 of RAM, at least 64M, at most 4G\n"
-         "  -o threads=N           decompression workers, 1 to 1024\n"
-         "                         (default: the number of CPUs)\n"
-         "  -o max_threads=N       FUSE request threads, 1 to 1024 (default: twice threads,\n"
-         "                         at least 10, at most 64)\n"
-         "  -o max_open=N          containers kept open at once, least recently used closed\n"
-         "                         first; their metadata counts in cache_size\n"
-         "                         (default " +
-         std::to_string(vfs::kDefaultMaxOpen) +
-         ")\n"
-         "  -o readahead=SIZE      how far ahead of a sequential reader blocks are\n"
-         "                         decompressed (default 8M, remote files 4x that;\n"
-         "                         0 turns it off)\n"
-         "  -o no_hugepages        block memory in 4 KiB pages only (default: 2 MiB slabs\n"
-         "                         ask for transparent huge pages)\n"
-         "  -o timeout=SECONDS     remote sources: the longest a request may take, retries\n"
-         "                         included; then the read fails with EIO (default 30)\n"
-         "  -o retries=N           remote sources: further attempts after a 5xx, 429 or a\n"
-         "                         connection error, with backoff (default 3)\n"
-         "  -o connections=N       remote sources: connections to the server, so requests\n"
-         "                         in flight at once (default " +
-         std::to_string(remote::kDefaultConnections) +
-         ")\n"
-         "  -o prefetch_heads=N    remote sources: in a container of at most N chunks, the\n"
-         "                         first data read fetches every chunk head (block offsets)\n"
-         "                         with its own, in one round trip (default " +
-         std::to_string(store::StoreContext{}.remote_heads_max_chunks) +
-         "; 0: each with the first read of its chunk)\n"
-         "  -o revalidate=SECONDS  remote sources: how long a listing or an object's\n"
-         "                         attributes are reused before the server is asked again\n"
-         "                         (default 1; 0: every lookup asks)\n"
-         "  -o endpoint=URL        s3: an S3-compatible server, path-style addressing\n"
-         "                         (default: AWS, https://BUCKET.s3.REGION.amazonaws.com)\n"
-         "  -o region=REGION       s3: the signing region (default: AWS_REGION,\n"
-         "                         AWS_DEFAULT_REGION, ~/.aws/config, else us-east-1)\n"
-         "  -o profile=NAME        s3: the profile of ~/.aws/credentials (default: the\n"
-         "                         AWS_* environment variables, else AWS_PROFILE or default)\n"
-         "  -o credentials=FILE    s3: keys from FILE (the ~/.aws/credentials format);\n"
-         "                         http(s): user names and passwords by host from FILE\n"
-         "                         (the .netrc format); not readable by every user\n"
-         "  -o ca_file=FILE        https: trust the certificate authorities in FILE (PEM)\n"
-         "                         instead of the system's, e.g. a private CA\n"
-         "  -o no_sign             s3: anonymous requests, for public buckets\n"
-         "  az://ACCOUNT/CONTAINER[/PREFIX]: endpoint=URL the blob service (Azurite,\n"
-         "                         Azure Stack); credentials=FILE with account_key= or\n"
-         "                         sas_token= (default: AZURE_STORAGE_KEY, else\n"
-         "                         AZURE_STORAGE_SAS_TOKEN); no_sign for public containers\n"
-         "  -o disk_cache=DIR      remote sources: keep fetched ranges in DIR, checked by\n"
-         "                         ETag, so that the next mount is warm (one daemon per DIR)\n"
-         "  -o disk_cache_size=SIZE  remote sources: the bound of disk_cache, least recently\n"
-         "                         used ranges deleted first (default 1G)\n"
-         "  -o log_level=LEVEL     error, warning, info or debug (default: info)\n"
-         "  -o log_file=PATH       append messages to PATH instead of syslog, reopened on\n"
-         "                         SIGHUP (logrotate); the last 500 are also in\n"
-         "                         MOUNTPOINT/.b2ndfs/log (default: syslog once detached)\n"
-         "  -o log_access=WHO      who may read MOUNTPOINT/.b2ndfs/log, which names other\n"
-         "                         users' files: owner (the user b2ndfs runs as, mode\n"
-         "                         0400) or all (whoever may read the root, as stats)\n"
-         "                         (default: owner)\n"
-         "  -o views=KIND[,KIND...]  only these kinds of virtual files in container\n"
-         "                         directories, for mounts that indexers and backups\n"
-         "                         walk: " +
-         ViewKindList() +
-         "\n"
-         "                         (default: all)\n"
-         "  -o ino32               inode numbers of the source's files and directories\n"
-         "                         below 2^32, for 32-bit programs (default: above 2^32;\n"
-         "                         unique either way while mounted)\n"
-         "  -o allow_other         let other users in (default: only the mounting user);\n"
-         "                         default_permissions is added, so permission bits apply\n"
-         "  -o OPTION              a libfuse mount option (allow_root, auto_unmount,\n"
-         "                         fsname=, nosuid, ...); fstab/systemd options (_netdev,\n"
-         "                         nofail, noauto, x-systemd.*, defaults) are ignored;\n"
-         "                         any other option is an error\n"
-         "  -h, --help             this text\n"
-         "  -V, --version          the version\n";
 }
 
 }  // namespace b2ndfs::app

@@ -77,6 +77,7 @@ bool IsRemoteSource(const std::string& source);
 // Parses a size with an optional K, M, G or T suffix (powers of 1024).
 std::optional<uint64_t> ParseSize(const std::string& text);
 Result<CommandLine> ParseCommandLine(int argc, char** argv);
+// The --help text (usage.cc).
 std::string Usage(const std::string& program);
 
 }  // namespace b2ndfs::app

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "b2ndfs/remote/aws_credential_provider.h"
 #include "b2ndfs/remote/aws_credentials.h"
 #include "b2ndfs/remote/azure_tree.h"
 #include "b2ndfs/remote/disk_cache.h"

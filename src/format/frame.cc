@@ -9,76 +9,20 @@
 #include <string_view>
 
 #include "b2ndfs/util/checked_math.h"
+#include "frame_header.h"
 #include "msgpack_util.h"
 
 namespace b2ndfs::format {
 namespace {
 
-// Fixed byte positions of the header fields (c-blosc2 blosc/frame.h). c-blosc2
-// reads the header at these offsets, not through a msgpack parser, so we check
-// the msgpack markers at each of them: when they are right, the fixed-offset
-// view and the msgpack view of the header agree.
-constexpr int64_t kPosHeaderSize = 11;  // int32 (marker 0xd2 at 10)
-constexpr int64_t kPosFrameSize = 16;   // uint64 (marker 0xcf at 15)
-constexpr int64_t kPosFlags = 25;       // general_flags (str of 4, marker 0xa4 at 24)
-constexpr int64_t kPosFrameType = 26;
-constexpr int64_t kPosCodecs = 27;
-constexpr int64_t kPosOtherFlags = 28;
-constexpr int64_t kPosNbytes = 30;       // int64
-constexpr int64_t kPosCbytes = 39;       // int64
-constexpr int64_t kPosTypesize = 48;     // int32 (marker 0xd2 at 47)
-constexpr int64_t kPosBlocksize = 53;    // int32 (marker 0xd2 at 52)
-constexpr int64_t kPosChunksize = 58;    // int32 (marker 0xd2 at 57)
-constexpr int64_t kPosHasVlmeta = 68;    // bool
-constexpr int64_t kPosFilterCount = 70;  // fixext16 type byte (marker 0xd8 at 69)
-constexpr int64_t kPosFilters = 71;
-constexpr int64_t kPosUdcodec = 77;
-constexpr int64_t kPosCodecMeta = 78;
-constexpr int64_t kPosFiltersMeta = 79;
-constexpr int kMaxFilters = 6;  // BLOSC2_MAX_FILTERS
+using internal::Hex;
+using internal::LoadBigEndian;
+
 // The uint32 trailer length sits 22 bytes before the end of the frame.
 constexpr int64_t kTrailerLenFromEnd = 22;
 constexpr int64_t kChunkMinHeaderSize = 16;  // BLOSC_MIN_HEADER_LENGTH
 
-struct Marker {
-  int64_t position;
-  uint8_t byte;
-  const char* field;
-};
-
-constexpr Marker kHeaderMarkers[] = {
-    {10, 0xd2, "header_size (int32)"},
-    {15, 0xcf, "frame_size (uint64)"},
-    {24, 0xa4, "flags (str of 4)"},
-    {29, 0xd3, "nbytes (int64)"},
-    {38, 0xd3, "cbytes (int64)"},
-    {47, 0xd2, "typesize (int32)"},
-    {52, 0xd2, "blocksize (int32)"},
-    {57, 0xd2, "chunksize (int32)"},
-    {62, 0xd1, "compression threads (int16)"},
-    {65, 0xd1, "decompression threads (int16)"},
-    {69, 0xd8, "filter pipeline (fixext16)"},
-};
-
 Status Bad(std::string message) { return InvalidData(std::move(message)); }
-
-std::string Hex(uint8_t byte) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%02x", byte);
-  return buf;
-}
-
-uint64_t LoadBigEndian(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | p[i];
-  return v;
-}
-
-int32_t LoadBigInt32(const uint8_t* p) {
-  return static_cast<int32_t>(static_cast<uint32_t>(LoadBigEndian(p, 4)));
-}
-
-int64_t LoadBigInt64(const uint8_t* p) { return static_cast<int64_t>(LoadBigEndian(p, 8)); }
 
 int32_t LoadLittleInt32(const uint8_t* p) {
   uint32_t v = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
@@ -159,135 +103,11 @@ Result<std::vector<NamedBytes>> DecodeMetalayerSection(const msgpack::object& se
   return layers;
 }
 
-Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
-  FrameInfo info;
-  if (file_size < kFrameHeaderMinSize) {
-    return Bad("the file has " + std::to_string(file_size) + " bytes, fewer than the " +
-               std::to_string(kFrameHeaderMinSize) + " of a minimal Blosc2 frame header");
-  }
-  B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> fixed,
-                          ReadExactly(read, 0, kFrameHeaderMinSize, "frame header"));
-  if (!LooksLikeFrame(fixed)) return Bad("not a Blosc2 frame (no \"b2frame\" magic at byte 0)");
-  for (const Marker& m : kHeaderMarkers) {
-    if (fixed[m.position] != m.byte) {
-      return Bad("frame header byte " + std::to_string(m.position) + " is " +
-                 Hex(fixed[m.position]) + ", expected " + Hex(m.byte) + " before " + m.field);
-    }
-  }
-  if (fixed[kPosHasVlmeta] != 0xc2 && fixed[kPosHasVlmeta] != 0xc3) {
-    return Bad("frame header byte " + std::to_string(kPosHasVlmeta) + " is " +
-               Hex(fixed[kPosHasVlmeta]) + ", expected a msgpack boolean (has_vlmetalayers)");
-  }
-
-  const int64_t header_size = LoadBigInt32(fixed.data() + kPosHeaderSize);
-  const uint64_t frame_size_u = LoadBigEndian(fixed.data() + kPosFrameSize, 8);
-  if (header_size < kFrameHeaderMinSize) {
-    return Bad("frame header says header_size " + std::to_string(header_size) +
-               ", less than the minimal " + std::to_string(kFrameHeaderMinSize));
-  }
-  if (header_size > file_size) {
-    return Bad("frame header says header_size " + std::to_string(header_size) +
-               " but the file has " + std::to_string(file_size) + " bytes");
-  }
-  if (header_size > kMaxFrameHeaderSize) {
-    return Bad("frame header says header_size " + std::to_string(header_size) +
-               ", more than this reader's limit of " + std::to_string(kMaxFrameHeaderSize));
-  }
-  if (frame_size_u > static_cast<uint64_t>(file_size)) {
-    return Bad("frame header says frame_size " + std::to_string(frame_size_u) +
-               " but the file has " + std::to_string(file_size) + " bytes");
-  }
-  const int64_t frame_size = static_cast<int64_t>(frame_size_u);
-  if (frame_size < header_size + kFrameTrailerMinSize) {
-    return Bad("frame header says frame_size " + std::to_string(frame_size) +
-               ", too small for its " + std::to_string(header_size) +
-               "-byte header and a trailer of at least " + std::to_string(kFrameTrailerMinSize));
-  }
-  info.header_size = header_size;
-  info.frame_size = frame_size;
-
-  const uint8_t general_flags = fixed[kPosFlags];
-  info.format_version = general_flags & 0x0f;
-  if (info.format_version > kMaxFrameFormatVersion) {
-    return Bad("frame format version " + std::to_string(info.format_version) +
-               " is newer than this reader understands (at most " +
-               std::to_string(kMaxFrameFormatVersion) + ")");
-  }
-  const bool variable_flag = (general_flags & kFrameFlagVariableChunks) != 0;
-  info.vl_blocks = (general_flags & kFrameFlagVlBlocks) != 0;
-  // Bit 7 was reserved before version 3; bit 6 was documented since 2.0 and is
-  // only checked against chunksize below.
-  if (info.vl_blocks && info.format_version < 3) {
-    return Bad("frame format version " + std::to_string(info.format_version) +
-               " sets general_flags bit 7 (variable-length blocks), which needs version 3");
-  }
-  // general_flags bits 4..5 say 64-bit offsets (the only kind c-blosc2 writes
-  // or reads; it never checks them, neither do we).
-  const uint8_t frame_type = fixed[kPosFrameType];
-  if (frame_type != 0 && frame_type != 1) {
-    return Bad("frame_type is " + std::to_string(frame_type) +
-               ", neither 0 (contiguous) nor 1 (sparse directory)");
-  }
-  info.sparse = frame_type == 1;
-  info.codec = fixed[kPosCodecs] & 0x0f;
-  info.clevel = fixed[kPosCodecs] >> 4;
-  info.splitmode = fixed[kPosOtherFlags] & 0x03;
-  info.nbytes = LoadBigInt64(fixed.data() + kPosNbytes);
-  info.cbytes = LoadBigInt64(fixed.data() + kPosCbytes);
-  info.typesize = LoadBigInt32(fixed.data() + kPosTypesize);
-  info.blocksize = LoadBigInt32(fixed.data() + kPosBlocksize);
-  const int32_t chunksize = LoadBigInt32(fixed.data() + kPosChunksize);
-  info.has_vlmetalayers = fixed[kPosHasVlmeta] == 0xc3;
-  if (info.nbytes < 0) return Bad("frame header says nbytes " + std::to_string(info.nbytes));
-  if (info.cbytes < 0) return Bad("frame header says cbytes " + std::to_string(info.cbytes));
-  if (info.typesize <= 0) {
-    return Bad("frame header says typesize " + std::to_string(info.typesize) + " (must be > 0)");
-  }
-  if (info.blocksize < 0) {
-    return Bad("frame header says blocksize " + std::to_string(info.blocksize));
-  }
-  if (chunksize < 0) {
-    // c-blosc2 writes chunksize -1 into frames made from a super-chunk that
-    // has no chunk yet, and ignores it while nbytes is 0.
-    if (info.nbytes > 0) {
-      return Bad("frame header says chunksize " + std::to_string(chunksize) + " for " +
-                 std::to_string(info.nbytes) + " bytes of data");
-    }
-    info.chunksize = 0;
-  } else {
-    info.chunksize = chunksize;
-  }
-  info.variable_chunks = info.nbytes > 0 && info.chunksize == 0;
-  // c-blosc2 3.3 sets bit 6 exactly when it writes chunksize 0 (also for an
-  // empty array whose chunk shape has a 0); older writers may leave it clear.
-  if (variable_flag && info.chunksize != 0) {
-    return Bad("frame general_flags say variable-size chunks but the header's chunksize is " +
-               std::to_string(info.chunksize));
-  }
-  if (info.format_version >= 3 && info.variable_chunks && !variable_flag) {
-    return Bad("frame format version " + std::to_string(info.format_version) +
-               " has chunksize 0 but general_flags bit 6 (variable-size chunks) is clear");
-  }
-  // A VL-block frame has no common block size: its chunks' headers count blocks.
-  if (info.vl_blocks && info.blocksize != 0) {
-    return Bad("frame general_flags say variable-length blocks but the header's blocksize is " +
-               std::to_string(info.blocksize));
-  }
-  const int nfilters = fixed[kPosFilterCount];
-  if (nfilters > kMaxFilters) {
-    return Bad("frame header lists " + std::to_string(nfilters) + " filters, more than " +
-               std::to_string(kMaxFilters));
-  }
-  for (int i = 0; i < nfilters; ++i) {
-    info.filters[i] = fixed[kPosFilters + i];
-    info.filters_meta[i] = fixed[kPosFiltersMeta + i];
-  }
-  info.udcodec = fixed[kPosUdcodec];
-  info.compcode_meta = fixed[kPosCodecMeta];
-
+// The header's metalayers (the msgpack header's 14th entry).
+Status ReadHeaderMetalayers(const ReadAt& read, FrameInfo& info) {
   // The whole header, as msgpack, for the metalayers.
   B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> header,
-                          ReadExactly(read, 0, header_size, "frame header"));
+                          ReadExactly(read, 0, info.header_size, "frame header"));
   {
     // Depth 3: header array, metalayer array, map / content array.
     B2NDFS_ASSIGN_OR_RETURN(internal::Unpacked unpacked,
@@ -306,8 +126,14 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
                             DecodeMetalayerSection(top.via.array.ptr[13], header,
                                                    "frame header metalayer", kMaxMetalayers));
   }
+  return Status::Ok();
+}
 
-  // Trailer: its length is stored near the end of the frame.
+// The trailer: its length, stored near the end of the frame, and its
+// vlmetalayers.
+Status ReadTrailer(const ReadAt& read, FrameInfo& info) {
+  const int64_t header_size = info.header_size;
+  const int64_t frame_size = info.frame_size;
   B2NDFS_ASSIGN_OR_RETURN(
       std::vector<uint8_t> tail,
       ReadExactly(read, frame_size - kFrameTrailerMinSize, kFrameTrailerMinSize, "frame end"));
@@ -357,8 +183,12 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
                             DecodeMetalayerSection(top.via.array.ptr[1], trailer,
                                                    "frame trailer vlmetalayer", kMaxVlMetalayers));
   }
+  return Status::Ok();
+}
 
-  // The chunks section and the chunk index.
+// The chunks section and the chunk index.
+Status ReadChunkIndex(const ReadAt& read, FrameInfo& info) {
+  const int64_t header_size = info.header_size;
   if (!info.sparse) {
     std::optional<int64_t> data_end = CheckedAdd(header_size, info.cbytes);
     if (!data_end || *data_end > info.trailer_offset) {
@@ -371,7 +201,7 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
     // c-blosc2 writes no chunk index for a frame without data and puts the
     // trailer right after the header.
     info.nchunks = 0;
-    return info;
+    return Status::Ok();
   }
   const int64_t position = info.sparse ? header_size : header_size + info.cbytes;
   if (position + kChunkMinHeaderSize > info.trailer_offset) {
@@ -405,6 +235,21 @@ Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
                  " bytes make " + std::to_string(expected));
     }
   }
+  return Status::Ok();
+}
+
+Result<FrameInfo> ParseFrameImpl(const ReadAt& read, int64_t file_size) {
+  FrameInfo info;
+  if (file_size < kFrameHeaderMinSize) {
+    return Bad("the file has " + std::to_string(file_size) + " bytes, fewer than the " +
+               std::to_string(kFrameHeaderMinSize) + " of a minimal Blosc2 frame header");
+  }
+  B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> fixed,
+                          ReadExactly(read, 0, kFrameHeaderMinSize, "frame header"));
+  B2NDFS_RETURN_IF_ERROR(internal::DecodeFixedHeader(fixed, file_size, info));
+  B2NDFS_RETURN_IF_ERROR(ReadHeaderMetalayers(read, info));
+  B2NDFS_RETURN_IF_ERROR(ReadTrailer(read, info));
+  B2NDFS_RETURN_IF_ERROR(ReadChunkIndex(read, info));
   return info;
 }
 

@@ -9,8 +9,8 @@
 // on the network (vfs::FileHandle::remote) is queued here and the request
 // thread returns to the loop at once; libfuse's low-level API lets any thread
 // reply. Local reads never come here: no thread hop on the hot path.
-// The read itself is the session's own read op, called again on a worker
-// (where Defer() declines), so the reply path stays in one place.
+// The read itself is served by the function given at construction (the
+// operations' own, operations.cc), so the reply path stays in one place.
 // Fairness. At most Options::per_file reads of one file (inode) run at once;
 // further reads of it wait in that file's own queue, and files with waiting
 // reads take turns (round-robin). A slow file so never holds more than
@@ -30,29 +30,34 @@
 // keeps a file open until its reads are answered).
 // Thread-safety: Defer() from any request thread, concurrently; Shutdown()
 // and the destructor from the thread that ran the request loop.
+// Requests are the seam's (request.h): a real kernel request, or a fake one
+// in tests (tests/unit/fuse_async_reads_test.cc).
 // Lock order: mutex_ is a leaf; libfuse's request locks are never taken
 // while it is held (interrupt callbacks come with them held).
 #pragma once
 
-#ifndef FUSE_USE_VERSION
-#define FUSE_USE_VERSION 312
-#endif
-#include <fuse_lowlevel.h>
+#include <sys/types.h>
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "b2ndfs/vfs/file_handle.h"
+#include "request.h"
+
 namespace b2ndfs::fuse {
 
-class AsyncReads {
+class AsyncReads final : private InterruptSink {
  public:
-  using ReadOp = void (*)(fuse_req_t, fuse_ino_t, size_t, off_t, struct fuse_file_info*);
+  // Serves one read and replies exactly once, whatever happens.
+  using Serve = std::function<void(Request&, vfs::FileHandle&, size_t size, off_t offset)>;
 
   struct Options {
     int workers = 8;  // Serve() sizes it by the remote client's connections
@@ -67,29 +72,29 @@ class AsyncReads {
     uint64_t inline_full = 0;  // remote reads served inline: queue full or stopping
   };
 
-  explicit AsyncReads(Options options);
+  AsyncReads(Options options, Serve serve);
   ~AsyncReads();
   AsyncReads(const AsyncReads&) = delete;
   AsyncReads& operator=(const AsyncReads&) = delete;
 
-  // Queues the read `op` would serve now and returns true, when its handle
-  // (fi->fh, a vfs::FileHandle) may wait on the network; `op` then runs on a
-  // worker with a copy of `fi`. False: the caller serves the read itself (a
-  // local file, a worker's own call, a full queue, after Shutdown()).
-  bool Defer(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
-             const struct fuse_file_info* fi, ReadOp op) noexcept;
+  // Takes the read of `size` bytes at `offset` of `handle` (file `ino`) and
+  // returns true, when the handle may wait on the network
+  // (vfs::FileHandle::remote): it is then answered on a worker (or EINTR, if
+  // interrupted first), and `req` must not reply. False: the caller serves
+  // the read itself (a local file, a full queue, after Shutdown()).
+  bool Defer(Request& req, uint64_t ino, size_t size, off_t offset,
+             vfs::FileHandle* handle) noexcept;
   // See "Shutdown". Idempotent.
   void Shutdown();
   Counters counters() const;
 
  private:
   struct Job {
-    fuse_req_t req;
-    fuse_ino_t ino;
+    std::unique_ptr<Request> req;
+    uint64_t ino;
     size_t size;
     off_t offset;
-    struct fuse_file_info fi;
-    ReadOp op;
+    vfs::FileHandle* handle;
   };
   struct FileQueue {
     std::deque<Job> waiting;
@@ -97,28 +102,24 @@ class AsyncReads {
     bool in_turn = false;  // listed in turns_
   };
 
-  static void OnInterrupt(fuse_req_t req, void* self);
-  void Interrupt(fuse_req_t req);
+  void Interrupted(const void* id) override;
   void WorkerLoop();
   // Lists `ino` in turns_ when it has waiting reads and a free slot.
   // Called with mutex_ held.
-  void OfferTurn(fuse_ino_t ino, FileQueue& queue);
+  void OfferTurn(uint64_t ino, FileQueue& queue);
+  // Takes request `id`'s job out of `ino`'s queue. Called with mutex_ held.
+  std::unique_ptr<Request> TakeWaiting(uint64_t ino, const void* id);
 
   const Options options_;
+  const Serve serve_;
   mutable std::mutex mutex_;  // leaf lock; guards everything below
   std::condition_variable wake_;
-  std::unordered_map<fuse_ino_t, FileQueue> files_;  // files with waiting or running reads
-  std::deque<fuse_ino_t> turns_;                     // files whose next read may start
-  std::unordered_map<fuse_req_t, fuse_ino_t> waiting_;
+  std::unordered_map<uint64_t, FileQueue> files_;      // files with waiting or running reads
+  std::deque<uint64_t> turns_;                         // files whose next read may start
+  std::unordered_map<const void*, uint64_t> waiting_;  // request id -> file
   bool stopping_ = false;
   Counters counters_;
   std::vector<std::thread> threads_;
 };
-
-// The read op's hook: `reads` may be null (no executor: always false).
-inline bool DeferRead(AsyncReads* reads, fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
-                      const struct fuse_file_info* fi, AsyncReads::ReadOp op) {
-  return reads != nullptr && reads->Defer(req, ino, size, offset, fi, op);
-}
 
 }  // namespace b2ndfs::fuse

@@ -7,9 +7,15 @@
 // costs more than reading it from the page cache, so one thread alone falls
 // behind a reader (the reader then asks for the pages itself, and the
 // daemon makes them twice).
+// Tests give a Store function instead of a session (no kernel).
+// Thread-safety: any thread; mutex_ is a leaf lock, and nothing is stored
+// or rendered while it is held.
 
 #include <condition_variable>
+#include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -22,7 +28,13 @@ namespace b2ndfs::fuse {
 
 class PagePusher {
  public:
+  // Stores through `session` (fuse_lowlevel_notify_store).
   explicit PagePusher(struct fuse_session* session);
+  // Stores `size` bytes as inode `ino`'s pages through `store` instead,
+  // which returns 0 or a negative errno (-ENOENT: the kernel knows no such
+  // inode).
+  using Store = std::function<int(vfs::Ino ino, const uint8_t* data, size_t size)>;
+  explicit PagePusher(Store store);
   ~PagePusher();  // pushes still queued are dropped; one in progress ends first
   PagePusher(const PagePusher&) = delete;
   PagePusher& operator=(const PagePusher&) = delete;
@@ -39,7 +51,7 @@ class PagePusher {
   void Loop();
   void Stop();  // drops what is queued, joins the threads
 
-  struct fuse_session* session_;
+  const Store store_;
   std::mutex mutex_;  // leaf lock
   std::condition_variable wake_;
   std::deque<vfs::PagePush> queue_;  // guarded by mutex_, as below

@@ -12,83 +12,33 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <new>
 #include <string>
 #include <system_error>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
-#include "async_reads.h"
 #include "b2ndfs/util/log.h"
+#include "fuse_request.h"
 #include "invalidator.h"
+#include "operations.h"
 #include "page_pusher.h"
-#include "reply_buffers.h"
 
 namespace b2ndfs::fuse {
 namespace {
 
-struct DirHandle {
-  std::shared_ptr<vfs::DirListing> listing;
-};
-
+// What the callbacks reach through fuse_req_userdata.
 struct State {
   vfs::Filesystem* fs = nullptr;
   size_t max_read = 1 << 20;
-  std::function<void()> on_start;           // SessionOptions::on_start
-  std::unique_ptr<AsyncReads> async_reads;  // remote reads; null until the loop runs
-  std::unique_ptr<ReplyBuffers> reply_buffers;
-  // Handles the kernel has not released yet. On SIGTERM or a forced unmount
-  // it never will: they are freed when the session ends.
-  std::mutex handles_mutex;  // leaf lock
-  std::unordered_set<vfs::FileHandle*> files;
-  std::unordered_set<DirHandle*> dirs;
-
-  template <typename T>
-  void Track(std::unordered_set<T*>& set, T* handle) {
-    std::lock_guard<std::mutex> lock(handles_mutex);
-    set.insert(handle);
-  }
-  template <typename T>
-  void Untrack(std::unordered_set<T*>& set, T* handle) {
-    {
-      std::lock_guard<std::mutex> lock(handles_mutex);
-      set.erase(handle);
-    }
-    delete handle;
-  }
-  ~State() {
-    for (auto* f : files) delete f;
-    for (auto* d : dirs) delete d;
-  }
+  std::function<void()> on_start;  // SessionOptions::on_start
+  std::unique_ptr<Operations> ops;
 };
 
 // Reply buffers made present at the start: a sequential reader has one read
 // in flight and the kernel's read-ahead another.
 constexpr size_t kPreparedReplyBuffers = 2;
 
-State& StateOf(fuse_req_t req) { return *static_cast<State*>(fuse_req_userdata(req)); }
-
-// Runs `body`, which must reply itself on success; any escaping exception is
-// turned into exactly one error reply.
-template <typename Body>
-void Trampoline(fuse_req_t req, Body&& body) noexcept {
-  try {
-    body();
-  } catch (const std::bad_alloc&) {
-    fuse_reply_err(req, ENOMEM);
-  } catch (const std::exception& e) {
-    Log(LogLevel::kError, std::string("internal error: ") + e.what());
-    fuse_reply_err(req, EIO);
-  } catch (...) {
-    fuse_reply_err(req, EIO);
-  }
-}
-
-int ErrnoOf(const Status& status) {
-  return status.error_number() > 0 ? status.error_number() : EIO;
-}
+Operations& OpsOf(fuse_req_t req) { return *static_cast<State*>(fuse_req_userdata(req))->ops; }
 
 void OpInit(void* userdata, struct fuse_conn_info* conn) {
   auto* state = static_cast<State*>(userdata);
@@ -99,9 +49,9 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   conn->max_readahead = static_cast<unsigned>(state->max_read);
   if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
   if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
-  // Every listing as READDIRPLUS (ServeReadDir chooses which entries carry
-  // attributes): in the kernel's "auto" mode only a directory's first page
-  // would, unless its entries were looked up meanwhile.
+  // Every listing as READDIRPLUS (Operations::ReadDir chooses which entries
+  // carry attributes): in the kernel's "auto" mode only a directory's first
+  // page would, unless its entries were looked up meanwhile.
   if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
   conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
   // The source is read-only for us: no need for the kernel to ask before
@@ -126,303 +76,121 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   }
 }
 
-// A looked-up node as the kernel gets it: one reference to its inode, its
-// attributes, and how long it may cache both.
-void SetEntry(const vfs::Attr& attr, fuse_entry_param* e) {
-  e->ino = attr.st.st_ino;
-  e->attr = attr.st;
-  e->attr_timeout = attr.timeout;
-  e->entry_timeout = attr.timeout;
-}
-
+// The op table: each callback wraps its fuse_req_t in a FuseRequest and
+// calls the operation (operations.h), which replies exactly once.
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  Trampoline(req, [&] {
-    // Taken before replying: a reply frees `req`, even a failed one.
-    State& state = StateOf(req);
-    auto attr = state.fs->Lookup(parent, name);
-    if (!attr.ok()) {
-      fuse_reply_err(req, ErrnoOf(attr.status()));
-      return;
-    }
-    fuse_entry_param e;
-    std::memset(&e, 0, sizeof e);
-    SetEntry(*attr, &e);
-    if (fuse_reply_entry(req, &e) == -ENOENT) {
-      // The lookup was interrupted: the kernel never saw the reference.
-      state.fs->Forget(e.ino, 1);
-    }
-  });
+  FuseRequest r(req);
+  OpsOf(req).Lookup(r, parent, name);
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  Trampoline(req, [&] {
-    StateOf(req).fs->Forget(ino, nlookup);
-    fuse_reply_none(req);
-  });
+  FuseRequest r(req);
+  OpsOf(req).Forget(r, ino, nlookup);
 }
 
 void OpForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
-  Trampoline(req, [&] {
-    for (size_t i = 0; i < count; ++i) StateOf(req).fs->Forget(forgets[i].ino, forgets[i].nlookup);
-    fuse_reply_none(req);
+  FuseRequest r(req);
+  OpsOf(req).ForgetMulti(r, count, [forgets](size_t i, vfs::Ino* ino, uint64_t* nlookup) {
+    *ino = forgets[i].ino;
+    *nlookup = forgets[i].nlookup;
   });
 }
 
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  Trampoline(req, [&] {
-    // fstat of an open descriptor comes with its handle: its own version
-    // answers, also after the container changed.
-    const auto* open = fi != nullptr ? reinterpret_cast<const vfs::FileHandle*>(fi->fh) : nullptr;
-    auto attr = StateOf(req).fs->GetAttr(ino, open);
-    if (!attr.ok()) {
-      fuse_reply_err(req, ErrnoOf(attr.status()));
-      return;
-    }
-    fuse_reply_attr(req, &attr->st, attr->timeout);
-  });
+  FuseRequest r(req);
+  OpsOf(req).GetAttr(r, ino, fi != nullptr ? fi->fh : 0);
 }
 
 void OpOpenDir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  Trampoline(req, [&] {
-    State& state = StateOf(req);  // before replying, which frees `req`
-    auto listing = state.fs->OpenDir(ino);
-    if (!listing.ok()) {
-      fuse_reply_err(req, ErrnoOf(listing.status()));
-      return;
-    }
-    auto handle = std::make_unique<DirHandle>();
-    handle->listing = std::move(listing).value();
-    fi->fh = reinterpret_cast<uint64_t>(handle.get());
-    fi->cache_readdir = 0;
-    state.Track(state.dirs, handle.get());
-    if (fuse_reply_open(req, fi) == 0) {
-      handle.release();
-    } else {
-      // The open was interrupted: no release will come for this handle.
-      std::lock_guard<std::mutex> lock(state.handles_mutex);
-      state.dirs.erase(handle.get());
-    }
-  });
-}
-
-// The kernel gets the attributes of a directory's entries with their names
-// (READDIRPLUS) where looking them up is cheap (inside a container) and the
-// directory holds at most this many: it then knows their inodes before they
-// are opened, so pages can be pushed ahead of a reader of slices/0/ on a
-// fresh mount, and `ls -l` costs no lookup per entry. Larger directories (a
-// chunks/ of millions) and the mirrored tree (whose lookups would open
-// containers) get names only, as with READDIR.
-constexpr size_t kReadDirPlusMaxEntries = size_t{1} << 16;
-
-// READDIR and READDIRPLUS. Each entry handed over with attributes is a
-// lookup: one kernel reference, given back by FORGET.
-void ServeReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
-                  struct fuse_file_info* fi, bool plus) {
-  Trampoline(req, [&] {
-    auto* handle = reinterpret_cast<DirHandle*>(fi->fh);
-    vfs::DirListing& listing = *handle->listing;
-    const bool attributes =
-        plus && listing.cheap_lookups() && listing.size() <= kReadDirPlusMaxEntries;
-    std::vector<char> buffer(size);
-    size_t used = 0;
-    // Offsets 0 and 1 are "." and ".."; entry i of the listing is at i + 2.
-    for (size_t index = static_cast<size_t>(offset);; ++index) {
-      if (index >= 2) {
-        auto has = listing.Has(index - 2);
-        if (!has.ok() && used == 0) {
-          fuse_reply_err(req, ErrnoOf(has.status()));
-          return;
-        }
-        // (An error after some entries: those go now, the error with the
-        // next call.)
-        if (!has.ok() || !*has) break;
-      }
-      fuse_entry_param e;
-      std::memset(&e, 0, sizeof e);
-      std::string name;
-      if (index < 2) {
-        name = index == 0 ? "." : "..";
-        e.attr.st_ino = ino;
-        e.attr.st_mode = S_IFDIR;
-      } else {
-        vfs::DirEntry entry = listing.at(index - 2);
-        name = std::move(entry.name);
-        e.attr.st_ino = entry.ino;
-        e.attr.st_mode = entry.type;
-        if (attributes) {
-          // From the listing's own generation, at no source I/O. Names
-          // inside a container hold no per-name state, so the references
-          // the kernel counts for them need no bookkeeping here. An entry
-          // without attributes (ino 0) is looked up when it is used.
-          auto attr = listing.Attributes(index - 2);
-          if (attr.ok()) SetEntry(*attr, &e);
-        }
-      }
-      const off_t next = static_cast<off_t>(index + 1);
-      const size_t need = plus ? fuse_add_direntry_plus(req, buffer.data() + used, size - used,
-                                                        name.c_str(), &e, next)
-                               : fuse_add_direntry(req, buffer.data() + used, size - used,
-                                                   name.c_str(), &e.attr, next);
-      if (need > size - used) break;
-      used += need;
-    }
-    fuse_reply_buf(req, buffer.data(), used);
-  });
+  FuseRequest r(req, fi);
+  OpsOf(req).OpenDir(r, ino);
 }
 
 void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                struct fuse_file_info* fi) {
-  ServeReadDir(req, ino, size, offset, fi, false);
+  FuseRequest r(req);
+  OpsOf(req).ReadDir(r, ino, size, offset, fi->fh, false);
 }
 
 void OpReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                    struct fuse_file_info* fi) {
-  ServeReadDir(req, ino, size, offset, fi, true);
+  FuseRequest r(req);
+  OpsOf(req).ReadDir(r, ino, size, offset, fi->fh, true);
 }
 
 void OpReleaseDir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
-  Trampoline(req, [&] {
-    StateOf(req).Untrack(StateOf(req).dirs, reinterpret_cast<DirHandle*>(fi->fh));
-    fuse_reply_err(req, 0);
-  });
+  FuseRequest r(req);
+  OpsOf(req).ReleaseDir(r, fi->fh);
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
-  Trampoline(req, [&] {
-    State& state = StateOf(req);  // before replying, which frees `req`
-    auto handle = state.fs->Open(ino, fi->flags);
-    if (!handle.ok()) {
-      fuse_reply_err(req, ErrnoOf(handle.status()));
-      return;
-    }
-    auto owned = std::make_unique<vfs::FileHandle>(std::move(handle).value());
-    fi->keep_cache = owned->keep_cache ? 1 : 0;
-    // Array files keep the page cache (mmap needs it); only generated files
-    // whose size changes between opens (stats) bypass it.
-    fi->direct_io = owned->direct_io ? 1 : 0;
-    fi->fh = reinterpret_cast<uint64_t>(owned.get());
-    state.Track(state.files, owned.get());
-    if (fuse_reply_open(req, fi) == 0) {
-      owned.release();
-    } else {
-      // The open was interrupted: no release will come for this handle.
-      std::lock_guard<std::mutex> lock(state.handles_mutex);
-      state.files.erase(owned.get());
-    }
-  });
-}
-
-// Reads into a reply buffer and replies (the buffer is free again once
-// fuse_reply_buf returns: the kernel has copied it).
-void ServeRead(fuse_req_t req, vfs::FileHandle& handle, size_t size, off_t offset) {
-  State& state = StateOf(req);
-  const ReplyBuffers::Lease buffer = state.reply_buffers->Take(std::max<size_t>(size, 1));
-  auto n = state.fs->Read(handle, offset, size, buffer.data());
-  if (!n.ok()) {
-    fuse_reply_err(req, ErrnoOf(n.status()));
-    return;
-  }
-  fuse_reply_buf(req, reinterpret_cast<const char*>(buffer.data()), *n);
+  FuseRequest r(req, fi);
+  OpsOf(req).Open(r, ino, fi->flags);
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, struct fuse_file_info* fi) {
-  // Remote reads are answered on AsyncReads' workers, which call OpRead again.
-  if (DeferRead(StateOf(req).async_reads.get(), req, ino, size, offset, fi, OpRead)) return;
-  Trampoline(req,
-             [&] { ServeRead(req, *reinterpret_cast<vfs::FileHandle*>(fi->fh), size, offset); });
+  FuseRequest r(req);
+  OpsOf(req).Read(r, ino, size, offset, fi->fh);
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
-  Trampoline(req, [&] {
-    StateOf(req).Untrack(StateOf(req).files, reinterpret_cast<vfs::FileHandle*>(fi->fh));
-    fuse_reply_err(req, 0);
-  });
+  FuseRequest r(req);
+  OpsOf(req).Release(r, fi->fh);
 }
 
 void OpStatFs(fuse_req_t req, fuse_ino_t) {
-  Trampoline(req, [&] {
-    struct statvfs st;
-    std::memset(&st, 0, sizeof st);
-    st.f_bsize = 4096;
-    st.f_frsize = 4096;
-    st.f_namemax = 255;
-    st.f_files = StateOf(req).fs->NodeCount();
-    st.f_flag = ST_RDONLY;
-    fuse_reply_statfs(req, &st);
-  });
+  FuseRequest r(req);
+  OpsOf(req).StatFs(r);
 }
 
 void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
-  Trampoline(req, [&] {
-    if (mask & W_OK) {
-      fuse_reply_err(req, EROFS);
-      return;
-    }
-    auto attr = StateOf(req).fs->GetAttr(ino);
-    fuse_reply_err(req, attr.ok() ? 0 : ErrnoOf(attr.status()));
-  });
+  FuseRequest r(req);
+  OpsOf(req).Access(r, ino, mask);
 }
 
-void OpReadLink(fuse_req_t req, fuse_ino_t) { fuse_reply_err(req, EINVAL); }
-
-// Everything that would change the tree: the mount is read-only.
-void OpSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, struct fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
-}
-void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
-void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
-void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int) {
-  fuse_reply_err(req, EROFS);
-}
-void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void OpWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, struct fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
-}
-void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, struct fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
-}
-void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
-  fuse_reply_err(req, EROFS);
-}
-// Replies with `value` as fuse_lowlevel.h wants: its size for a size query
-// (size 0), ERANGE when it does not fit, else the bytes.
-void ReplyXattr(fuse_req_t req, const std::string& value, size_t size) {
-  if (size == 0) {
-    fuse_reply_xattr(req, value.size());
-  } else if (value.size() > size) {
-    fuse_reply_err(req, ERANGE);
-  } else {
-    fuse_reply_buf(req, value.data(), value.size());
-  }
+void OpReadLink(fuse_req_t req, fuse_ino_t) {
+  FuseRequest r(req);
+  Operations::ReadLink(r);
 }
 
 void OpGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
-  Trampoline(req, [&] {
-    auto value = StateOf(req).fs->GetXattr(ino, name);
-    if (!value.ok()) {
-      fuse_reply_err(req, ErrnoOf(value.status()));
-      return;
-    }
-    ReplyXattr(req, *value, size);
-  });
+  FuseRequest r(req);
+  OpsOf(req).GetXattr(r, ino, name, size);
 }
 
 void OpListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-  Trampoline(req, [&] {
-    auto names = StateOf(req).fs->ListXattr(ino);
-    if (!names.ok()) {
-      fuse_reply_err(req, ErrnoOf(names.status()));
-      return;
-    }
-    ReplyXattr(req, *names, size);
-  });
+  FuseRequest r(req);
+  OpsOf(req).ListXattr(r, ino, size);
 }
 
-void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+// Everything that would change the tree: the mount is read-only.
+void ReadOnly(fuse_req_t req) {
+  FuseRequest r(req);
+  Operations::ReadOnly(r);
+}
+void OpSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, struct fuse_file_info*) {
+  ReadOnly(req);
+}
+void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { ReadOnly(req); }
+void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { ReadOnly(req); }
+void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) { ReadOnly(req); }
+void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { ReadOnly(req); }
+void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int) {
+  ReadOnly(req);
+}
+void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { ReadOnly(req); }
+void OpWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, struct fuse_file_info*) {
+  ReadOnly(req);
+}
+void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, struct fuse_file_info*) {
+  ReadOnly(req);
+}
+void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+  ReadOnly(req);
+}
+void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { ReadOnly(req); }
 void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, struct fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+  ReadOnly(req);
 }
 
 fuse_lowlevel_ops MakeOps() {
@@ -504,7 +272,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   state.fs = &filesystem;
   state.max_read = options.max_read;
   state.on_start = options.on_start;
-  state.reply_buffers = std::make_unique<ReplyBuffers>(options.max_read);
+  state.ops = std::make_unique<Operations>(filesystem, options.max_read);
 
   std::vector<char*> argv;
   for (const auto& a : options.fuse_args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -550,7 +318,8 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   // of fuse_daemonize (whose child would copy pages touched before it).
   std::thread reply_preparer;
   try {
-    reply_preparer = std::thread([&state] { state.reply_buffers->Prepare(kPreparedReplyBuffers); });
+    reply_preparer =
+        std::thread([&state] { state.ops->reply_buffers().Prepare(kPreparedReplyBuffers); });
   } catch (const std::system_error&) {
     // No thread to spare: reads make their buffers as they come.
   }
@@ -561,7 +330,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
     // A worker per connection: more would wait for one; fewer would leave
     // connections idle while reads queue.
     async.workers = std::clamp(options.remote_connections, 8, 256);
-    state.async_reads = std::make_unique<AsyncReads>(async);
+    state.ops->StartAsyncReads(async);
   }
   if (options.single_threaded) {
     rc = fuse_session_loop(session);
@@ -590,7 +359,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   // 3. the invalidator's thread, the last user of the session besides this
   //    one (a late Enqueue is dropped), then the callback that shares it;
   // 4. the page pusher, then the session itself.
-  if (state.async_reads) state.async_reads->Shutdown();
+  state.ops->ShutdownAsyncReads();
   filesystem.StopBackground();
   invalidator->Stop();
   filesystem.SetInvalidateCallback(nullptr);

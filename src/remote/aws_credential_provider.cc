@@ -1,5 +1,7 @@
 // CredentialProvider (renewal of temporary keys) and the small libcurl
 // exchange the credentials services are asked with (see aws_credentials.h).
+#include "b2ndfs/remote/aws_credential_provider.h"
+
 #include <curl/curl.h>
 #include <pthread.h>
 

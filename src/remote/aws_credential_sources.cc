@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "b2ndfs/remote/aws_credential_provider.h"
 #include "b2ndfs/remote/aws_credentials.h"
 #include "b2ndfs/remote/http_client.h"
 #include "b2ndfs/remote/s3_xml.h"

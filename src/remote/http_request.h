@@ -1,5 +1,5 @@
 // remote/http_request (private to remote): one HTTP request as libcurl
-// runs it, shared by http_client.cc (what an attempt sends and how its answer
+// runs it, shared by http_attempt.cc (what an attempt sends and how its answer
 // is judged) and http_transfers.cc (the loop that runs attempts at once).
 // A Request belongs to the thread that submitted it; while an attempt runs,
 // only the transfer loop's thread touches it.

@@ -6,7 +6,7 @@
 // attempts within its deadline, transient failures retried after a backoff
 // with full jitter (a timer here, not a sleeping thread), the server marked
 // as not answering when a request runs out of time, every failure counted and
-// (rate-limited) logged. The checks of an answer are http_client.cc's
+// (rate-limited) logged. The checks of an answer are http_attempt.cc's
 // (EvaluateAttempt).
 // The thread starts on first use and is stopped before a fork (see
 // RegisterForkHandlers).

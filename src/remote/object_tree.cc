@@ -17,6 +17,8 @@
 #include "b2ndfs/remote/autoindex.h"
 #include "b2ndfs/util/log.h"
 #include "meta_cache.h"
+#include "object_listing.h"
+#include "remote_stats.h"
 
 namespace b2ndfs::remote {
 namespace {
@@ -38,69 +40,6 @@ using ::b2ndfs::text::Now;
 template <class T>
 bool Cacheable(const Result<T>& r) {
   return r.ok() || r.status().error_number() == ENOENT;
-}
-
-struct stat MakeStat(bool directory, int64_t size, int64_t mtime) {
-  struct stat st {};
-  st.st_mode = directory ? (S_IFDIR | 0555) : (S_IFREG | 0444);
-  st.st_nlink = directory ? 2 : 1;
-  st.st_uid = ::getuid();
-  st.st_gid = ::getgid();
-  st.st_size = directory ? 0 : size;
-  st.st_blocks = (st.st_size + 511) / 512;
-  st.st_blksize = 128 * 1024;
-  st.st_mtim.tv_sec = mtime;
-  st.st_atim = st.st_mtim;
-  st.st_ctim = st.st_mtim;
-  return st;
-}
-
-// FNV-1a over a listing: the version of a sparse frame's directory (chunk
-// files added, removed or rewritten).
-uint64_t ListingHash(const std::vector<IndexEntry>& entries) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const std::string& s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  };
-  for (const auto& e : entries) {
-    mix(e.name);
-    mix(std::to_string(e.size) + "/" + std::to_string(e.mtime) + (e.directory ? "d" : "f"));
-    mix(e.etag);
-  }
-  return h;
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-source::TreeEntry TreeEntryOf(const IndexEntry& e) {
-  // Sizes an index page leaves out are asked for when the file is.
-  return source::TreeEntry{e.name, MakeStat(e.directory, std::max<int64_t>(e.size, 0), e.mtime)};
-}
-
-Listing SortedListing(std::vector<IndexEntry> entries) {
-  std::sort(entries.begin(), entries.end(),
-            [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
-  entries.erase(
-      std::unique(entries.begin(), entries.end(),
-                  [](const IndexEntry& a, const IndexEntry& b) { return a.name == b.name; }),
-      entries.end());
-  return std::make_shared<const std::vector<IndexEntry>>(std::move(entries));
 }
 
 class ObjectTree final : public source::Tree, public std::enable_shared_from_this<ObjectTree> {
@@ -223,49 +162,7 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
   // credentials: its requests, failures by kind, the latency of each
   // attempt, and its disk cache.
   std::string StatsJson() const override {
-    const HttpStats s = client_->stats();
-    auto kv = [](const std::string& indent, const char* key, uint64_t value, bool last = false) {
-      return indent + "\"" + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
-    };
-    const std::string in = "    ", in2 = "      ";
-    std::string out = "  \"remote\": {\n";
-    out += in + "\"source\": " + JsonString(root_) + ",\n";
-    out += kv(in, "requests", s.requests);
-    out += kv(in, "retries", s.retries);
-    out += kv(in, "peak_requests_in_flight", s.peak_in_flight);
-    out += kv(in, "errors", s.errors);
-    out += in + "\"errors_by_kind\": {\n";
-    for (int k = 0; k < static_cast<int>(ErrorKind::kCount); ++k) {
-      out += kv(in2, ErrorKindName(static_cast<ErrorKind>(k)), s.errors_by_kind[k],
-                k + 1 == static_cast<int>(ErrorKind::kCount));
-    }
-    out += in + "},\n";
-    out += kv(in, "bytes_fetched", s.bytes_fetched);
-    out += in + "\"latency_us\": {\n";
-    out += kv(in2, "count", s.latency.count);
-    out += kv(in2, "p50", s.latency.p50_us);
-    out += kv(in2, "p90", s.latency.p90_us);
-    out += kv(in2, "p99", s.latency.p99_us);
-    out += kv(in2, "max", s.latency.max_us, true);
-    out += in + "},\n";
-    out += in + "\"disk_cache\": {\n";
-    const DiskCacheStats d = disk_cache_ ? disk_cache_->stats() : DiskCacheStats{};
-    out += kv(in2, "enabled", disk_cache_ ? 1 : 0);
-    out += kv(in2, "capacity_bytes", d.capacity_bytes);
-    out += kv(in2, "bytes_on_disk", d.bytes_on_disk);
-    out += kv(in2, "entries", d.entries);
-    out += kv(in2, "hits", d.hits);
-    out += kv(in2, "misses", d.misses);
-    out += kv(in2, "bytes_hit", d.bytes_hit);
-    out += kv(in2, "bytes_missed", d.bytes_missed);
-    out += kv(in2, "bytes_stored", d.bytes_stored);
-    out += kv(in2, "evictions", d.evictions);
-    out += kv(in2, "invalidations", d.invalidations);
-    out += kv(in2, "corrupt", d.corrupt);
-    out += kv(in2, "write_errors", d.write_errors, true);
-    out += in + "}\n";
-    out += "  },\n";
-    return out;
+    return RemoteStatsJson(root_, client_->stats(), disk_cache_.get());
   }
 
   // The root must answer before the mount is made (its first page: kept,

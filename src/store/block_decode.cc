@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "b2ndfs/util/checked_math.h"
@@ -156,6 +157,33 @@ Result<cache::Value> BlockLoader::DecodeBlock(int64_t chunk_index, int64_t block
     B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(ci));
     auto lease = pool->Acquire();
     B2NDFS_RETURN_IF_ERROR(lease->DecompressRangeFromPart(*head, ci, span, part, first_byte, out));
+  }
+  GlobalReadStats().blocks_decompressed++;
+  GlobalReadStats().bytes_decompressed += block->size();
+  return cache::Value(std::move(block));
+}
+
+Result<cache::Value> BlockLoader::DecodePlanned(const BlockLoads& loads, size_t index) const {
+  const BlockLoads::Block& b = loads.blocks[index];
+  const BlockLoads::View& view = loads.views[static_cast<size_t>(b.view)];
+  const BlockLoads::Read& read = loads.reads[view.read];
+  const BlockLoads::Chunk& chunk = loads.chunks[view.chunk];
+  B2NDFS_RETURN_IF_ERROR(read.status);
+  B2NDFS_RETURN_IF_ERROR(view.status);
+  const int64_t block_bytes = layout_.BlockItems(b.chunk, b.block) * layout_.itemsize();
+  auto block = std::make_shared<cache::Bytes>(static_cast<size_t>(block_bytes));
+  // Only a short last chunk stores less than the block: the rest is never
+  // copied out (as in DecodeBlock).
+  if (b.stored < block_bytes) std::memset(block->data() + b.stored, 0, block_bytes - b.stored);
+  // The rebased head, the later views' heads, and the view's fetched bytes
+  // (PlanRun::RebaseHeads, block_run.cc): nothing else.
+  const std::span<const uint8_t> bytes(read.buffer->data() + view.head_pos,
+                                       static_cast<size_t>(view.cbytes));
+  B2NDFS_ASSIGN_OR_RETURN(codec::DecompressorPool * pool, DecompressorsFor(chunk.info));
+  {
+    auto lease = pool->Acquire();
+    B2NDFS_RETURN_IF_ERROR(lease->DecompressRange(
+        bytes, b.first_byte, std::span<uint8_t>(block->data(), static_cast<size_t>(b.stored))));
   }
   GlobalReadStats().blocks_decompressed++;
   GlobalReadStats().bytes_decompressed += block->size();

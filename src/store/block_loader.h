@@ -3,14 +3,15 @@
 //
 // Plan() finds the compressed spans of a set of blocks from their chunks'
 // heads (ChunkDirectory) and groups them into few source reads
-// (read_plan.h); Run() reads them (each byte range once however many plans
-// want it at once: SpanFlights) and decodes every block straight from the
-// read buffers into its cache entry, single-flight per block, on the workers
-// when given (block_loads.cc). A network source's bytes are waited for by the
-// thread that runs the plan (a reader's, or an I/O worker's), and only the
-// decoding of landed bytes goes to the workers: a decoder never waits a round
-// trip. Blocks a plan cannot serve (special chunks,
-// chunks decoded whole, memcpyed chunks, errors) are decoded alone
+// (read_plan.h; block_plan.cc); Run() reads them (each byte range once
+// however many plans want it at once: SpanFlights) and decodes every block
+// straight from the read buffers into its cache entry, single-flight per
+// block, on the workers when given (a PlanRun, plan_run.h: one method per
+// step, the local and network strategies apart). A network source's bytes
+// are waited for by the thread that runs the plan (a reader's, or an I/O
+// worker's), and only the decoding of landed bytes goes to the workers: a
+// decoder never waits a round trip. Blocks a plan cannot serve (special
+// chunks, chunks decoded whole, memcpyed chunks, errors) are decoded alone
 // (DecodeBlock, block_decode.cc); a chunk whose blocks cannot be decoded
 // alone is decoded once, whole, and shared by every reader of its blocks.
 // Decompressors: the mount's pool, or a pool bound to this array for
@@ -25,6 +26,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +39,7 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/store/container.h"
+#include "b2ndfs/store/read_plan.h"
 #include "chunk_directory.h"
 #include "counted_source.h"
 #include "read_policy.h"
@@ -107,6 +110,10 @@ struct BlockLoads {
 };
 
 class WorkerPool;
+class PlanRun;
+
+// fn(0..n-1) on `workers` when given and n > 1, else here, in order.
+void ForEachBlock(WorkerPool* workers, size_t n, const std::function<void(size_t)>& fn);
 
 // Makes blocks instead of decompressing them: a carrier's evaluation
 // (carrier.h). A loader given one reads nothing of its own source.
@@ -142,6 +149,16 @@ class BlockLoader {
   bool Fetching(int64_t chunk, int64_t block) const;
 
  private:
+  friend class PlanRun;  // plan_run.h: the state of one Run
+
+  // Plan's steps (block_plan.cc).
+  std::vector<size_t> CachedHeads(BlockLoads& loads) const;
+  void FindHeads(BlockLoads& loads, WorkerPool* workers) const;
+  void MarkPlannable(BlockLoads& loads) const;
+  std::vector<SourceSpan> BlockSpans(BlockLoads& loads, const std::vector<size_t>& block_chunk,
+                                     std::vector<size_t>* span_block) const;
+  // Run with a maker: nothing is read.
+  void RunMade(BlockLoads& loads, WorkerPool* workers) const;
   Result<cache::Value> DecodePlanned(const BlockLoads& loads, size_t index) const;
   Result<cache::Value> DecodeBlock(int64_t chunk, int64_t block) const;
   Result<cache::Value> DecodeWholeChunk(int64_t chunk, int64_t expected,

@@ -12,7 +12,8 @@ namespace b2ndfs::store {
 constexpr int64_t kIndexPageBlock = -1;  // chunk = page number
 constexpr int64_t kChunkHeadBlock = -2;
 constexpr int64_t kWholeChunkBlock = -3;
-constexpr int64_t kDerivedBlock = -16;  // minus the variant, 0..15
+constexpr int64_t kDerivedBlock = -16;   // minus the variant, 0..15
+constexpr int64_t kComputedBlock = -64;  // minus the space, 0..63 (Container::Computed)
 
 // A decompressed block.
 inline cache::Key BlockKey(uint64_t cache_id, int64_t chunk, int64_t block) {

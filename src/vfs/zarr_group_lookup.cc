@@ -1,6 +1,7 @@
 #include "zarr_group_lookup.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -38,19 +39,66 @@ GroupName Unlisted(Opened opened, std::shared_ptr<const views::Node> view) {
 // container without an extension (a python-blosc2 store's leaf, which the
 // tree calls a container) is the variable of its own name: its directory
 // answers the chunk keys (views/zarr.cc).
-Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
-                                                   const std::string& dir) {
+// The directory's Zarr group: its members by variable name, and whether
+// it is a table's (views::DirTable).
+struct GroupMembers {
+  std::map<std::string, std::string> members;  // variable -> tree path
+  views::DirTable::Kind kind = views::DirTable::Kind::kNone;
+  std::string valid_rows;    // kCTable: the table's _valid_rows leaf
+  bool ctable_root = false;  // the CTable's own directory (not its _cols/)
+};
+
+bool IsStoreLeaf(const source::Tree& tree, const std::string& path, const std::string& name,
+                 const struct stat& st) {
+  const auto kind = MirroredKind(tree, path, name, st);
+  return kind && *kind == MirroredType::kContainer && !HasContainerExtension(name);
+}
+
+// A CTable's directory, as the store tree shows it (stores/store_tree.h):
+// its columns.json, _cols/ and the leaf _valid_rows.
+bool IsCTableDir(const source::Tree& tree, const std::string& dir,
+                 const std::vector<source::TreeEntry>& entries) {
+  bool columns = false, cols = false, valid = false;
+  for (const auto& e : entries) {
+    if (e.name == "columns.json") columns = S_ISREG(e.st.st_mode);
+    if (e.name == "_cols") cols = S_ISDIR(e.st.st_mode);
+    if (e.name == "_valid_rows") valid = IsStoreLeaf(tree, dir + "/" + e.name, e.name, e.st);
+  }
+  return columns && cols && valid;
+}
+
+// The CTable whose _cols/ is `dir` or holds it (a nested column's group,
+// _cols/pos for the column pos.z), when there is one.
+std::optional<std::string> CTableOfCols(const source::Tree& tree, const std::string& dir) {
+  for (size_t end = dir.size(); end != std::string::npos && end > 0;) {
+    const size_t slash = dir.rfind('/', end - 1);
+    if (slash == std::string::npos) break;
+    if (dir.compare(slash + 1, end - slash - 1, "_cols") == 0) {
+      const std::string parent = dir.substr(0, slash);
+      Result<std::vector<source::TreeEntry>> entries = tree.List(parent);
+      if (entries.ok() && IsCTableDir(tree, parent, *entries)) return parent;
+    }
+    end = slash;
+  }
+  return std::nullopt;
+}
+
+Result<GroupMembers> Members(const source::Tree& tree, const std::string& dir) {
   B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
+  GroupMembers group;
   std::set<std::string> taken;
   for (const auto& e : entries) taken.insert(e.name);
   std::map<std::string, std::pair<int, std::string>> chosen;
+  bool store_leaves = false, extensions = false;
   for (const auto& e : entries) {
     const auto kind = MirroredKind(tree, dir + "/" + e.name, e.name, e.st);
     if (!kind || *kind != MirroredType::kContainer) continue;
     if (!HasContainerExtension(e.name)) {
       if (e.name[0] != '.') chosen.try_emplace(e.name, -1, e.name);
+      store_leaves = true;
       continue;
     }
+    extensions = true;
     for (int rank = 0; rank < static_cast<int>(std::size(kExtensions)); ++rank) {
       const std::string ext = kExtensions[rank];
       if (e.name.size() <= ext.size() || !e.name.ends_with(ext)) continue;
@@ -61,9 +109,67 @@ Result<std::map<std::string, std::string>> Members(const source::Tree& tree,
       break;
     }
   }
-  std::map<std::string, std::string> members;
-  for (auto& [variable, pick] : chosen) members.emplace(variable, dir + "/" + pick.second);
-  return members;
+  if (IsCTableDir(tree, dir, entries)) {
+    // A CTable's directory: its columns (the leaves right below _cols/,
+    // which LookupDirGroup finds by name here) and _valid_rows; not _meta.
+    group.kind = views::DirTable::Kind::kCTable;
+    group.valid_rows = dir + "/_valid_rows";
+    group.ctable_root = true;
+    chosen.erase("_meta");
+    B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> cols, tree.List(dir + "/_cols"));
+    for (const auto& e : cols) {
+      if (e.name[0] == '.' || taken.count(e.name)) continue;
+      if (IsStoreLeaf(tree, dir + "/_cols/" + e.name, e.name, e.st)) {
+        chosen.try_emplace(e.name, -1, "_cols/" + e.name);
+      }
+    }
+  } else if (auto table = CTableOfCols(tree, dir)) {
+    group.kind = views::DirTable::Kind::kCTable;
+    group.valid_rows = *table + "/_valid_rows";
+  } else if (store_leaves && !extensions) {
+    group.kind = views::DirTable::Kind::kStoreGroup;
+  }
+  for (auto& [variable, pick] : chosen) group.members.emplace(variable, dir + "/" + pick.second);
+  return group;
+}
+
+// The rows of the CTable whose _valid_rows is at `path` (-1: not a 1-D
+// array that can be read now).
+int64_t CTableRows(const EntryFinder& entry_for, const std::string& path) {
+  Result<Opened> opened = OpenContainer(entry_for, path);
+  if (!opened.ok() || !opened->container->ok()) return -1;
+  const auto& shape = opened->container->layout().shape();
+  return shape.size() == 1 ? shape[0] : -1;
+}
+
+// A column of the CTable whose directory is `dir`, looked up as `dir/name`
+// (its variable in the table's group): the leaf _cols/NAME.
+// `listed`: the directory's entries where they were listed (a tree whose
+// listing costs one stat), which must hold _cols/ and columns.json.
+Result<GroupName> CTableColumn(const EntryFinder& entry_for, const source::Tree& tree,
+                               const views::Registry& views, const std::string& dir,
+                               const std::string& name,
+                               const std::optional<std::map<std::string, struct stat>>& listed) {
+  if (listed && (!listed->count("_cols") || !listed->count("columns.json"))) {
+    return NotFound(dir + "/" + name);
+  }
+  // One stat of a name that is not there; the directory is listed only
+  // when _cols/NAME is a leaf.
+  const std::string path = dir + "/_cols/" + name;
+  Result<struct stat> st = tree.Stat(path);
+  if (!st.ok()) {
+    // _cols/ that may not be searched is no table's.
+    const bool none = source::IsGone(st.status()) || st.status().error_number() == EACCES;
+    return none ? NotFound(dir + "/" + name) : st.status();
+  }
+  if (!IsStoreLeaf(tree, path, name, *st)) return NotFound(dir + "/" + name);
+  B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
+  if (!IsCTableDir(tree, dir, entries)) return NotFound(dir + "/" + name);
+  B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(entry_for, path));
+  if (!opened.container->ok()) return NotFound(dir + "/" + name);
+  B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
+                          views::DirVariable(views, *opened.container, name));
+  return Unlisted(std::move(opened), std::move(view));
 }
 
 }  // namespace
@@ -72,7 +178,8 @@ Result<GroupName> LookupDirGroup(const EntryFinder& entry_for, const source::Tre
                                  const views::Registry& views, const std::string& dir,
                                  const std::string& name) {
   if (name == ".zgroup" || name == ".zmetadata") {
-    B2NDFS_ASSIGN_OR_RETURN(auto members, Members(tree, dir));
+    B2NDFS_ASSIGN_OR_RETURN(GroupMembers found, Members(tree, dir));
+    const auto& members = found.members;
     if (members.empty()) {
       // xarray turns the missing group into "No such file or directory" for
       // a directory that exists: the log says what it is.
@@ -103,7 +210,12 @@ Result<GroupName> LookupDirGroup(const EntryFinder& entry_for, const source::Tre
     if (!host) return NotFound(dir + "/" + name);
     std::string text = "{\n  \"zarr_format\": 2\n}\n";
     if (name == ".zmetadata") {
-      B2NDFS_ASSIGN_OR_RETURN(text, views::DirZmetadata(group));
+      views::DirTable table{found.kind};
+      table.rows_only = found.ctable_root;
+      if (found.kind == views::DirTable::Kind::kCTable) {
+        table.rows = CTableRows(entry_for, found.valid_rows);
+      }
+      B2NDFS_ASSIGN_OR_RETURN(text, views::DirZmetadata(group, table));
     }
     return Unlisted(std::move(*host), views::MakeTextFile(name, std::move(text)));
   }
@@ -135,6 +247,10 @@ Result<GroupName> LookupDirGroup(const EntryFinder& entry_for, const source::Tre
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
                             views::DirVariable(views, *opened.container, name));
     return Unlisted(std::move(opened), std::move(view));
+  }
+  // A CTable's directory: its columns are variables of its group.
+  if (name != "_meta" && name != "_cols") {
+    return CTableColumn(entry_for, tree, views, dir, name, listed);
   }
   return NotFound(dir + "/" + name);
 }

@@ -6,8 +6,11 @@
 // else changes, and `ls` (which lists, never looks these up) opens nothing.
 // Costs: a name NAME costs one stat per container extension (NAME.b2nd,
 // NAME.b2frame, ...), or one listing of the directory where the tree says a
-// listing costs no more than a stat (source::TreeCosts); .zgroup lists the
-// directory and opens its first container; .zmetadata lists the directory
+// listing costs no more than a stat (source::TreeCosts), and one stat of
+// _cols/NAME (a CTable's column: its directory's group holds its columns;
+// where the directory was listed, the listing must hold _cols and
+// columns.json first); .zgroup lists the directory and opens its first
+// container; .zmetadata lists the directory
 // and opens every container in it (at most views::kDirGroupMaxContainers,
 // else no group).
 // Each answer is a view of a container's generation (.zgroup and

@@ -29,6 +29,7 @@ std::unique_ptr<RootEntry> MakePreviewEntry();
 std::unique_ptr<RootEntry> MakeItemsEntry();
 std::unique_ptr<RootEntry> MakeBatchesEntry();
 std::unique_ptr<RootEntry> MakeCarrierEntry();
+std::unique_ptr<RootEntry> MakeOmeZarrEntry();
 
 // A non-negative decimal without sign or spaces (leading zeros allowed, at
 // most 18 significant digits); nullopt otherwise.

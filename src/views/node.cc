@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "b2ndfs/format/meta_json.h"
 #include "b2ndfs/views/view.h"
 #include "kinds.h"
 
@@ -224,6 +225,7 @@ constexpr KindDef kKinds[] = {
     {"preview", "preview.png, preview/", MakePreviewEntry},
     {"items", "items/", MakeItemsEntry},
     {"batches", "batches/", MakeBatchesEntry},
+    {"ome", "ome.zarr/", MakeOmeZarrEntry},
 };
 
 }  // namespace
@@ -276,6 +278,12 @@ std::vector<store::FileDescription> Registry::Describe(const store::Container& c
     if (Applies(*entry, container)) entry->Describe(container, &out);
   }
   return out;
+}
+
+std::string Registry::RenderMetaJson(const store::Container& container,
+                                     format::MetaJsonInput input) const {
+  for (auto& f : Describe(container)) input.files.push_back(std::move(f));
+  return format::RenderMetaJson(input);
 }
 
 std::optional<int64_t> ParseIndex(const std::string& text) {

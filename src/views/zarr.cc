@@ -5,6 +5,10 @@
 // reader returns; fill_value is null), unlike chunks/ which trims them. Offered only for regular
 // layouts whose dtype Zarr v2 can describe; meta.json says why otherwise. .zmetadata consolidates
 // .zarray and .zattrs (zarr.open_consolidated), and .zattrs carries xarray's "_ARRAY_DIMENSIONS".
+// The container's group also holds the coordinate variables of its voxel
+// geometry, and a directory's group shares a table's row dimension among
+// its members (zarr_table.h; README.md, "Tables and coordinates in xarray").
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "kinds.h"
 #include "zarr_files.h"
 #include "zarr_meta.h"
+#include "zarr_table.h"
 
 namespace b2ndfs::views {
 namespace {
@@ -23,16 +28,149 @@ Result<ZarrDtype> ZarrApplies(const store::Container& c) {
   return ZarrDtypeOf(c.npy_descr());
 }
 
-// .zattrs: meta.json's "vlmeta" with xarray's dimension names.
-std::optional<TextPieces> ZattrsPieces(const store::Container& c, const std::string& dim_prefix) {
+// meta.json's "vlmeta" object's text ("" when absent).
+std::string VlmetaText(const store::Container& c) {
+  auto vlmeta = VlmetaPiece(c);
+  if (!vlmeta) return "";
+  return c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin);
+}
+
+// The container's vlmeta names its axes for xarray ("_ARRAY_DIMENSIONS").
+bool NamesAxes(const store::Container& c) {
+  return FindJsonMember(VlmetaText(c), "_ARRAY_DIMENSIONS").has_value();
+}
+
+// The vlmetalayer axis_names (or "_ARRAY_DIMENSIONS", which voxel geometry
+// reads when it is absent), where xarray can take them as dimension names:
+// each non-empty and none twice (else empty).
+std::vector<std::string> AxisNames(const store::Container& c) {
+  std::vector<std::string> names = c.voxel_geometry().axis_names;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty() || std::count(names.begin(), names.begin() + i, names[i])) return {};
+  }
+  return names;
+}
+
+// .zattrs: meta.json's "vlmeta" with xarray's dimension names: `dims` where
+// given (a table's members), else in a directory's group `dim_prefix` +
+// dim_0, ..., else (zarr/ and the container's group) the vlmetalayer
+// axis_names, else dim_0, ... (none added where the vlmeta has
+// "_ARRAY_DIMENSIONS").
+std::optional<TextPieces> ZattrsPieces(const store::Container& c, const std::string& dim_prefix,
+                                       const std::vector<std::string>& dims = {}) {
   auto vlmeta = VlmetaPiece(c);
   if (!vlmeta) return std::nullopt;
-  const ZattrsPlan plan =
-      PlanZattrs(c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin),
-                 c.layout().ndim(), dim_prefix);
+  const std::string text = c.meta_json().substr(vlmeta->begin, vlmeta->end - vlmeta->begin);
+  const std::vector<std::string> axis_names =
+      dim_prefix.empty() ? AxisNames(c) : std::vector<std::string>();
+  ZattrsPlan plan;
+  if (!dims.empty()) {
+    plan = PlanZattrsDims(text, dims);
+  } else if (dim_prefix.empty() && !axis_names.empty()) {
+    plan = PlanZattrsDims(text, axis_names);
+  } else {
+    plan = PlanZattrs(text, c.layout().ndim(), dim_prefix);
+  }
   vlmeta->begin += plan.skip;
   return TextPieces{Literal(plan.prefix), std::move(vlmeta).value()};
 }
+
+// Names the container directory has (or may have) for itself: a variable
+// must not hide one.
+bool IsOwnName(const std::string& name) {
+  static const char* const kOwn[] = {"meta.json", "data",   "chunks",  "slices",      "view",
+                                     "zarr",      "images", "preview", "preview.png", "ome.zarr"};
+  for (const char* own : kOwn) {
+    if (name == own) return true;
+  }
+  return name.empty() || name[0] == '.' || name.starts_with("data.");
+}
+
+// The container's variable: its file name without extension, or "zarr"
+// where that is one of the directory's own names (data.b2nd).
+std::string ContainerVariable(const store::Container& c) {
+  std::string name = c.name();
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  const size_t slash = name.rfind('/');
+  if (slash != std::string::npos) name = name.substr(slash + 1);
+  name = ZarrVariableName(name);
+  return IsOwnName(name) ? "zarr" : name;
+}
+
+// The names xarray gives the container's axes in its own group:
+// "_ARRAY_DIMENSIONS" (a vlmetalayer; unknown here when axis_names is
+// there too, as voxel geometry then reads those), else axis_names, else
+// dim_0, ...; empty where unknown.
+std::vector<std::string> GroupDims(const store::Container& c) {
+  const std::string text = VlmetaText(c);
+  const std::vector<std::string> names = AxisNames(c);
+  if (FindJsonMember(text, "_ARRAY_DIMENSIONS")) {
+    if (FindJsonMember(text, "axis_names")) return {};
+    return names;
+  }
+  if (!names.empty()) return names;
+  std::vector<std::string> dims;
+  for (int i = 0; i < c.layout().ndim(); ++i) dims.push_back("dim_" + std::to_string(i));
+  return dims;
+}
+
+// The coordinate variables of the container's own group (README.md,
+// "Tables and coordinates in xarray"): its voxel geometry's axes.
+std::vector<Coordinate> ContainerCoordinates(const store::Container& c) {
+  if (!c.ok()) return {};
+  const format::VoxelGeometry& g = c.voxel_geometry();
+  if ((g.spacing.empty() && g.origin.empty()) || !ZarrApplies(c).ok()) return {};
+  std::vector<Coordinate> coords = PlanCoordinates(c.layout().shape(), GroupDims(c), g.spacing,
+                                                   g.origin, g.units, {ContainerVariable(c)});
+  std::erase_if(coords, [](const Coordinate& k) { return IsOwnName(k.name); });
+  return coords;
+}
+
+// A coordinate's only chunk: its values, computed.
+class CoordinateChunk : public Node {
+ public:
+  explicit CoordinateChunk(Coordinate coordinate)
+      : Node("0", kNoOrdinal), coordinate_(std::move(coordinate)) {}
+  bool IsDirectory() const override { return false; }
+  int64_t Size(const store::Container&) const override { return coordinate_.n * 8; }
+  Result<size_t> Read(const store::Container&, int64_t offset, size_t length,
+                      uint8_t* out) const override {
+    if (offset < 0) return InvalidArgument("negative offset");
+    return CoordinateBytes(coordinate_, offset, length, out);
+  }
+
+ private:
+  Coordinate coordinate_;
+};
+
+// The unlisted directory of a coordinate variable: .zarray, .zattrs, 0.
+class CoordinateDir : public Node {
+ public:
+  explicit CoordinateDir(Coordinate coordinate)
+      : Node(coordinate.name, kNoOrdinal), coordinate_(std::move(coordinate)) {}
+  bool IsDirectory() const override { return true; }
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container&,
+                                             const std::string& name) const override {
+    if (name == ".zarray" || name == ".zattrs") {
+      const std::string text =
+          name == ".zarray" ? CoordinateZarray(coordinate_) : CoordinateZattrs(coordinate_);
+      return std::shared_ptr<const Node>(
+          std::make_shared<ZarrTextFile>(name, kNoOrdinal, TextPieces{Literal(text)}));
+    }
+    if (name == "0")
+      return std::shared_ptr<const Node>(std::make_shared<CoordinateChunk>(coordinate_));
+    return NotFound(name);
+  }
+  Result<std::shared_ptr<const Listing>> List(const store::Container&) const override {
+    return MakeListing(3, [](size_t i) {
+      static const char* const kNames[] = {".zarray", ".zattrs", "0"};
+      return ListEntry{kNames[i], false, kNoOrdinal};
+    });
+  }
+
+ private:
+  Coordinate coordinate_;
+};
 
 constexpr const char* kZgroup = "{\n  \"zarr_format\": 2\n}\n";
 
@@ -53,7 +191,13 @@ std::optional<TextPieces> ZmetadataPieces(const store::Container& c, const ZarrD
           JsonQuote(prefix + ".zattrs") + ": ";
   TextPieces pieces{Literal(std::move(head))};
   for (TextPiece& piece : *zattrs) pieces.push_back(std::move(piece));
-  pieces.push_back(Literal("\n},\n\"zarr_consolidated_format\": 1\n}\n"));
+  std::string tail;
+  // The group's coordinate variables: the voxel geometry's axes.
+  for (const Coordinate& k : group ? ContainerCoordinates(c) : std::vector<Coordinate>()) {
+    tail += ",\n" + JsonQuote(k.name + "/.zarray") + ": " + CoordinateZarray(k) + ",\n" +
+            JsonQuote(k.name + "/.zattrs") + ": " + CoordinateZattrs(k);
+  }
+  pieces.push_back(Literal(tail + "\n},\n\"zarr_consolidated_format\": 1\n}\n"));
   return pieces;
 }
 
@@ -121,28 +265,6 @@ class ZarrDir : public Node {
   std::string dim_prefix_;
 };
 
-// Names the container directory has (or may have) for itself: a variable
-// must not hide one.
-bool IsOwnName(const std::string& name) {
-  static const char* const kOwn[] = {"meta.json", "data",   "chunks",  "slices",     "view",
-                                     "zarr",      "images", "preview", "preview.png"};
-  for (const char* own : kOwn) {
-    if (name == own) return true;
-  }
-  return name.empty() || name[0] == '.' || name.starts_with("data.");
-}
-
-// The container's variable: its file name without extension, or "zarr"
-// where that is one of the directory's own names (data.b2nd).
-std::string ContainerVariable(const store::Container& c) {
-  std::string name = c.name();
-  while (name.size() > 1 && name.back() == '/') name.pop_back();
-  const size_t slash = name.rfind('/');
-  if (slash != std::string::npos) name = name.substr(slash + 1);
-  name = ZarrVariableName(name);
-  return IsOwnName(name) ? "zarr" : name;
-}
-
 class ZarrEntry : public RootEntry {
  public:
   std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
@@ -155,7 +277,14 @@ class ZarrEntry : public RootEntry {
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t base) const override {
     const bool variable = name != "zarr" && name == ContainerVariable(c);
-    if (name != "zarr" && !variable) return ChunkAlias(c, name, base);
+    if (name != "zarr" && !variable) {
+      // A chunk key begins with a digit, a coordinate's name never does.
+      if (!name.empty() && name[0] >= '0' && name[0] <= '9') return ChunkAlias(c, name, base);
+      for (Coordinate& k : ContainerCoordinates(c)) {
+        if (k.name == name) return std::shared_ptr<const Node>(std::make_shared<CoordinateDir>(k));
+      }
+      return ChunkAlias(c, name, base);
+    }
     Result<ZarrDtype> dtype = ZarrApplies(c);
     if (!dtype.ok()) return std::shared_ptr<const Node>();
     if (variable) {
@@ -182,9 +311,11 @@ class ZarrEntry : public RootEntry {
         layout.ChunkBox(*chunk), FullChunkBox(layout, *chunk)));
   }
   std::vector<std::string> UnlistedNamesOf(const store::Container& c) const override {
+    std::vector<std::string> names;
     const std::string variable = ContainerVariable(c);
-    if (variable == "zarr") return {};
-    return {variable};
+    if (variable != "zarr") names.push_back(variable);
+    for (const Coordinate& k : ContainerCoordinates(c)) names.push_back(k.name);
+    return names;
   }
   void Describe(const store::Container& c,
                 std::vector<store::FileDescription>* out) const override {
@@ -259,13 +390,31 @@ Result<std::shared_ptr<const Node>> DirVariable(const Registry& registry,
       std::make_shared<ZarrDir>(name, kNoOrdinal, dir->base(), dir->dtype(), name + "_"));
 }
 
-Result<std::string> DirZmetadata(const std::vector<DirMember>& members) {
-  std::string out = "{\n\"metadata\": {\n\".zgroup\": " + std::string(kZgroup);
+Result<std::string> DirZmetadata(const std::vector<DirMember>& members, const DirTable& table) {
+  std::vector<const DirMember*> variables;
+  std::vector<ZarrDtype> dtypes;
+  std::vector<TableMember> shapes;
   for (const DirMember& m : members) {
     Result<ZarrDtype> dtype = ZarrApplies(*m.container);
     if (!dtype.ok()) continue;
+    variables.push_back(&m);
+    dtypes.push_back(std::move(dtype).value());
+    shapes.push_back(TableMember{m.name, m.container->layout().shape(), NamesAxes(*m.container)});
+  }
+  const TableKind kind = table.kind == DirTable::Kind::kCTable       ? TableKind::kCTable
+                         : table.kind == DirTable::Kind::kStoreGroup ? TableKind::kStoreGroup
+                                                                     : TableKind::kNone;
+  const TablePlan plan = PlanTable(shapes, kind, table.rows);
+  std::string out = "{\n\"metadata\": {\n\".zgroup\": " + std::string(kZgroup);
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const DirMember& m = *variables[i];
+    const ZarrDtype* dtype = &dtypes[i];
+    if (table.rows_only && !plan.row_dim.empty() &&
+        (shapes[i].shape.empty() || shapes[i].shape[0] != plan.rows)) {
+      continue;
+    }
     const auto& layout = m.container->layout();
-    std::optional<TextPieces> zattrs = ZattrsPieces(*m.container, m.name + "_");
+    std::optional<TextPieces> zattrs = ZattrsPieces(*m.container, m.name + "_", plan.dims[i]);
     if (!zattrs) continue;
     out += ",\n" + JsonQuote(m.name + "/.zarray") + ": " +
            MakeZarrArray(*dtype, layout.shape(), layout.chunkshape()) + ",\n" +

@@ -219,11 +219,11 @@ void ExpectFile(const std::string& path, int64_t size, const std::string& contai
 
 // Format headers beside data, zarr/, data.zarr/, the images and the
 // previews: which exist depends on dtype and ndim, and fuse.headers,
-// fuse.zarr, fuse.zarr_v3, fuse.images and fuse.preview check that against
+// fuse.zarr, fuse.zarr_v3, fuse.images, fuse.preview and fuse.ome_zarr check that against
 // meta.json; here they may appear.
 const std::set<std::string> kOptionalRootNames = {
-    "data.nhdr", "data.mhd", "data.hdr",  "data.nii",    "zarr",   "data.tiff",
-    "images",    "data.zarr", "preview.png", "preview"};
+    "data.nhdr", "data.mhd",  "data.hdr",    "data.nii", "zarr",    "data.tiff",
+    "images",    "data.zarr", "preview.png", "preview",  "ome.zarr"};
 
 void CheckTreeContainer(const std::string& mount, const ManifestEntry& e, const Reference& ref,
                         std::mt19937_64& rng, Report& report) {

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "b2ndfs/remote/aws_credential_provider.h"
+
 using namespace b2ndfs;
 using namespace b2ndfs::remote;
 

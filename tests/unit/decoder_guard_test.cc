@@ -1,4 +1,4 @@
-// The decoder guard (store/block_loads.cc): a coalesced read's buffer is
+// The decoder guard (store/block_run.cc): a coalesced read's buffer is
 // reused memory, and only the blocks still missing when the read is made are
 // fetched into it. A decoder must never see a byte that was not fetched for
 // it, whatever the compressed stream claims: here block 0 of a crafted

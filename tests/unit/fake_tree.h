@@ -196,6 +196,7 @@ class FakeTree : public source::Tree {
         : all_(std::move(all)), size_(size), state_(std::move(state)) {}
     Result<std::vector<source::TreeEntry>> Next() override {
       state_->pages++;
+      B2NDFS_RETURN_IF_ERROR(FaultOf(*state_));  // a page is a call like any other
       const size_t end = std::min(all_.size(), next_ + size_);
       std::vector<source::TreeEntry> page(all_.begin() + next_, all_.begin() + end);
       next_ = end;

@@ -425,3 +425,40 @@ TEST_CASE("MOUNTPOINT: a directory made absolute, or a /dev/fuse descriptor as /
     ::close(fuse_fd);
   }
 }
+
+TEST_CASE("a bad value names the option and the range it takes") {
+  auto message = [](const std::string& option) {
+    auto parsed = Parse({"-o", option, "s3://b/p", "/mnt"});
+    return parsed.ok() ? std::string("accepted") : parsed.status().message();
+  };
+  CHECK(message("timeout=0.05") ==
+        "bad value in 'timeout=0.05': expected seconds from 0.1 to 3600");
+  CHECK(message("timeout=3601") ==
+        "bad value in 'timeout=3601': expected seconds from 0.1 to 3600");
+  CHECK(message("revalidate=86401") ==
+        "bad value in 'revalidate=86401': expected seconds from 0 to 86400");
+  CHECK(message("revalidate=1e3x") ==
+        "bad value in 'revalidate=1e3x': expected seconds from 0 to 86400");
+  CHECK(message("threads=0") == "bad value in 'threads=0': expected a number from 1 to 1024");
+  CHECK(message("max_open=-1") ==
+        "bad value in 'max_open=-1': expected a number from 0 to 1048576");
+  CHECK(message("retries=x") == "bad value in 'retries=x': expected a number from 0 to 100");
+  CHECK(message("cache_size=lots") == "bad value in 'cache_size=lots': expected e.g. 512M or 2G");
+  CHECK(message("disk_cache_size=1K") ==
+        "bad value in 'disk_cache_size=1K': expected e.g. 512M or 4G (at least 1M)");
+  CHECK(message("log_access=root") == "bad value in 'log_access=root': expected owner or all");
+  CHECK(message("endpoint=") == "'endpoint=' needs a value");
+  CHECK(message("disk_cache=") == "'disk_cache=' needs a directory");
+  CHECK(message("log_file=") == "'log_file=' needs a file name");
+  CHECK(message("secret_key=abc").find("credentials are not taken on the command line") == 0);
+  CHECK(message("bogus") ==
+        "unknown option 'bogus' (neither one of b2ndfs's nor a libfuse mount option)");
+  // Values at the ends of the ranges are taken.
+  auto ends =
+      Parse({"-o", "timeout=0.1,revalidate=86400,threads=1024,max_open=0", "s3://b/p", "/mnt"});
+  REQUIRE(ends.ok());
+  CHECK(ends->timeout == 0.1);
+  CHECK(ends->revalidate == 86400);
+  CHECK(ends->threads == 1024);
+  CHECK(ends->max_open == 0);
+}

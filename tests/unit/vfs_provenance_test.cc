@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <msgpack.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "b2ndfs/store/pin_budget.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/vfs/filesystem.h"
+#include "carrier_writer.h"
 #include "temp_dir.h"
 #include "test_store.h"
 
@@ -31,6 +31,8 @@ namespace b2ndfs {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::WriteCarrier;
+using testing::WriteInt32;
 
 struct stat File(uid_t uid, gid_t gid, mode_t mode, bool directory = false) {
   struct stat st {};
@@ -168,80 +170,6 @@ TEST_CASE("StatBeneath binds a file by the directories above it and refuses link
   for (const auto& e : *listed) {
     if (e.name == "rel") CHECK((Perm(e.st) & 0044) == 0);
   }
-}
-
-// Writes a b2nd container of int32 `values` with one chunk of `blocks`.
-void WriteInt32(const std::string& path, const std::vector<int64_t>& shape,
-                const std::vector<int32_t>& chunks, const std::vector<int32_t>& blocks,
-                const std::vector<int32_t>& values) {
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.typesize = 4;
-  cparams.nthreads = 1;
-  cparams.compcode = BLOSC_LZ4;
-  b2nd_free(testing::WriteContiguous(path, cparams, static_cast<int8_t>(shape.size()), shape.data(),
-                                     chunks.data(), blocks.data(), "<i4", values.data(),
-                                     static_cast<int64_t>(values.size()) * 4));
-}
-
-// A saved LazyExpr as python-blosc2 writes it (tests/fixtures/make_lazy.cc):
-// an empty int32 array with metalayer and vlmeta "b2o".
-void WriteCarrier(const std::string& path, const std::vector<int64_t>& shape,
-                  const std::vector<int32_t>& chunks, const std::vector<int32_t>& blocks,
-                  const std::string& expression, const std::string& operand_path) {
-  msgpack::sbuffer tag;
-  {
-    msgpack::packer<msgpack::sbuffer> p(tag);
-    p.pack_map(2);
-    p.pack("kind");
-    p.pack("lazyexpr");
-    p.pack("version");
-    p.pack(1);
-  }
-  msgpack::sbuffer recipe;
-  {
-    msgpack::packer<msgpack::sbuffer> p(recipe);
-    p.pack_map(4);
-    p.pack("kind");
-    p.pack("lazyexpr");
-    p.pack("version");
-    p.pack(1);
-    p.pack("expression");
-    p.pack(expression);
-    p.pack("operands");
-    p.pack_map(1);
-    p.pack("o0");
-    p.pack_map(3);
-    p.pack("kind");
-    p.pack("urlpath");
-    p.pack("version");
-    p.pack(1);
-    p.pack("urlpath");
-    p.pack(operand_path);
-  }
-  blosc2_init();
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.typesize = 4;
-  cparams.nthreads = 1;
-  blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
-  std::string url = path;
-  blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
-  storage.contiguous = true;
-  storage.urlpath = url.data();
-  storage.cparams = &cparams;
-  storage.dparams = &dparams;
-  char name[] = "b2o";
-  blosc2_metalayer meta{name, reinterpret_cast<uint8_t*>(tag.data()),
-                        static_cast<int32_t>(tag.size())};
-  b2nd_context_t* ctx =
-      b2nd_create_ctx(&storage, static_cast<int8_t>(shape.size()), shape.data(), chunks.data(),
-                      blocks.data(), "<i4", DTYPE_NUMPY_FORMAT, &meta, 1);
-  REQUIRE(ctx != nullptr);
-  b2nd_array_t* array = nullptr;
-  REQUIRE(b2nd_uninit(ctx, &array) == 0);
-  b2nd_free_ctx(ctx);
-  REQUIRE(blosc2_vlmeta_add(array->sc, "b2o", reinterpret_cast<uint8_t*>(recipe.data()),
-                            static_cast<int32_t>(recipe.size()), nullptr) >= 0);
-  b2nd_free(array);
 }
 
 // A mount of `root` driven without FUSE, its store as the daemon sets it up

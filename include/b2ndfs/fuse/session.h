@@ -1,7 +1,10 @@
 // fuse: the libfuse 3 low-level adapter. Every callback goes through one
 // noexcept trampoline that replies exactly once and maps Status errnos (EIO
 // for anything unexpected, ENOMEM for bad_alloc). Knows the vfs, nothing of
-// c-blosc2 or msgpack.
+// c-blosc2 or msgpack. Serve is the libfuse glue alone (op table, mount,
+// loop, teardown): each callback wraps its request in the Request seam
+// (src/fuse/request.h) and calls the operation (src/fuse/operations.h),
+// which the unit tests drive through a fake request without a kernel.
 // Thread-safety: callbacks run on libfuse's worker threads concurrently.
 // Unmount order (Serve, once the request loop ended): reads answered on
 // threads of their own, then the filesystem's background probes

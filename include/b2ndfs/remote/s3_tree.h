@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "b2ndfs/remote/aws_credential_provider.h"
 #include "b2ndfs/remote/aws_credentials.h"
 #include "b2ndfs/remote/http_tree.h"
 #include "b2ndfs/remote/sigv4.h"

@@ -7,8 +7,13 @@
 // the array is an ArrayStream (a header, then a box of the array in C order);
 // Read() maps a byte range of it to the blocks it touches, fetches them
 // through the shared block cache (decompressing misses) and copies the pieces
-// out. The container does not know which virtual files exist: a FileCatalog
-// (the views module) describes them for meta.json, rendered once at open.
+// out. The container does not know which virtual files exist, nor renders
+// meta.json: the FileCatalog given at open (file_catalog.h; the views
+// module) does, on first use, and the container keeps the text.
+// Its pieces, private to src/store: the frame's metadata and vlmetalayers
+// (frame_metadata.h), the layout the frame declares (frame_layout.h), a
+// proxy cache's chunks (proxy_mask.h), a carrier's evaluation (carrier.h),
+// meta.json's input (container_meta.cc); reads in container_read.cc.
 // Memory: what a container holds (metadata, its compressed chunk index,
 // meta.json) is charged to the block cache's budget while it lives.
 // Cache keys use the generation's cache_id, so a generation closed and
@@ -38,41 +43,21 @@
 #include "b2ndfs/format/voxel_geometry.h"
 #include "b2ndfs/geometry/geometry.h"
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/store/file_catalog.h"
 #include "b2ndfs/store/operands.h"
-#include "b2ndfs/store/stat_counter.h"
+#include "b2ndfs/store/read_stats.h"
+#include "b2ndfs/store/store_context.h"
 #include "b2ndfs/util/status.h"
 
 namespace b2ndfs::store {
 
-class WorkerPool;
-class PinBudget;
-class Container;
 class CountedSource;
 struct ReadPolicy;
 class ChunkDirectory;
 class BlockLoader;
 class BoxReader;
 class Evaluation;
-
-// Services shared by every container of a mount.
-struct StoreContext {
-  cache::BlockCache* cache = nullptr;
-  codec::DecompressorPool* decompressors = nullptr;
-  WorkerPool* workers = nullptr;  // optional: parallel decompression of misses
-  // Optional, for remote sources: where read-ahead and chunk-head prefetches
-  // wait for the network (sized by the client's connections), so that the
-  // decoders above never wait a round trip; without it they run on
-  // `workers`. Local sources never use it (their reads are syscalls).
-  WorkerPool* io_workers = nullptr;
-  PinBudget* pins = nullptr;  // optional: mount-wide limit on pinned blocks
-  // Bytes of blocks one read may pin at once before it copies them out.
-  size_t max_pinned_bytes = 64u << 20;
-  // A remote container of at most this many chunks has every chunk head
-  // (the block offsets a read must have before it can ask for blocks)
-  // fetched in the background when it opens, so that its first read waits
-  // one round trip, not two; 0: each head with the first read of its chunk.
-  int64_t remote_heads_max_chunks = 64;
-};
+struct FrameMetadata;
 
 // The bytes of a virtual file that streams the array: `header` (an .npy or
 // NIfTI header, often empty), then the items of `box` in C order.
@@ -80,69 +65,6 @@ struct ArrayStream {
   std::string header;
   geometry::Box box;
 };
-
-// One kind of virtual file, as meta.json's "files" lists it.
-struct FileDescription {
-  std::string name;
-  std::vector<int64_t> shape;
-  int64_t size = 0;
-  // Non-empty: the file is not offered, and this says why.
-  std::string absent;
-  // Non-empty: how the file is laid out or its bytes are made, where that
-  // is not evident (data.zarr/: sharded or not, and why; the previews'
-  // scaling), as meta.json's "note".
-  std::string note;
-};
-
-// Describes the virtual files of a container for meta.json.
-class FileCatalog {
- public:
-  virtual ~FileCatalog() = default;
-  virtual std::vector<FileDescription> Describe(const Container& container) const = 0;
-};
-
-// Mount-wide read statistics (the .b2ndfs/stats document), bumped by every
-// read: counters sharded per thread (stat_counter.h), read with load().
-struct ReadStats {
-  StatCounter<uint64_t> reads;
-  StatCounter<uint64_t> bytes_served;
-  StatCounter<uint64_t> read_errors;
-  StatCounter<uint64_t> blocks_decompressed;
-  StatCounter<uint64_t> bytes_decompressed;
-  // Chunks decompressed whole (delta, dictionaries): once per chunk, shared
-  // by every reader that waits for one of its blocks.
-  StatCounter<uint64_t> whole_chunk_decodes;
-  // Chunks whose compressed bytes were read whole (for a whole-chunk
-  // decode); blocks decoded alone are fetched by their own spans, counted
-  // only in bytes_fetched.
-  StatCounter<uint64_t> whole_chunks_fetched;
-  StatCounter<uint64_t> bytes_fetched;
-  // Block bytes a plan took from another plan's read of them in flight
-  // (store/span_flights.h) instead of fetching them again.
-  StatCounter<uint64_t> bytes_shared;
-  // Every read a container made of its source (metadata, chunk heads, block
-  // bytes): for remote sources, requests and bytes transferred.
-  StatCounter<uint64_t> source_reads;
-  StatCounter<uint64_t> source_bytes_read;
-  // Blocks whose bytes came in a read shared with other blocks
-  // (store/read_plan.h), and such reads.
-  StatCounter<uint64_t> coalesced_reads;
-  StatCounter<uint64_t> coalesced_blocks;
-  StatCounter<uint64_t> prefetch_requests;
-  // Blocks read-ahead tasks were queued for, and those a task then loaded
-  // into the cache (the rest were cached or loading by then, or failed):
-  // loaded ones are also in blocks_decompressed.
-  StatCounter<uint64_t> readahead_blocks_queued;
-  StatCounter<uint64_t> readahead_blocks_loaded;
-  // Blocks held by readers outside the cache's accounting right now: a cold
-  // read's batch (PinBudget); a warm read holds one cached block at a time
-  // by its cache handle and is not counted.
-  StatCounter<int64_t> pinned_bytes;
-  StatCounter<int64_t> metadata_bytes;  // held by open containers (charged to the cache)
-  StatCounter<int64_t> containers_open;
-  StatCounter<uint64_t> containers_opened;
-};
-ReadStats& GlobalReadStats();
 
 // What python-blosc2 made the frame as (format/vlen.h): which views apply.
 using ContentKind = format::ContentKind;
@@ -166,8 +88,9 @@ class Container : public std::enable_shared_from_this<Container> {
   const std::string& name() const { return source_->name(); }
   const source::ByteSource& source() const { return *source_; }
   uint64_t cache_id() const { return cache_id_; }
-  // meta.json, rendered on first use (a read of `data` never needs it);
-  // throws only std::bad_alloc, and renders again on the next call then.
+  // meta.json, rendered on first use by the catalog (a read of `data` never
+  // needs it); throws only std::bad_alloc, and renders again on the next
+  // call then.
   const std::string& meta_json() const;
   // Bytes of memory this container holds (charged to the cache).
   int64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
@@ -205,6 +128,15 @@ class Container : public std::enable_shared_from_this<Container> {
   Result<cache::Value> DerivedFromChunk(int64_t chunk, int variant,
                                         const ChunkTransform& make) const;
 
+  // A value computed from this generation's array (store/pyramid.h: a
+  // block of a pyramid level), made by `make` once and kept in the block
+  // cache (single flight, charged to its budget) under (`space`, `index`),
+  // space 0..63 chosen by the caller. EIO when not ok().
+  Result<cache::Value> Computed(int space, int64_t index,
+                                const std::function<Result<cache::Value>()>& make) const;
+  // Whether Computed(space, index) is cached (no stats).
+  bool ComputedCached(int space, int64_t index) const;
+
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.
   Result<size_t> Read(const ArrayStream& stream, int64_t offset, size_t length, uint8_t* out) const;
@@ -223,18 +155,14 @@ class Container : public std::enable_shared_from_this<Container> {
   Container(std::shared_ptr<const source::ByteSource> source, StoreContext* context,
             uint64_t cache_id);
   Status Load(const FileCatalog* catalog);
-  Status LoadLayout();
-  Status LoadProxyMask();
-  void LoadEvaluation(const OperandScope& scope);
-  Result<std::optional<std::vector<uint8_t>>> DecompressedVlmeta(const std::string& name) const;
+  Status LoadFrame();
+  void LoadReaders();
+  void LoadEvaluation(const OperandScope& scope);  // container_carrier.cc
   void AddCharge(int64_t delta) const;
   void Charge();
-  void DecodeVlmeta() const;
-  void DecodeVoxelGeometry();
-  int64_t VlmetaBytes() const;
-  std::string RenderMeta(const FileCatalog* catalog) const;
-
-  struct Metadata;  // what the frame says besides its chunks (container.cc)
+  void Fail(const Status& status);
+  // meta.json's input but its files (container_meta.cc).
+  format::MetaJsonInput MetaInput() const;
 
   // What a Container owns, made in this order and destroyed in reverse, each
   // part referring only to those before it (src/store, private headers):
@@ -254,7 +182,7 @@ class Container : public std::enable_shared_from_this<Container> {
   std::string error_;
   bool transient_ = false;
   std::string format_name_;
-  const FileCatalog* catalog_ = nullptr;  // for meta.json's "files"
+  const FileCatalog* catalog_ = nullptr;  // renders meta.json (file_catalog.h)
   mutable std::mutex meta_json_mutex_;    // leaf lock; guards rendering
   mutable std::atomic<bool> meta_json_ready_{false};
   mutable std::string meta_json_;  // written once, before meta_json_ready_
@@ -263,7 +191,7 @@ class Container : public std::enable_shared_from_this<Container> {
   format::ContentTag tag_;
   // Charged to the cache; grows or shrinks once, when meta.json is rendered.
   mutable std::atomic<int64_t> memory_bytes_{0};
-  std::unique_ptr<Metadata> meta_;
+  std::unique_ptr<FrameMetadata> meta_;
   std::optional<geometry::ArrayLayout> layout_;
   // A carrier's evaluation (owning its operands), made at open.
   std::unique_ptr<const Evaluation> evaluation_;

@@ -6,7 +6,10 @@
 // - DIR/.zgroup: {"zarr_format": 2};
 // - DIR/.zmetadata: for every member, NAME/.zarray and NAME/.zattrs (the
 //   vlmetalayers, with "_ARRAY_DIMENSIONS" NAME_dim_0, ... unless the
-//   container names its axes in a vlmetalayer of that name);
+//   container names its axes in a vlmetalayer of that name); in a table
+//   (DirTable: a CTable's directory or _cols/, or a store group whose 1-D
+//   leaves have one length) the members of the table's rows share the
+//   dimension "row" (README.md, "Tables and coordinates in xarray");
 // - DIR/NAME/: the files of the container's zarr/ (chunk files are the same
 //   inodes), with that .zattrs.
 // NAME is the container's file name without its extension (ZarrVariableName).
@@ -40,9 +43,23 @@ struct DirMember {
   std::string name;  // the variable
   std::shared_ptr<const store::Container> container;
 };
+// What the directory is, as the vfs found it.
+struct DirTable {
+  enum class Kind {
+    kNone,        // a plain directory
+    kStoreGroup,  // a python-blosc2 store's group: a table when its 1-D leaves have one length
+    kCTable,      // a CTable's directory (with its _cols/ leaves) or its _cols/
+  };
+  Kind kind = Kind::kNone;
+  int64_t rows = -1;  // kCTable: the length of its _valid_rows (-1: unknown, no table)
+  // The CTable's own directory: members of another length (a UTF-8
+  // column's offsets and bytes, a dictionary) are left out, so that the
+  // group is the table.
+  bool rows_only = false;
+};
 // DIR/.zmetadata of these members (those that are not Zarr variables are
 // left out).
-Result<std::string> DirZmetadata(const std::vector<DirMember>& members);
+Result<std::string> DirZmetadata(const std::vector<DirMember>& members, const DirTable& table = {});
 
 // DIR/NAME/ for `container` (ENOENT when it is not a Zarr variable). No
 // ordinal of its own: the vfs numbers it as an unlisted node.

@@ -157,7 +157,11 @@ class Registry : public store::FileCatalog {
                                              uint64_t ordinal) const;
   // Every name of the container directory, listed or not.
   std::vector<std::string> RootNames(const store::Container& container) const;
-  std::vector<store::FileDescription> Describe(const store::Container& container) const override;
+  std::vector<store::FileDescription> Describe(const store::Container& container) const;
+  // meta.json: what the store knows of the container with the files this
+  // registry shows (store/file_catalog.h).
+  std::string RenderMetaJson(const store::Container& container,
+                             format::MetaJsonInput input) const override;
 
   Registry();
 

@@ -1,0 +1,73 @@
+#include "remote_stats.h"
+
+#include <cstdio>
+
+namespace b2ndfs::remote {
+namespace {
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string RemoteStatsJson(const std::string& root, const HttpStats& s,
+                            const DiskCache* disk_cache) {
+  auto kv = [](const std::string& indent, const char* key, uint64_t value, bool last = false) {
+    return indent + "\"" + key + "\": " + std::to_string(value) + (last ? "\n" : ",\n");
+  };
+  const std::string in = "    ", in2 = "      ";
+  std::string out = "  \"remote\": {\n";
+  out += in + "\"source\": " + JsonString(root) + ",\n";
+  out += kv(in, "requests", s.requests);
+  out += kv(in, "retries", s.retries);
+  out += kv(in, "peak_requests_in_flight", s.peak_in_flight);
+  out += kv(in, "errors", s.errors);
+  out += in + "\"errors_by_kind\": {\n";
+  for (int k = 0; k < static_cast<int>(ErrorKind::kCount); ++k) {
+    out += kv(in2, ErrorKindName(static_cast<ErrorKind>(k)), s.errors_by_kind[k],
+              k + 1 == static_cast<int>(ErrorKind::kCount));
+  }
+  out += in + "},\n";
+  out += kv(in, "bytes_fetched", s.bytes_fetched);
+  out += in + "\"latency_us\": {\n";
+  out += kv(in2, "count", s.latency.count);
+  out += kv(in2, "p50", s.latency.p50_us);
+  out += kv(in2, "p90", s.latency.p90_us);
+  out += kv(in2, "p99", s.latency.p99_us);
+  out += kv(in2, "max", s.latency.max_us, true);
+  out += in + "},\n";
+  out += in + "\"disk_cache\": {\n";
+  const DiskCacheStats d = disk_cache ? disk_cache->stats() : DiskCacheStats{};
+  out += kv(in2, "enabled", disk_cache ? 1 : 0);
+  out += kv(in2, "capacity_bytes", d.capacity_bytes);
+  out += kv(in2, "bytes_on_disk", d.bytes_on_disk);
+  out += kv(in2, "entries", d.entries);
+  out += kv(in2, "hits", d.hits);
+  out += kv(in2, "misses", d.misses);
+  out += kv(in2, "bytes_hit", d.bytes_hit);
+  out += kv(in2, "bytes_missed", d.bytes_missed);
+  out += kv(in2, "bytes_stored", d.bytes_stored);
+  out += kv(in2, "evictions", d.evictions);
+  out += kv(in2, "invalidations", d.invalidations);
+  out += kv(in2, "corrupt", d.corrupt);
+  out += kv(in2, "write_errors", d.write_errors, true);
+  out += in + "}\n";
+  out += "  },\n";
+  return out;
+}
+
+}  // namespace b2ndfs::remote
