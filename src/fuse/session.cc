@@ -67,7 +67,7 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   // asynchronous direct I/O uninterruptibly (no FUSE_INTERRUPT is sent),
   // for a synchronous O_DIRECT read it does not (AsyncReads answers a waiting
   // one EINTR at once).
-  if (state->fs->remote()) conn->want &= ~FUSE_CAP_ASYNC_DIO;
+  if (state->fs->costs().requests_may_stall) conn->want &= ~FUSE_CAP_ASYNC_DIO;
   // Nothing may throw into libfuse; what did not start now starts on use.
   try {
     if (state->on_start) state->on_start();
@@ -325,7 +325,7 @@ int Serve(vfs::Filesystem& filesystem, const SessionOptions& options) {
   }
   // Only a remote source has reads that wait on the network (no idle threads
   // for local mounts).
-  if (filesystem.remote()) {
+  if (filesystem.costs().requests_may_stall) {
     AsyncReads::Options async;
     // A worker per connection: more would wait for one; fewer would leave
     // connections idle while reads queue.

@@ -65,8 +65,12 @@ class ObjectTree final : public source::Tree, public std::enable_shared_from_thi
   }
 
   const std::string& root() const override { return root_; }
-  bool remote() const override { return true; }
-  bool uniform_attributes() const override { return true; }
+  // Every request goes to a server; a listing is one request, as a stat is;
+  // the attributes are the mounting user's, made up.
+  source::TreeCosts costs() const override {
+    return source::TreeCosts{
+        .requests_may_stall = true, .listing_costs_one_stat = true, .uniform_attributes = true};
+  }
   double revalidate_seconds() const override { return revalidate_; }
 
   Result<struct stat> Stat(const std::string& path) const override {

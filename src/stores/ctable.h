@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "b2ndfs/stores/embed_frame.h"
-#include "store_index.h"
+#include "index_types.h"
 
 namespace b2ndfs::stores::internal {
 

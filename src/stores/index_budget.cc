@@ -1,7 +1,6 @@
 #include "index_budget.h"
 
 #include "b2ndfs/format/meta_json.h"
-#include "b2ndfs/stores/store_tree.h"
 #include "ctable.h"
 
 namespace b2ndfs::stores::internal {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "b2ndfs/cache/block_cache.h"
-#include "store_index.h"
+#include "index_types.h"
 
 namespace b2ndfs::stores::internal {
 

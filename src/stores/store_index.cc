@@ -15,7 +15,6 @@
 #include <algorithm>
 
 #include "b2ndfs/format/meta_json.h"
-#include "b2ndfs/stores/store_tree.h"
 #include "ctable.h"
 #include "index_budget.h"
 #include "leaf_sources.h"
@@ -242,48 +241,6 @@ void AddEmbedded(Builder* builder, const EmbedFrame& frame, const FrameReadAt& f
   }
 }
 
-// Each member's data offset, from its local header: one batch of reads (one
-// round trip for a remote source). A member whose local header disagrees
-// gets a problem; a failed read is the source's trouble.
-Status ResolveMembers(const source::ByteSource& src, int64_t size, ZipDirectory* zip,
-                      std::vector<int64_t>* data_offsets) {
-  data_offsets->assign(zip->members.size(), -1);
-  std::vector<std::vector<uint8_t>> buffers;
-  std::vector<source::PartRead> reads;
-  std::vector<size_t> which;
-  buffers.reserve(zip->members.size());
-  for (size_t i = 0; i < zip->members.size(); ++i) {
-    ZipMember& m = zip->members[i];
-    if (!m.problem.empty() || m.name.back() == '/') continue;
-    const int64_t length = kZipLocalHeaderSize + static_cast<int64_t>(m.name.size());
-    if (m.header_offset > size - length) {
-      m.problem = "its local header lies beyond the end of the file";
-      continue;
-    }
-    buffers.emplace_back(static_cast<size_t>(length));
-    reads.push_back(source::PartRead{source::kFramePart, m.header_offset,
-                                     static_cast<size_t>(length), buffers.back().data()});
-    which.push_back(i);
-  }
-  Status failed;
-  src.ReadMany(reads, [&](size_t k, const Status& s) {
-    if (!s.ok()) {
-      if (failed.ok()) failed = s;
-      return;
-    }
-    ZipMember& m = zip->members[which[k]];
-    auto data = MemberDataOffset(m, buffers[k]);
-    if (data.ok()) {
-      (*data_offsets)[which[k]] = *data;
-    } else {
-      const std::string prefix = "zip member " + m.name + ": ";
-      const std::string& msg = data.status().message();
-      m.problem = msg.rfind(prefix, 0) == 0 ? msg.substr(prefix.size()) : msg;
-    }
-  });
-  return failed;
-}
-
 // columns.json for every directory that is a CTable's root (ctable.h).
 Status AddTables(const source::Tree& base, const std::string& store, const Watched* src,
                  StoreIndex* index) {
@@ -416,7 +373,7 @@ Result<std::shared_ptr<const StoreIndex>> BuildStoreIndex(const source::Tree& ba
     } else {
       index->zip = std::move(zip).value();
       std::vector<int64_t> data_offsets;
-      B2NDFS_RETURN_IF_ERROR(ResolveMembers(*src.source, size, &index->zip, &data_offsets));
+      B2NDFS_RETURN_IF_ERROR(ResolveMemberData(*src.source, size, &index->zip, &data_offsets));
       bool has_embed = false;
       for (size_t i = 0; i < index->zip.members.size(); ++i) {
         const ZipMember& m = index->zip.members[i];

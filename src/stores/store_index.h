@@ -7,53 +7,14 @@
 // that the store is not parsed again while its version stays).
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/stores/embed_frame.h"
-#include "b2ndfs/stores/zip_directory.h"
+#include "index_types.h"
 
 namespace b2ndfs::stores::internal {
-
-enum class StoreKind { kZip, kDir, kEmbed };
-
-// Where a leaf's bytes are.
-struct Leaf {
-  enum class Where { kMember, kFile, kEmbed } where = Where::kMember;
-  size_t member = 0;   // kMember: index in the zip directory
-  std::string file;    // kFile: path below the .b2d directory
-  int64_t offset = 0;  // kEmbed: range of the embed stream
-  int64_t length = 0;  // kMember, kEmbed: bytes
-};
-
-struct ValidFileSpec;  // ctable.h
-
-struct Node {
-  bool directory = true;
-  std::optional<Leaf> leaf;  // a leaf container
-  // A CTable's valid/NAME.npy (a plain file made from two leaves).
-  std::shared_ptr<const ValidFileSpec> valid_file;
-  std::string problem;                // non-empty: a directory holding only meta.json saying why
-  std::string meta_json;              // a directory's meta.json (empty: none)
-  std::string columns_json;           // a CTable root's columns.json (empty: none)
-  std::vector<std::string> children;  // a directory's names, sorted (meta.json not included)
-};
-
-struct StoreIndex {
-  StoreKind kind = StoreKind::kZip;
-  // The version read: of the store file (.b2z, .b2e) or of its embed.b2e (.b2d).
-  source::Signature signature;
-  std::map<std::string, Node> nodes;  // by path below the store ("" is the store itself)
-  ZipDirectory zip;
-  std::shared_ptr<const EmbedFrame> embed;  // null: none (or broken)
-  int64_t embed_offset = 0;                 // where the embed frame lies in its file
-  int64_t embed_size = 0;
-  int64_t memory_bytes = 0;
-};
 
 std::string EmbedFilePath(const std::string& store_path);  // a .b2d's embed.b2e
 

@@ -4,8 +4,6 @@
 
 #include <sys/stat.h>
 
-#include <cstring>
-
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/source/provenance.h"
@@ -14,95 +12,31 @@
 #include "ctable.h"
 #include "index_budget.h"
 #include "leaf_sources.h"
+#include "store_entries.h"
 #include "store_index.h"
 #include "valid_file.h"
 
 namespace b2ndfs::stores {
 namespace {
 
+using internal::AsDirectory;
+using internal::AsFile;
+using internal::EndsWith;
+using internal::kDirectoryFiles;
+using internal::KindByName;
+using internal::KindMatches;
 using internal::Leaf;
 using internal::Node;
+using internal::StoreFilesAsDirectories;
 using internal::StoreIndex;
 using internal::StoreKind;
-
-// The files a directory of a store may hold besides its entries.
-constexpr const char* kDirectoryFiles[] = {"meta.json", "columns.json"};
-
-bool EndsWith(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-std::optional<StoreKind> KindByName(const std::string& name) {
-  if (EndsWith(name, ".b2z")) return StoreKind::kZip;
-  if (EndsWith(name, ".b2e")) return StoreKind::kEmbed;
-  if (EndsWith(name, ".b2d")) return StoreKind::kDir;
-  return std::nullopt;
-}
-
-bool KindMatches(StoreKind kind, const struct stat& st) {
-  return kind == StoreKind::kDir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
-}
-
-// A store, or anything below it, shown as a directory: x where r.
-struct stat AsDirectory(struct stat st) {
-  const mode_t perm = st.st_mode & 0444;
-  st.st_mode = S_IFDIR | perm | (perm >> 2);
-  st.st_nlink = 2;
-  st.st_size = 4096;
-  return st;
-}
-struct stat AsFile(struct stat st, int64_t size) {
-  st.st_mode = S_IFREG | (st.st_mode & 0444);
-  st.st_nlink = 1;
-  st.st_size = size;
-  return st;
-}
-
-// A plain file held in memory (a meta.json).
-class TextFile final : public source::PlainFile {
- public:
-  TextFile(std::string text, source::Signature version)
-      : text_(std::move(text)), version_(std::move(version)) {}
-  const source::Signature& version() const override { return version_; }
-  Result<size_t> ReadUpTo(int64_t offset, uint8_t* out, size_t length) const override {
-    if (offset < 0) return Status(EINVAL, "negative offset");
-    if (offset >= static_cast<int64_t>(text_.size())) return size_t{0};
-    const size_t n = std::min(length, text_.size() - static_cast<size_t>(offset));
-    std::memcpy(out, text_.data() + offset, n);
-    return n;
-  }
-
- private:
-  const std::string text_;
-  const source::Signature version_;
-};
+using internal::TextFile;
 
 struct Located {
   std::string store;  // the store's path
   StoreKind kind = StoreKind::kZip;
   struct stat st {};  // the store's
   std::string rel;    // below the store ("": the store itself)
-};
-
-// Pages of a directory outside any store, its store files shown as
-// directories (as StoreTree::List shows them).
-class StoreFilesAsDirectories final : public source::ListCursor {
- public:
-  explicit StoreFilesAsDirectories(std::unique_ptr<source::ListCursor> base)
-      : base_(std::move(base)) {}
-  Result<std::vector<source::TreeEntry>> Next() override {
-    B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, base_->Next());
-    for (auto& e : entries) {
-      auto kind = KindByName(e.name);
-      if (kind && KindMatches(*kind, e.st)) e.st = AsDirectory(e.st);
-    }
-    return entries;
-  }
-  bool done() const override { return base_->done(); }
-
- private:
-  std::unique_ptr<source::ListCursor> base_;
 };
 
 // What the block cache holds for one version of one store: the text its key
@@ -145,8 +79,7 @@ class StoreTree final : public source::Tree {
     out += "  },\n";
     return out;
   }
-  bool remote() const override { return base_->remote(); }
-  bool uniform_attributes() const override { return base_->uniform_attributes(); }
+  source::TreeCosts costs() const override { return base_->costs(); }
   double revalidate_seconds() const override { return base_->revalidate_seconds(); }
 
   Result<struct stat> Stat(const std::string& path) const override {
@@ -440,7 +373,7 @@ class StoreTree final : public source::Tree {
   // leaves it is made from. A group only the embed file knows is the store's.
   Result<struct stat> Readers(const Located& at, const StoreIndex& index, const std::string& rel,
                               const Node& node) const {
-    if (at.kind != StoreKind::kDir || base_->uniform_attributes()) return at.st;
+    if (at.kind != StoreKind::kDir || base_->costs().uniform_attributes) return at.st;
     auto beneath = [&](const std::string& below) -> Result<struct stat> {
       B2NDFS_ASSIGN_OR_RETURN(struct stat st,
                               base_->StatBeneath(at.store + "/" + below, /*confined=*/true));

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 
+#include "b2ndfs/source/byte_source.h"
 #include "b2ndfs/util/checked_math.h"
 
 namespace b2ndfs::stores {
@@ -299,6 +300,45 @@ Result<int64_t> MemberDataOffset(const ZipMember& member, std::span<const uint8_
     return InvalidData(what + "its bytes overlap the next member or the central directory");
   }
   return data;
+}
+
+Status ResolveMemberData(const source::ByteSource& src, int64_t size, ZipDirectory* zip,
+                         std::vector<int64_t>* data_offsets) {
+  data_offsets->assign(zip->members.size(), -1);
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<source::PartRead> reads;
+  std::vector<size_t> which;
+  buffers.reserve(zip->members.size());
+  for (size_t i = 0; i < zip->members.size(); ++i) {
+    ZipMember& m = zip->members[i];
+    if (!m.problem.empty() || m.name.back() == '/') continue;
+    const int64_t length = kZipLocalHeaderSize + static_cast<int64_t>(m.name.size());
+    if (m.header_offset > size - length) {
+      m.problem = "its local header lies beyond the end of the file";
+      continue;
+    }
+    buffers.emplace_back(static_cast<size_t>(length));
+    reads.push_back(source::PartRead{source::kFramePart, m.header_offset,
+                                     static_cast<size_t>(length), buffers.back().data()});
+    which.push_back(i);
+  }
+  Status failed;
+  src.ReadMany(reads, [&](size_t k, const Status& s) {
+    if (!s.ok()) {
+      if (failed.ok()) failed = s;
+      return;
+    }
+    ZipMember& m = zip->members[which[k]];
+    auto data = MemberDataOffset(m, buffers[k]);
+    if (data.ok()) {
+      (*data_offsets)[which[k]] = *data;
+    } else {
+      const std::string prefix = "zip member " + m.name + ": ";
+      const std::string& msg = data.status().message();
+      m.problem = msg.rfind(prefix, 0) == 0 ? msg.substr(prefix.size()) : msg;
+    }
+  });
+  return failed;
 }
 
 }  // namespace b2ndfs::stores

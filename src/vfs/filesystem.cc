@@ -1,7 +1,6 @@
 #include "b2ndfs/vfs/filesystem.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,14 +8,16 @@
 #include <set>
 #include <utility>
 
+#include "attributes.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/util/task_pool.h"
 #include "b2ndfs/views/view.h"
+#include "carrier_operands.h"
 #include "generation.h"
 #include "inode_table.h"
+#include "listings.h"
 #include "mirror.h"
-#include "operands.h"
 #include "read_ahead.h"
 #include "resolver.h"
 #include "xattr.h"
@@ -24,108 +25,10 @@
 namespace b2ndfs::vfs {
 namespace {
 
-bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
-
-Status Errno(const std::string& what) {
-  const int e = errno;
-  return Status(e, what + ": " + std::strerror(e));
-}
-
 // Entries of the recently used list of containers (beyond the ones the
 // kernel holds): a container forgotten and looked up again within that many
 // others finds its generation and cached blocks again.
 constexpr size_t kRecentEntriesMin = 64;
-
-// What everything under a container shows of its source: owner, group,
-// times, and read permissions (directories get x wherever the source had r),
-// for a directory or a file of `size` bytes.
-struct stat ContainerStat(const struct stat& src, Ino ino, bool directory, int64_t size) {
-  struct stat st {};
-  st.st_ino = ino;
-  st.st_uid = src.st_uid;
-  st.st_gid = src.st_gid;
-  st.st_atim = src.st_atim;
-  st.st_mtim = src.st_mtim;
-  st.st_ctim = src.st_ctim;
-  st.st_blksize = 128 * 1024;
-  const mode_t read_bits = src.st_mode & 0444;
-  if (directory) {
-    st.st_mode = S_IFDIR | read_bits | (read_bits >> 2);
-    st.st_nlink = 2;
-  } else {
-    st.st_mode = S_IFREG | read_bits;
-    st.st_nlink = 1;
-    st.st_size = size;
-    st.st_blocks = (size + 511) / 512;
-  }
-  return st;
-}
-
-// The attributes of a node inside a container, from its generation alone:
-// the source as it was when the version was opened (a change of any of its
-// attributes is a new version), the size from the view. What a container
-// computes from other files (an evaluated carrier) is readable only by
-// whoever may read all of them (README.md, "Permissions").
-Attr InsideAttributes(const Generation& generation, const store::Container& container,
-                      const views::Node& view, Ino ino, double timeout) {
-  Attr attr;
-  const bool directory = view.IsDirectory();
-  const std::optional<struct stat> derived = container.derived_readers();
-  const struct stat& src = derived ? *derived : generation.source_stat();
-  attr.st = ContainerStat(src, ino, directory, directory ? 0 : view.Size(container));
-  // What the container takes on disk is `data`'s (the source's blocks); the
-  // other views show the same items again and take none, so that du of a
-  // mount adds up to its source, not to every view's bytes (README.md,
-  // "Layout").
-  if (!directory) {
-    const struct stat& own = generation.source_stat();
-    const blkcnt_t source_blocks =
-        own.st_blocks > 0 ? own.st_blocks : static_cast<blkcnt_t>((own.st_size + 511) / 512);
-    attr.st.st_blocks = view.name() == "data" ? source_blocks : 0;
-  }
-  attr.timeout = timeout;
-  return attr;
-}
-
-// A view directory's listing, numbered from its generation's inode block.
-// It keeps the generation and container it lists, so its entries'
-// attributes (READDIRPLUS) come without asking the source.
-class ViewListing : public DirListing {
- public:
-  ViewListing(std::shared_ptr<const views::Listing> listing, std::shared_ptr<Generation> generation,
-              std::shared_ptr<const store::Container> container,
-              std::shared_ptr<const views::Node> directory, double timeout)
-      : listing_(std::move(listing)),
-        generation_(std::move(generation)),
-        container_(std::move(container)),
-        directory_(std::move(directory)),
-        timeout_(timeout) {}
-  size_t size() const override {
-    const size_t n = listing_->size();
-    return n > kMaxListedNames ? 0 : n;
-  }
-  DirEntry at(size_t index) const override {
-    views::ListEntry e = listing_->at(index);
-    return DirEntry{std::move(e.name), static_cast<mode_t>(e.directory ? S_IFDIR : S_IFREG),
-                    e.ordinal == views::kNoOrdinal ? 0 : generation_->ino_base() + e.ordinal};
-  }
-  Result<Attr> Attributes(size_t index) const override {
-    views::ListEntry e = listing_->at(index);
-    if (e.ordinal == views::kNoOrdinal) return Status(ENOSYS, e.name + " has no fixed number");
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
-                            directory_->Lookup(*container_, e.name));
-    return InsideAttributes(*generation_, *container_, *view, generation_->ino_base() + e.ordinal,
-                            timeout_);
-  }
-  bool cheap_lookups() const override { return true; }
-
- private:
-  std::shared_ptr<const views::Listing> listing_;
-  std::shared_ptr<Generation> generation_;
-  std::shared_ptr<const store::Container> container_;
-  std::shared_ptr<const views::Node> directory_;
-  double timeout_;
-};
 
 }  // namespace
 
@@ -165,7 +68,7 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
       std::make_unique<Resolver>(tree_.get(), views_.get(), inodes_.get(), entry_context_.get(),
                                  root, std::max(kRecentEntriesMin, max_open));
   if (root_container) root->entry = resolver_->EntryFor(root->path);
-  if (tree_->remote()) {
+  if (tree_->costs().requests_may_stall) {
     background_ = std::make_unique<TaskPool>("background probe", options_.background_threads > 0
                                                                      ? options_.background_threads
                                                                      : kDefaultBackgroundThreads);
@@ -199,25 +102,11 @@ void Filesystem::SetInvalidateCallback(
   // progress still holds it).
 }
 
-Status Filesystem::ValidateSource(const std::string& source) {
-  struct stat st;
-  if (!StatPath(source, &st)) return Errno("source " + source);
-  if (S_ISDIR(st.st_mode)) {
-    if (::access(source.c_str(), R_OK | X_OK) != 0) {
-      return Errno("source " + source + " cannot be listed");
-    }
-    return Status::Ok();
-  }
-  if (S_ISREG(st.st_mode)) {
-    if (::access(source.c_str(), R_OK) != 0) return Errno("source " + source + " cannot be read");
-    return Status::Ok();
-  }
-  return InvalidArgument("source " + source + " is neither a directory nor a container file");
-}
+Status Filesystem::ValidateSource(const std::string& source) { return ValidateLocalSource(source); }
 
 size_t Filesystem::NodeCount() const { return inodes_->size(); }
 
-bool Filesystem::remote() const { return tree_->remote(); }
+source::TreeCosts Filesystem::costs() const { return tree_->costs(); }
 
 void Filesystem::SetPagePushCallback(std::function<bool(PagePush)> callback) {
   read_ahead_->SetPush(std::move(callback));
@@ -273,27 +162,14 @@ Result<Attr> Filesystem::Attributes(const Target& target) {
   switch (target.type) {
     case NodeType::kControlDir:
     case NodeType::kStatsFile: {
-      // Owned like the mount's root; readable by whoever may read the root,
-      // but for the log, which names other users' files: the daemon's user's
-      // alone unless log_access=all (README.md, "Logs").
-      B2NDFS_ASSIGN_OR_RETURN(st, tree_->Stat(tree_->root()));
+      B2NDFS_ASSIGN_OR_RETURN(const struct stat root, tree_->Stat(tree_->root()));
+      const bool directory = target.type == NodeType::kControlDir;
+      // The log names other users' files: the daemon's user's alone unless
+      // log_access=all (README.md, "Logs").
       const bool private_log = target.ino == kLogFileIno && !options_.log_readable_by_all;
-      st.st_ino = target.ino;
-      st.st_nlink = target.type == NodeType::kControlDir ? 2 : 1;
-      if (target.type == NodeType::kControlDir) {
-        st.st_mode = S_IFDIR | 0555;
-        st.st_size = 0;
-        st.st_blocks = 0;
-      } else {
-        st.st_mode = S_IFREG | (private_log ? 0400 : 0444);
-        if (private_log) {
-          st.st_uid = ::geteuid();
-          st.st_gid = ::getegid();
-        }
-        st.st_size = static_cast<off_t>(ControlFileText(target.ino).size());
-      }
-      attr.timeout = 0;
-      return attr;
+      return ControlAttributes(
+          root, target.ino, directory, private_log,
+          directory ? 0 : static_cast<int64_t>(ControlFileText(target.ino).size()));
     }
     case NodeType::kDir:
     case NodeType::kFile: {
@@ -384,35 +260,6 @@ Result<std::string> Filesystem::ListXattr(Ino ino) {
   return ContainerXattrNames();
 }
 
-Result<std::shared_ptr<DirListing>> Filesystem::ListMirrored(const Target& target) {
-  const std::string dir = target.path->path;
-  auto convert = [inodes = inodes_.get(), tree = tree_.get(),
-                  dir](std::vector<source::TreeEntry> entries) {
-    std::vector<DirEntry> out;
-    out.reserve(entries.size());
-    for (auto& e : entries) {
-      const std::string path = dir + "/" + e.name;
-      const auto kind = MirroredKind(*tree, path, e.name, e.st);
-      if (!kind) continue;
-      const mode_t type = *kind == MirroredType::kFile ? S_IFREG : S_IFDIR;
-      // The number a lookup gives, computed: a listing remembers nothing.
-      Ino ino = inodes->PathIno(path, type);
-      if (auto held = inodes->FindPathByName(path)) ino = held->ino;
-      out.push_back(DirEntry{std::move(e.name), type, ino});
-    }
-    return out;
-  };
-  auto open = [tree = tree_, dir] { return tree->OpenList(dir); };
-  B2NDFS_ASSIGN_OR_RETURN(std::unique_ptr<source::ListCursor> cursor, open());
-  B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> first, cursor->Next());
-  if (cursor->done()) {
-    return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(convert(std::move(first))));
-  }
-  std::vector<DirEntry> first_page = convert(std::move(first));
-  return std::shared_ptr<DirListing>(std::make_shared<PagedListing>(
-      std::move(open), std::move(convert), std::move(cursor), std::move(first_page)));
-}
-
 Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
   B2NDFS_ASSIGN_OR_RETURN(Target target, resolver_->Find(ino));
   switch (target.type) {
@@ -423,7 +270,7 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
       return std::shared_ptr<DirListing>(std::make_shared<VectorListing>(std::vector<DirEntry>{
           DirEntry{"stats", S_IFREG, kStatsFileIno}, DirEntry{"log", S_IFREG, kLogFileIno}}));
     case NodeType::kDir:
-      return ListMirrored(target);
+      return ListMirroredDir(tree_, inodes_.get(), target.path->path);
     case NodeType::kContainer:
     case NodeType::kInside: {
       std::shared_ptr<const views::Node> directory;
@@ -435,11 +282,8 @@ Result<std::shared_ptr<DirListing>> Filesystem::OpenDir(Ino ino) {
         if (!target.view->IsDirectory()) return Status(ENOTDIR, target.view->name());
         directory = target.view;
       }
-      B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Listing> listing,
-                              directory->List(*target.container));
-      return std::shared_ptr<DirListing>(std::make_shared<ViewListing>(
-          std::move(listing), std::move(target.generation), std::move(target.container),
-          std::move(directory), options_.attr_timeout));
+      return ListViewDir(std::move(target.generation), std::move(target.container),
+                         std::move(directory), options_.attr_timeout);
     }
   }
   return Status(EIO, "unknown node type");
@@ -465,7 +309,7 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
   if ((flags & O_ACCMODE) != O_RDONLY) return Status(EROFS, "read-only file system");
   B2NDFS_ASSIGN_OR_RETURN(Target target, resolver_->Find(ino));
   FileHandle handle;
-  handle.remote = tree_->remote();
+  handle.remote = tree_->costs().requests_may_stall;
   switch (target.type) {
     case NodeType::kFile: {
       PlainHandle plain;

@@ -10,7 +10,7 @@
 #include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/views/view.h"
-#include "operands.h"
+#include "carrier_operands.h"
 
 namespace b2ndfs::vfs {
 void OpenContainers::Touch(const std::shared_ptr<const store::Container>& container) {
@@ -154,7 +154,7 @@ std::shared_ptr<Generation> ContainerEntry::Usable() const {
 
 Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
   const source::Tree& tree = *context_->tree;
-  if (!tree.remote() || context_->background == nullptr) return Settle();
+  if (!tree.costs().requests_may_stall || context_->background == nullptr) return Settle();
   std::shared_ptr<Generation> known;
   {
     // Within the tree's revalidate period a probe would answer what it
@@ -254,9 +254,8 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
     confirmed_ns_ = EntryContext::NowNs();
   }
   if (old && fresh) {
-    const bool remote = context_->tree != nullptr && context_->tree->remote();
-    Log(LogLevel::kInfo, path_ + (remote ? " changed on its server" : " changed on disk") +
-                             "; serving its new version");
+    // (The path says where: a local path, or a URL.)
+    Log(LogLevel::kInfo, path_ + " changed at its source; serving its new version");
   }
   if (old) {
     old->Kill();

@@ -22,7 +22,7 @@
 // the generation and its cached blocks stay, and its files keep serving what
 // the cache holds. A carrier served evaluated (store/operands.h) is also
 // ended by a change of any operand it read: each probe of it probes them too
-// (operands.h), and a reopening that finds other operand versions is stale.
+// (carrier_operands.h), and a reopening that finds other operand versions is stale.
 // Lock order: ContainerEntry::mutex_ before Generation::mutex_ before
 // OpenContainers::mutex_ and InodeTable's locks; Generation::operands_mutex_
 // is a leaf lock.
@@ -43,7 +43,7 @@
 #include "b2ndfs/util/single_flight.h"
 #include "b2ndfs/util/task_pool.h"
 #include "b2ndfs/util/weighted_lru.h"
-#include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/vfs/types.h"
 #include "inode_table.h"
 
 namespace b2ndfs::views {
@@ -80,7 +80,7 @@ struct GenerationServices {
   const views::Registry* views = nullptr;
   OpenContainers* open = nullptr;
   std::shared_ptr<GenerationIndex> index;
-  // Finds carriers' operands (operands.h); null: carriers are not evaluated.
+  // Finds carriers' operands (carrier_operands.h); null: carriers are not evaluated.
   std::shared_ptr<const store::OperandOpener> operands;
 };
 

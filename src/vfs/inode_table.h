@@ -36,7 +36,7 @@
 #include <unordered_map>
 
 #include "b2ndfs/source/byte_source.h"
-#include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/vfs/types.h"
 #include "path_numbers.h"
 
 namespace b2ndfs::views {

@@ -1,10 +1,22 @@
 #include "mirror.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace b2ndfs::vfs {
 namespace {
 
 constexpr const char* kExtensions[] = {".b2nd",    ".b2frame", ".b2f", ".b2",
                                        ".caterva", ".cat",     ".b2b"};
+
+bool StatPath(const std::string& path, struct stat* st) { return ::stat(path.c_str(), st) == 0; }
+
+Status Errno(const std::string& what) {
+  const int e = errno;
+  return Status(e, what + ": " + std::strerror(e));
+}
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() > suffix.size() &&
@@ -49,6 +61,22 @@ Result<bool> PagedListing::Has(size_t index) {
     page_ = convert_(std::move(next));
   }
   return true;
+}
+
+Status ValidateLocalSource(const std::string& source) {
+  struct stat st;
+  if (!StatPath(source, &st)) return Errno("source " + source);
+  if (S_ISDIR(st.st_mode)) {
+    if (::access(source.c_str(), R_OK | X_OK) != 0) {
+      return Errno("source " + source + " cannot be listed");
+    }
+    return Status::Ok();
+  }
+  if (S_ISREG(st.st_mode)) {
+    if (::access(source.c_str(), R_OK) != 0) return Errno("source " + source + " cannot be read");
+    return Status::Ok();
+  }
+  return InvalidArgument("source " + source + " is neither a directory nor a container file");
 }
 
 }  // namespace b2ndfs::vfs

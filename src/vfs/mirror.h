@@ -13,11 +13,15 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/status.h"
-#include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/vfs/types.h"
 
 namespace b2ndfs::vfs {
 
 enum class MirroredType { kDir, kFile, kContainer };
+
+// Checks that a local SOURCE (a directory, or a single container file)
+// exists and can be served (Filesystem::ValidateSource).
+Status ValidateLocalSource(const std::string& source);
 
 // Regular files and directories with a container extension are containers
 // (a directory is a sparse frame; one without chunks.b2frame shows as a

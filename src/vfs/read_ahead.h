@@ -21,7 +21,7 @@
 #include <unordered_set>
 
 #include "b2ndfs/vfs/file_handle.h"
-#include "b2ndfs/vfs/filesystem.h"
+#include "b2ndfs/vfs/types.h"
 
 namespace b2ndfs::vfs {
 

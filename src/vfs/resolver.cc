@@ -4,8 +4,8 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/views/view.h"
-#include "dir_group.h"
 #include "mirror.h"
+#include "zarr_group_lookup.h"
 
 namespace b2ndfs::vfs {
 
@@ -46,7 +46,7 @@ Result<struct stat> Resolver::SourceStat(PathNode* held, const std::string& path
   }
   Result<struct stat> st = Status(EIO, "unset");
   TaskPool* background = entries_context_->background;
-  if (known && background != nullptr && tree_->remote()) {
+  if (known && background != nullptr && tree_->costs().requests_may_stall) {
     const source::Tree* tree = tree_;
     bool joined = false;
     auto answer = stats_.Launch(
@@ -172,7 +172,18 @@ Result<Target> Resolver::LookupMirrored(const Target& parent, const std::string&
     // reached (a remote one) must not make the kernel cache a negative entry.
     const int e = st.status().error_number();
     // A name that is not there may be the directory's Zarr group's.
-    if (e == ENOENT) return LookupDirGroup(*this, *tree_, *views_, *inodes_, parent, name);
+    if (e == ENOENT) {
+      B2NDFS_ASSIGN_OR_RETURN(GroupName group,
+                              LookupDirGroup([this](const std::string& p) { return EntryFor(p); },
+                                             *tree_, *views_, parent.path->path, name));
+      Target target;
+      target.type = NodeType::kInside;
+      target.ino = inodes_->AddUnlisted(group.generation, group.view);
+      target.generation = std::move(group.generation);
+      target.container = std::move(group.container);
+      target.view = std::move(group.view);
+      return target;
+    }
     if (e == ENOTDIR || e == ENAMETOOLONG) return NotFound(path);
     return st.status();
   }

@@ -295,7 +295,7 @@ class ZarrEntry : public RootEntry {
   }
   // zarr/'s chunk file KEY, looked up (not listed) as the container
   // directory's own KEY: in a python-blosc2 store a leaf has no extension to
-  // drop, so in its directory's Zarr group (vfs dir_group.cc) the leaf's
+  // drop, so in its directory's Zarr group (vfs/zarr_group_lookup.cc) the leaf's
   // directory is its variable, and a reader of the group asks it for
   // "LEAF/KEY" (the metadata comes from the group's .zmetadata).
   static Result<std::shared_ptr<const Node>> ChunkAlias(const store::Container& c,

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -136,7 +137,13 @@ class FakeTree : public source::Tree {
   }
 
   std::string StatsJson() const override { return std::string(); }
-  bool remote() const override { return remote_; }
+  // What costs() declares instead of a local (or remote) tree's; call it
+  // before the tree is used.
+  void SetCosts(source::TreeCosts costs) { costs_ = costs; }
+  source::TreeCosts costs() const override {
+    if (costs_) return *costs_;
+    return source::TreeCosts{.requests_may_stall = remote_, .listing_costs_one_stat = remote_};
+  }
 
  private:
   struct Entry {
@@ -286,6 +293,7 @@ class FakeTree : public source::Tree {
   std::shared_ptr<State> state_;
   const std::string root_ = kRoot;
   const bool remote_;
+  std::optional<source::TreeCosts> costs_;
 };
 
 }  // namespace b2ndfs::testing

@@ -194,7 +194,7 @@ class CountingSource final : public source::ByteSource {
 };
 
 // `path` opened as the mount opens it, through a CountingSource that joins
-// gaps of up to `gap` bytes and is remote() when `remote`.
+// gaps of up to `gap` bytes and declares requests that may stall when `remote`.
 struct Counted {
   std::shared_ptr<CountingSource> counting;
   std::shared_ptr<const store::Container> container;

@@ -483,7 +483,7 @@ namespace b2ndfs {
 namespace {
 
 // README.md, "Zarr groups and xarray": a directory's unlisted .zgroup,
-// .zmetadata and NAME/ (the vfs hook, src/vfs/dir_group.cc).
+// .zmetadata and NAME/ (the vfs hook, src/vfs/zarr_group_lookup.cc).
 TEST_CASE("a source directory is a Zarr group of its containers, unlisted", "[vfs]") {
   const Array a = MakeArray({8, 6}, {4, 4}, {2, 2}, 1.0f);
   const Array b = MakeArray({5, 4, 3}, {2, 2, 2}, {1, 1, 1}, 7.0f);
@@ -537,6 +537,31 @@ TEST_CASE("a source directory is a Zarr group of its containers, unlisted", "[vf
   CHECK(m.LookupError(run, "c") == 0);  // the real directory
   CHECK(m.LookupError(run, "nothing") == ENOENT);
   CHECK(m.LookupError(m.Lookup(vfs::kRootIno, "empty"), ".zgroup") == ENOENT);
+}
+
+// A tree that declares a listing no dearer than a stat
+// (source::TreeCosts::listing_costs_one_stat, as a remote one does) has a
+// group variable found in its directory's listing, not by a stat of NAME
+// with each container extension.
+TEST_CASE("a group variable is looked up in the listing where a listing costs one stat", "[vfs]") {
+  const Array a = MakeArray({8, 6}, {4, 4}, {2, 2}, 1.0f);
+  const bool listing_costs_one_stat = GENERATE(false, true);
+  Mount m;
+  m.tree->SetCosts(source::TreeCosts{.listing_costs_one_stat = listing_costs_one_stat});
+  m.tree->PutDir("run");
+  m.tree->PutFile("run/d.cat", a.frame);  // the last extension tried
+  m.Start();
+  const vfs::Ino run = m.Lookup(vfs::kRootIno, "run");
+  const int64_t stats_before = m.tree->stats();
+  CHECK(m.LookupError(run, "d") == 0);
+  const int64_t stats = m.tree->stats() - stats_before;
+  // run/d itself, and opening d.cat; without the listing, d.b2nd, d.b2frame,
+  // d.b2f, d.b2, d.caterva and d.cat too.
+  if (listing_costs_one_stat) {
+    CHECK(stats <= 2);
+  } else {
+    CHECK(stats >= 7);
+  }
 }
 
 TEST_CASE("views= keeps only the kinds named; meta.json describes those", "[vfs]") {
@@ -602,8 +627,7 @@ TEST_CASE(".b2ndfs lists stats and log; log holds the recent messages", "[vfs]")
   CHECK((shared->st.st_mode & 07777) == 0444);
 }
 
-TEST_CASE("a long series: long listings empty but names open, du counts data once",
-          "[vfs]") {
+TEST_CASE("a long series: long listings empty but names open, du counts data once", "[vfs]") {
   const Array a = MakeArray({5000}, {1000}, {100}, 2.0f);
   // A tall 2-D array: slices/0 of more names than kMaxListedNames.
   const int64_t rows = static_cast<int64_t>(vfs::kMaxListedNames) + 1;

@@ -68,6 +68,28 @@ class ListCursor {
   virtual bool done() const = 0;
 };
 
+// What a tree's requests cost, declared by the tree so that vfs and the
+// FUSE layer decide without asking where the entries live (as a ByteSource's
+// CostProfile does for reads).
+struct TreeCosts {
+  // A request (stat, probe, listing, read) may wait on a server for seconds,
+  // or go unanswered: reads are answered off the FUSE request threads (and
+  // asynchronous direct I/O, which the kernel waits for uninterruptibly, is
+  // refused), probes of what is already known run on background threads
+  // while callers go on with what they know, a reader's read-ahead goes out
+  // before its own read is served, over a wider window, and no whole files
+  // are pushed ahead of readers.
+  bool requests_may_stall = false;
+  // One listing of a directory costs no more than a stat of one entry (one
+  // request either way): a lookup that would stat several guessed names
+  // lists their directory once instead.
+  bool listing_costs_one_stat = false;
+  // Every entry shows the same owner, group and permissions (a remote tree's
+  // made-up ones): who may read a file made from others then needs no look
+  // at them.
+  bool uniform_attributes = false;
+};
+
 class Tree {
  public:
   virtual ~Tree() = default;
@@ -108,13 +130,8 @@ class Tree {
   // The tree's own members of .b2ndfs/stats: JSON object members, each line
   // indented by two spaces and ending with ",\n" (empty if none).
   virtual std::string StatsJson() const = 0;
-  // True when every entry shows the same owner, group and permissions (a
-  // remote tree's made-up ones): who may read a file made from others then
-  // needs no look at them.
-  virtual bool uniform_attributes() const { return false; }
-  // True when reads may wait on the network (a web server, an object store):
-  // the FUSE layer then answers them off its request threads.
-  virtual bool remote() const { return false; }
+  // What its requests cost (see TreeCosts). Here: a local directory's.
+  virtual TreeCosts costs() const { return TreeCosts{}; }
   // How long the tree reuses what it was told of an entry (a remote tree's
   // revalidate=): a probe within that long of the last one answers the same
   // without asking. 0: every probe asks.

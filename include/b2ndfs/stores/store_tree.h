@@ -20,7 +20,7 @@
 // store's path and version: parsed once however many stats, lookups and
 // opens ask at the same time (the cache's single flight), charged what it
 // holds in cache_size, evicted like a block. An index that would hold more
-// than kMaxIndexBytes is kept as a verdict (a meta.json {"error": ...}), so
+// than 64 MiB is kept as a verdict (a meta.json {"error": ...}), so
 // such a store is not parsed again while its version stays. The embed
 // frames' decompressed units live there too (embed_frame.h).
 // Errors: as source::Tree's; content errors are meta.json's, never errors.
@@ -37,8 +37,6 @@ struct StoreContext;
 }  // namespace b2ndfs::store
 
 namespace b2ndfs::stores {
-
-constexpr int64_t kMaxIndexBytes = int64_t{64} << 20;
 
 // True for names of stores: NAME.b2z, NAME.b2e, NAME.b2d.
 bool HasStoreExtension(const std::string& name);

@@ -25,6 +25,10 @@
 
 #include "b2ndfs/util/status.h"
 
+namespace b2ndfs::source {
+class ByteSource;
+}  // namespace b2ndfs::source
+
 namespace b2ndfs::stores {
 
 // python-blosc2's stores hold a member per leaf (a CTable: a few per column):
@@ -74,5 +78,13 @@ Result<ZipDirectory> ParseZipArchive(std::span<const uint8_t> archive);
 // data must end by member.limit. `local` holds at least
 // kZipLocalHeaderSize + member.name.size() bytes read at member.header_offset.
 Result<int64_t> MemberDataOffset(const ZipMember& member, std::span<const uint8_t> local);
+
+// Each member's data offset (MemberDataOffset), from the local headers of
+// `archive` (`size` bytes; source::kFramePart), read in one batch (one round
+// trip for a remote source): `data_offsets` gets one per member, -1 where
+// there is none. A member whose local header disagrees gets a `problem`; a
+// failed read is the archive's trouble, returned.
+Status ResolveMemberData(const source::ByteSource& archive, int64_t size, ZipDirectory* zip,
+                         std::vector<int64_t>* data_offsets);
 
 }  // namespace b2ndfs::stores

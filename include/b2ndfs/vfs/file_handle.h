@@ -66,8 +66,8 @@ struct FileHandle {
   std::variant<ViewHandle, PlainHandle, SnapshotHandle> file;
   bool keep_cache = true;  // false when a plain file changed since
   bool direct_io = false;  // for generated files whose size is not fixed
-  // Reads may wait on the network (a remote tree's file): the FUSE layer
-  // answers them off its request threads.
+  // Reads may wait on a server (the tree's TreeCosts::requests_may_stall,
+  // source/tree.h): the FUSE layer answers them off its request threads.
   bool remote = false;
 
   const ViewHandle* view() const { return std::get_if<ViewHandle>(&file); }

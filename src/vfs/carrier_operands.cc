@@ -1,9 +1,8 @@
-#include "operands.h"
+#include "carrier_operands.h"
 
 #include <algorithm>
 
 #include "b2ndfs/cache/cache_id.h"
-#include "generation.h"
 #include "mirror.h"
 
 namespace b2ndfs::vfs {

@@ -1,4 +1,4 @@
-#include "dir_group.h"
+#include "zarr_group_lookup.h"
 
 #include <map>
 #include <optional>
@@ -22,21 +22,15 @@ struct Opened {
   std::shared_ptr<const store::Container> container;
 };
 
-Result<Opened> OpenContainer(Resolver& resolver, const std::string& path) {
+Result<Opened> OpenContainer(const EntryFinder& entry_for, const std::string& path) {
   Opened opened;
-  B2NDFS_ASSIGN_OR_RETURN(opened.generation, resolver.EntryFor(path)->Current());
+  B2NDFS_ASSIGN_OR_RETURN(opened.generation, entry_for(path)->Current());
   B2NDFS_ASSIGN_OR_RETURN(opened.container, opened.generation->Container());
   return opened;
 }
 
-Target Unlisted(InodeTable& inodes, Opened opened, std::shared_ptr<const views::Node> view) {
-  Target target;
-  target.type = NodeType::kInside;
-  target.ino = inodes.AddUnlisted(opened.generation, view);
-  target.generation = std::move(opened.generation);
-  target.container = std::move(opened.container);
-  target.view = std::move(view);
-  return target;
+GroupName Unlisted(Opened opened, std::shared_ptr<const views::Node> view) {
+  return GroupName{std::move(opened.generation), std::move(opened.container), std::move(view)};
 }
 
 // The directory's containers by variable name, in name order: a name that
@@ -141,8 +135,8 @@ Result<GroupMembers> Members(const source::Tree& tree, const std::string& dir) {
 
 // The rows of the CTable whose _valid_rows is at `path` (-1: not a 1-D
 // array that can be read now).
-int64_t CTableRows(Resolver& resolver, const std::string& path) {
-  Result<Opened> opened = OpenContainer(resolver, path);
+int64_t CTableRows(const EntryFinder& entry_for, const std::string& path) {
+  Result<Opened> opened = OpenContainer(entry_for, path);
   if (!opened.ok() || !opened->container->ok()) return -1;
   const auto& shape = opened->container->layout().shape();
   return shape.size() == 1 ? shape[0] : -1;
@@ -150,12 +144,12 @@ int64_t CTableRows(Resolver& resolver, const std::string& path) {
 
 // A column of the CTable whose directory is `dir`, looked up as `dir/name`
 // (its variable in the table's group): the leaf _cols/NAME.
-// `listed`: the directory's entries where they were listed (a remote
-// tree's), which must hold _cols/ and columns.json.
-Result<Target> CTableColumn(Resolver& resolver, const source::Tree& tree,
-                            const views::Registry& views, InodeTable& inodes,
-                            const std::string& dir, const std::string& name,
-                            const std::optional<std::map<std::string, struct stat>>& listed) {
+// `listed`: the directory's entries where they were listed (a tree whose
+// listing costs one stat), which must hold _cols/ and columns.json.
+Result<GroupName> CTableColumn(const EntryFinder& entry_for, const source::Tree& tree,
+                               const views::Registry& views, const std::string& dir,
+                               const std::string& name,
+                               const std::optional<std::map<std::string, struct stat>>& listed) {
   if (listed && (!listed->count("_cols") || !listed->count("columns.json"))) {
     return NotFound(dir + "/" + name);
   }
@@ -171,19 +165,18 @@ Result<Target> CTableColumn(Resolver& resolver, const source::Tree& tree,
   if (!IsStoreLeaf(tree, path, name, *st)) return NotFound(dir + "/" + name);
   B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
   if (!IsCTableDir(tree, dir, entries)) return NotFound(dir + "/" + name);
-  B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+  B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(entry_for, path));
   if (!opened.container->ok()) return NotFound(dir + "/" + name);
   B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
                           views::DirVariable(views, *opened.container, name));
-  return Unlisted(inodes, std::move(opened), std::move(view));
+  return Unlisted(std::move(opened), std::move(view));
 }
 
 }  // namespace
 
-Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
-                              const views::Registry& views, InodeTable& inodes,
-                              const Target& parent, const std::string& name) {
-  const std::string& dir = parent.path->path;
+Result<GroupName> LookupDirGroup(const EntryFinder& entry_for, const source::Tree& tree,
+                                 const views::Registry& views, const std::string& dir,
+                                 const std::string& name) {
   if (name == ".zgroup" || name == ".zmetadata") {
     B2NDFS_ASSIGN_OR_RETURN(GroupMembers found, Members(tree, dir));
     const auto& members = found.members;
@@ -208,7 +201,7 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     for (const auto& [variable, path] : members) {
       // A container that cannot be read now fails the lookup (the kernel
       // must not keep a group without it); a broken one is left out.
-      B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+      B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(entry_for, path));
       if (!opened.container->ok() || !views::IsZarrVariable(*opened.container)) continue;
       group.push_back(views::DirMember{variable, opened.container});
       if (!host) host = std::move(opened);
@@ -220,17 +213,17 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
       views::DirTable table{found.kind};
       table.rows_only = found.ctable_root;
       if (found.kind == views::DirTable::Kind::kCTable) {
-        table.rows = CTableRows(resolver, found.valid_rows);
+        table.rows = CTableRows(entry_for, found.valid_rows);
       }
       B2NDFS_ASSIGN_OR_RETURN(text, views::DirZmetadata(group, table));
     }
-    return Unlisted(inodes, std::move(*host), views::MakeTextFile(name, std::move(text)));
+    return Unlisted(std::move(*host), views::MakeTextFile(name, std::move(text)));
   }
   if (name.empty() || name[0] == '.') return NotFound(dir + "/" + name);
   // A remote directory's names come from its listing (one request per
   // `revalidate=`), not from a request per extension.
   std::optional<std::map<std::string, struct stat>> listed;
-  if (tree.remote()) {
+  if (tree.costs().listing_costs_one_stat) {
     B2NDFS_ASSIGN_OR_RETURN(std::vector<source::TreeEntry> entries, tree.List(dir));
     listed.emplace();
     for (auto& e : entries) listed->emplace(std::move(e.name), e.st);
@@ -249,15 +242,15 @@ Result<Target> LookupDirGroup(Resolver& resolver, const source::Tree& tree,
     }
     const auto kind = MirroredKind(tree, path, name + ext, *st);
     if (!kind || *kind != MirroredType::kContainer) continue;
-    B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(resolver, path));
+    B2NDFS_ASSIGN_OR_RETURN(Opened opened, OpenContainer(entry_for, path));
     if (!opened.container->ok()) return NotFound(dir + "/" + name);
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const views::Node> view,
                             views::DirVariable(views, *opened.container, name));
-    return Unlisted(inodes, std::move(opened), std::move(view));
+    return Unlisted(std::move(opened), std::move(view));
   }
   // A CTable's directory: its columns are variables of its group.
   if (name != "_meta" && name != "_cols") {
-    return CTableColumn(resolver, tree, views, inodes, dir, name, listed);
+    return CTableColumn(entry_for, tree, views, dir, name, listed);
   }
   return NotFound(dir + "/" + name);
 }
