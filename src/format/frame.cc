@@ -103,6 +103,16 @@ Result<std::vector<NamedBytes>> DecodeMetalayerSection(const msgpack::object& se
   return layers;
 }
 
+// "WHAT should be a msgpack array of ENTRIES but is TYPE[ of N entries]".
+Status NotAnArrayOf(const std::string& what, const std::string& entries,
+                    const msgpack::object& top) {
+  std::string is = internal::TypeName(top);
+  if (top.type == msgpack::type::ARRAY) {
+    is += " of " + std::to_string(top.via.array.size) + " entries";
+  }
+  return Bad(what + " should be a msgpack array of " + entries + " but is " + is);
+}
+
 // The header's metalayers (the msgpack header's 14th entry).
 Status ReadHeaderMetalayers(const ReadAt& read, FrameInfo& info) {
   // The whole header, as msgpack, for the metalayers.
@@ -116,11 +126,7 @@ Status ReadHeaderMetalayers(const ReadAt& read, FrameInfo& info) {
     // matter are addressed by offsets, as c-blosc2 does).
     const msgpack::object& top = unpacked.get();
     if (top.type != msgpack::type::ARRAY || top.via.array.size < 14) {
-      return Bad("frame header should be a msgpack array of 14 entries but is " +
-                 internal::TypeName(top) +
-                 (top.type == msgpack::type::ARRAY
-                      ? " of " + std::to_string(top.via.array.size) + " entries"
-                      : ""));
+      return NotAnArrayOf("frame header", "14 entries", top);
     }
     B2NDFS_ASSIGN_OR_RETURN(info.metalayers,
                             DecodeMetalayerSection(top.via.array.ptr[13], header,
@@ -164,11 +170,7 @@ Status ReadTrailer(const ReadAt& read, FrameInfo& info) {
                             internal::UnpackBounded(trailer, 0, 3, "frame trailer"));
     const msgpack::object& top = unpacked.get();
     if (top.type != msgpack::type::ARRAY || top.via.array.size != 4) {
-      return Bad("frame trailer should be a msgpack array of 4 entries but is " +
-                 internal::TypeName(top) +
-                 (top.type == msgpack::type::ARRAY
-                      ? " of " + std::to_string(top.via.array.size) + " entries"
-                      : ""));
+      return NotAnArrayOf("frame trailer", "4 entries", top);
     }
     const std::optional<int64_t> stated = internal::AsInt64(top.via.array.ptr[2]);
     if (stated != trailer_size) {

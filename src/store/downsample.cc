@@ -159,29 +159,24 @@ std::vector<std::vector<int64_t>> PyramidShapes(const std::vector<int64_t>& shap
 void Downsample(const PyramidItem& item, Downsampling method, const uint8_t* src,
                 const std::vector<int64_t>& src_shape, const std::vector<bool>& downsampled,
                 uint8_t* dst) {
-  switch (item.kind * 16 + item.size) {
-    case 'i' * 16 + 1:
-      return DownsampleAs<int8_t>(method, src, src_shape, downsampled, dst);
-    case 'i' * 16 + 2:
-      return DownsampleAs<int16_t>(method, src, src_shape, downsampled, dst);
-    case 'i' * 16 + 4:
-      return DownsampleAs<int32_t>(method, src, src_shape, downsampled, dst);
-    case 'i' * 16 + 8:
-      return DownsampleAs<int64_t>(method, src, src_shape, downsampled, dst);
-    case 'u' * 16 + 1:
-      return DownsampleAs<uint8_t>(method, src, src_shape, downsampled, dst);
-    case 'u' * 16 + 2:
-      return DownsampleAs<uint16_t>(method, src, src_shape, downsampled, dst);
-    case 'u' * 16 + 4:
-      return DownsampleAs<uint32_t>(method, src, src_shape, downsampled, dst);
-    case 'u' * 16 + 8:
-      return DownsampleAs<uint64_t>(method, src, src_shape, downsampled, dst);
-    case 'f' * 16 + 4:
-      return DownsampleAs<float>(method, src, src_shape, downsampled, dst);
-    case 'f' * 16 + 8:
-      return DownsampleAs<double>(method, src, src_shape, downsampled, dst);
-    default:
-      return;  // PyramidItemOf admits no other
+  using Kernel = void (*)(Downsampling, const uint8_t*, const std::vector<int64_t>&,
+                          const std::vector<bool>&, uint8_t*);
+  struct Typed {
+    char kind;
+    int size;
+    Kernel kernel;
+  };
+  // PyramidItemOf admits no other item.
+  static constexpr Typed kKernels[] = {
+      {'i', 1, DownsampleAs<int8_t>},   {'i', 2, DownsampleAs<int16_t>},
+      {'i', 4, DownsampleAs<int32_t>},  {'i', 8, DownsampleAs<int64_t>},
+      {'u', 1, DownsampleAs<uint8_t>},  {'u', 2, DownsampleAs<uint16_t>},
+      {'u', 4, DownsampleAs<uint32_t>}, {'u', 8, DownsampleAs<uint64_t>},
+      {'f', 4, DownsampleAs<float>},    {'f', 8, DownsampleAs<double>}};
+  for (const Typed& typed : kKernels) {
+    if (typed.kind == item.kind && typed.size == item.size) {
+      return typed.kernel(method, src, src_shape, downsampled, dst);
+    }
   }
 }
 

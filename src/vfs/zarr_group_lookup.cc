@@ -7,7 +7,7 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/log.h"
-#include "b2ndfs/views/dir_group.h"
+#include "b2ndfs/views/zarr.h"
 #include "b2ndfs/views/view.h"
 #include "mirror.h"
 

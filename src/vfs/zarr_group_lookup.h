@@ -1,6 +1,6 @@
 // Private to vfs: the unlisted names that make a mirrored source directory a
 // consolidated Zarr v2 group (.zgroup, .zmetadata, and one directory per
-// container named after it; views/dir_group.h renders them; README.md, "Zarr
+// container named after it; views/zarr.h renders them; README.md, "Zarr
 // groups and xarray").
 // Looked up only where the source said a name does not exist, so nothing
 // else changes, and `ls` (which lists, never looks these up) opens nothing.

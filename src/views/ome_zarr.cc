@@ -323,33 +323,20 @@ class LevelKeyDir : public Node {
                                              const std::string& name) const override {
     B2NDFS_ASSIGN_OR_RETURN(OmePlan plan, Plan(c));
     const KeyTree& tree = plan.trees[static_cast<size_t>(level_)];
-    const size_t depth = coords_.size();
-    const auto index = ParseIndex(name);
-    if (!index || *index >= tree.grid()[depth] || std::to_string(*index) != name) {
-      return NotFound(name);
-    }
-    std::vector<int64_t> coords = coords_;
-    coords.push_back(*index);
-    if (static_cast<int>(coords.size()) < tree.ndim()) {
+    std::optional<std::vector<int64_t>> coords = KeyCoords(tree, coords_, name);
+    if (!coords) return NotFound(name);
+    if (static_cast<int>(coords->size()) < tree.ndim()) {
       return std::shared_ptr<const Node>(
-          std::make_shared<LevelKeyDir>(name, c_ordinal_, level_, std::move(coords), tree));
+          std::make_shared<LevelKeyDir>(name, c_ordinal_, level_, std::move(*coords), tree));
     }
-    const uint64_t ordinal = c_ordinal_ + tree.Ordinal(coords);
+    const uint64_t ordinal = c_ordinal_ + tree.Ordinal(*coords);
     return std::shared_ptr<const Node>(
-        std::make_shared<LevelShard>(name, ordinal, level_, std::move(coords)));
+        std::make_shared<LevelShard>(name, ordinal, level_, std::move(*coords)));
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
     B2NDFS_ASSIGN_OR_RETURN(OmePlan plan, Plan(c));
-    const KeyTree& tree = plan.trees[static_cast<size_t>(level_)];
-    const size_t depth = coords_.size();
-    const bool directories = static_cast<int>(depth) + 1 < tree.ndim();
-    const uint64_t step = tree.Subtree(static_cast<int>(depth) + 1);
-    const uint64_t first = ordinal() + 1;
-    return MakeListing(static_cast<size_t>(tree.grid()[depth]),
-                       [directories, step, first](size_t i) {
-                         return ListEntry{std::to_string(i), directories, first + i * step};
-                       });
+    return ListKeyDir(plan.trees[static_cast<size_t>(level_)], coords_.size(), ordinal() + 1);
   }
 
  private:
@@ -424,21 +411,9 @@ class OmeDir : public Node {
   }
 };
 
-class OmeZarrEntry : public RootEntry {
+class OmeZarrEntry : public PlannedDirEntry<&Plan, OmeDir> {
  public:
-  std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
-    if (!Plan(c).ok()) return {};
-    return {ListEntry{"ome.zarr", true, base}};
-  }
-  uint64_t OrdinalCount(const store::Container& c) const override {
-    Result<OmePlan> plan = Plan(c);
-    return plan.ok() ? plan->OrdinalCount() : 0;
-  }
-  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
-                                             uint64_t base) const override {
-    if (name != "ome.zarr" || !Plan(c).ok()) return std::shared_ptr<const Node>();
-    return std::shared_ptr<const Node>(std::make_shared<OmeDir>(base));
-  }
+  OmeZarrEntry() : PlannedDirEntry("ome.zarr") {}
   void Describe(const store::Container& c,
                 std::vector<store::FileDescription>* out) const override {
     if (!c.ok()) return;

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "b2ndfs/views/dir_group.h"
+#include "b2ndfs/views/zarr.h"
 #include "kinds.h"
 #include "zarr_files.h"
 #include "zarr_meta.h"

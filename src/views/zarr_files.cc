@@ -94,4 +94,25 @@ void PrefetchPadded(const store::Container& c, const geometry::Box& inside,
   }
 }
 
+std::optional<std::vector<int64_t>> KeyCoords(const KeyTree& tree,
+                                              const std::vector<int64_t>& coords,
+                                              const std::string& name) {
+  const size_t depth = coords.size();
+  const auto index = ParseIndex(name);
+  if (!index || *index >= tree.grid()[depth] || std::to_string(*index) != name) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> deeper = coords;
+  deeper.push_back(*index);
+  return deeper;
+}
+
+std::shared_ptr<const Listing> ListKeyDir(const KeyTree& tree, size_t depth, uint64_t first) {
+  const bool directories = static_cast<int>(depth) + 1 < tree.ndim();
+  const uint64_t step = tree.Subtree(static_cast<int>(depth) + 1);
+  return MakeListing(static_cast<size_t>(tree.grid()[depth]), [directories, step, first](size_t i) {
+    return ListEntry{std::to_string(i), directories, first + i * step};
+  });
+}
+
 }  // namespace b2ndfs::views

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "b2ndfs/views/view.h"
+#include "kinds.h"
+#include "zarr_v3_meta.h"
 
 namespace b2ndfs::views {
 
@@ -72,6 +74,44 @@ class ZarrChunkFile : public Node {
  private:
   geometry::Box inside_;  // the chunk's region of the array
   geometry::Box full_;    // the whole chunk, past the array's edges
+};
+
+// The chunk-key directories of a Zarr v3 array (c/ and c/I/..., one level
+// per axis but the last), shared by data.zarr/ and ome.zarr/'s levels:
+// - KeyCoords: the coordinates `coords` + the index `name` names, when
+//   `name` is one of the directory's canonical names ("07" would be a second
+//   name of "7"); nullopt otherwise.
+// - ListKeyDir: the listing of the directory at depth `depth`, whose first
+//   entry's ordinal is `first` (KeyTree numbers the tree in preorder).
+std::optional<std::vector<int64_t>> KeyCoords(const KeyTree& tree,
+                                              const std::vector<int64_t>& coords,
+                                              const std::string& name);
+std::shared_ptr<const Listing> ListKeyDir(const KeyTree& tree, size_t depth, uint64_t first);
+
+// The root entry of a view that is one directory, `name`, offered when
+// PlanOf(container) is ok (its plan says how many ordinals it takes); Dir
+// is the directory's node, made from its base ordinal. Describe (meta.json)
+// stays the view's own.
+template <auto PlanOf, class Dir>
+class PlannedDirEntry : public RootEntry {
+ public:
+  explicit PlannedDirEntry(const char* name) : name_(name) {}
+  std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
+    if (!PlanOf(c).ok()) return {};
+    return {ListEntry{name_, true, base}};
+  }
+  uint64_t OrdinalCount(const store::Container& c) const override {
+    auto plan = PlanOf(c);
+    return plan.ok() ? plan->OrdinalCount() : 0;
+  }
+  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
+                                             uint64_t base) const override {
+    if (name != name_ || !PlanOf(c).ok()) return std::shared_ptr<const Node>();
+    return std::shared_ptr<const Node>(std::make_shared<Dir>(base));
+  }
+
+ private:
+  const char* name_;
 };
 
 }  // namespace b2ndfs::views

@@ -178,33 +178,20 @@ class KeyDir : public Node {
     B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, Plan(c));
     if (!plan.tree) return NotFound(name);
     const KeyTree& tree = *plan.tree;
-    const size_t depth = coords_.size();
-    const auto index = ParseIndex(name);
-    // Canonical names only: "07" would be a second name of "7".
-    if (!index || *index >= tree.grid()[depth] || std::to_string(*index) != name) {
-      return NotFound(name);
-    }
-    std::vector<int64_t> coords = coords_;
-    coords.push_back(*index);
-    if (static_cast<int>(coords.size()) < tree.ndim()) {
+    std::optional<std::vector<int64_t>> coords = KeyCoords(tree, coords_, name);
+    if (!coords) return NotFound(name);
+    if (static_cast<int>(coords->size()) < tree.ndim()) {
       return std::shared_ptr<const Node>(
-          std::make_shared<KeyDir>(name, c_ordinal_, std::move(coords), tree));
+          std::make_shared<KeyDir>(name, c_ordinal_, std::move(*coords), tree));
     }
-    const uint64_t ordinal = c_ordinal_ + tree.Ordinal(coords);
-    return ChunkFile(c, plan, name, ordinal, c.layout().ChunkIndex(coords));
+    const uint64_t ordinal = c_ordinal_ + tree.Ordinal(*coords);
+    return ChunkFile(c, plan, name, ordinal, c.layout().ChunkIndex(*coords));
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
     B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, Plan(c));
     if (!plan.tree) return NotFound(name());
-    const size_t depth = coords_.size();
-    const bool directories = static_cast<int>(depth) + 1 < plan.tree->ndim();
-    const uint64_t step = plan.tree->Subtree(static_cast<int>(depth) + 1);
-    const uint64_t first = ordinal() + 1;
-    return MakeListing(static_cast<size_t>(plan.tree->grid()[depth]),
-                       [directories, step, first](size_t i) {
-                         return ListEntry{std::to_string(i), directories, first + i * step};
-                       });
+    return ListKeyDir(*plan.tree, coords_.size(), ordinal() + 1);
   }
 
  private:
@@ -258,21 +245,9 @@ class V3Dir : public Node {
   }
 };
 
-class ZarrV3Entry : public RootEntry {
+class ZarrV3Entry : public PlannedDirEntry<&Plan, V3Dir> {
  public:
-  std::vector<ListEntry> Names(const store::Container& c, uint64_t base) const override {
-    if (!Plan(c).ok()) return {};
-    return {ListEntry{"data.zarr", true, base}};
-  }
-  uint64_t OrdinalCount(const store::Container& c) const override {
-    Result<V3Plan> plan = Plan(c);
-    return plan.ok() ? plan->OrdinalCount() : 0;
-  }
-  Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
-                                             uint64_t base) const override {
-    if (name != "data.zarr" || !Plan(c).ok()) return std::shared_ptr<const Node>();
-    return std::shared_ptr<const Node>(std::make_shared<V3Dir>(base));
-  }
+  ZarrV3Entry() : PlannedDirEntry("data.zarr") {}
   void Describe(const store::Container& c,
                 std::vector<store::FileDescription>* out) const override {
     if (!c.ok()) return;

@@ -27,7 +27,7 @@ using FileDescription = format::MetaJsonInput::FileKind;
 
 class FileCatalog {
  public:
-  virtual ~FileCatalog() = default;
+  virtual ~FileCatalog();  // defined in file_catalog.cc (the vtable's home)
   // meta.json of `container` (ok()): `input`, what the store knows of it,
   // with the catalog's files, rendered (format::RenderMetaJson).
   virtual std::string RenderMetaJson(const Container& container,

@@ -8,8 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "b2ndfs/cache/block_cache.h"
-#include "b2ndfs/codec/decompressor.h"
+// The services are named here, not defined: this struct only points at them.
+namespace b2ndfs::cache {
+class BlockCache;
+}
+namespace b2ndfs::codec {
+class DecompressorPool;
+}
 
 namespace b2ndfs::store {
 

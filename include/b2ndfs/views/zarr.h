@@ -1,5 +1,5 @@
-// views/dir_group: a source directory as a consolidated Zarr v2 group whose
-// variables are its containers (README.md, "Zarr groups and xarray"), so that
+// views/zarr (src/views/zarr.cc): a source directory as a consolidated Zarr
+// v2 group whose variables are its containers (README.md, "Zarr groups and xarray"), so that
 // xarray.open_zarr(DIR) opens a directory of containers as one Dataset. The
 // vfs finds the containers and their generations; this renders what the
 // group's unlisted names hold:
