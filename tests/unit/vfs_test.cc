@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "array_frame.h"
 #include "b2nd_writer.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/util/log.h"
@@ -26,39 +27,10 @@
 namespace b2ndfs {
 namespace {
 
+using testing::Array;
 using testing::Bytes;
 using testing::FakeTree;
-
-// A float32 array written by c-blosc2 as a contiguous frame: its frame's
-// bytes and the array's C-order bytes.
-struct Array {
-  Bytes frame;
-  Bytes data;
-};
-
-Array MakeArray(std::vector<int64_t> shape, std::vector<int32_t> chunks,
-                std::vector<int32_t> blocks, float seed) {
-  testing::TempDir dir("b2ndfs_vfs");
-  const std::string path = (dir.path / "a.b2nd").string();
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    values[static_cast<size_t>(i)] = seed + static_cast<float>(i % 977);
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.typesize = 4;
-  cparams.nthreads = 1;
-  b2nd_array_t* array =
-      testing::WriteContiguous(path, cparams, static_cast<int8_t>(shape.size()), shape.data(),
-                               chunks.data(), blocks.data(), "<f4", values.data(), n * 4);
-  b2nd_free(array);
-  std::ifstream in(path, std::ios::binary);
-  Array out;
-  out.frame.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  out.data.resize(static_cast<size_t>(n * 4));
-  std::memcpy(out.data.data(), values.data(), out.data.size());
-  return out;
-}
+using testing::MakeArray;
 
 // A filesystem over a fake tree, with the store the mount sets up.
 struct Mount {
