@@ -21,6 +21,7 @@
 #include "carrier_writer.h"
 #include "temp_dir.h"
 #include "test_store.h"
+#include "vfs_walk.h"
 
 namespace b2ndfs {
 namespace {
@@ -34,20 +35,7 @@ struct Mount {
     options.source = root;
     filesystem = std::make_unique<vfs::Filesystem>(options, &store.ctx);
   }
-  Result<vfs::Attr> Walk(const std::string& rel) {
-    vfs::Ino at = vfs::kRootIno;
-    Result<vfs::Attr> attr = Status(ENOENT, rel);
-    size_t begin = 0;
-    while (begin < rel.size()) {
-      size_t end = rel.find('/', begin);
-      if (end == std::string::npos) end = rel.size();
-      attr = filesystem->Lookup(at, rel.substr(begin, end - begin));
-      if (!attr.ok()) return attr;
-      at = attr->st.st_ino;
-      begin = end + 1;
-    }
-    return attr;
-  }
+  Result<vfs::Attr> Walk(const std::string& rel) { return testing::WalkPath(*filesystem, rel); }
   Result<vfs::FileHandle> Open(const std::string& rel) {
     B2NDFS_ASSIGN_OR_RETURN(vfs::Attr attr, Walk(rel));
     return filesystem->Open(attr.st.st_ino, O_RDONLY);
