@@ -190,12 +190,11 @@ Status ReadTrailer(const ReadAt& read, FrameInfo& info) {
 
 // The chunks section and the chunk index.
 Status ReadChunkIndex(const ReadAt& read, FrameInfo& info) {
-  const int64_t header_size = info.header_size;
   if (!info.sparse) {
-    std::optional<int64_t> data_end = CheckedAdd(header_size, info.cbytes);
+    std::optional<int64_t> data_end = CheckedAdd(info.header_size, info.cbytes);
     if (!data_end || *data_end > info.trailer_offset) {
       return Bad("frame header says cbytes " + std::to_string(info.cbytes) + ", but only " +
-                 std::to_string(info.trailer_offset - header_size) +
+                 std::to_string(info.trailer_offset - info.header_size) +
                  " bytes lie between the header and the trailer");
     }
   }
@@ -205,7 +204,7 @@ Status ReadChunkIndex(const ReadAt& read, FrameInfo& info) {
     info.nchunks = 0;
     return Status::Ok();
   }
-  const int64_t position = info.sparse ? header_size : header_size + info.cbytes;
+  const int64_t position = info.sparse ? info.header_size : info.header_size + info.cbytes;
   if (position + kChunkMinHeaderSize > info.trailer_offset) {
     return Bad("no room for the chunk index between byte " + std::to_string(position) +
                " and the trailer at " + std::to_string(info.trailer_offset) + " (nbytes is " +

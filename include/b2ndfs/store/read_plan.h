@@ -21,6 +21,11 @@
 
 namespace b2ndfs::store {
 
+// The most a read may fetch that no span needs, as a fraction of what it
+// needs: the bound on the plan's read amplification.
+constexpr int64_t kMaxWasteNumerator = 1;
+constexpr int64_t kMaxWasteDenominator = 4;
+
 // Bytes [begin, end) of a part of the source.
 struct SourceSpan {
   int64_t part = 0;
@@ -37,11 +42,6 @@ struct CoalescedRead {
   int64_t useful = 0;  // bytes of the read inside some member span
   std::vector<size_t> members;
 };
-
-// The most a read may fetch that no span needs, as a fraction of what it
-// needs: the bound on the plan's read amplification.
-constexpr int64_t kMaxWasteNumerator = 1;
-constexpr int64_t kMaxWasteDenominator = 4;
 
 struct CoalesceOptions {
   int64_t max_gap = 0;  // source::CostProfile::merge_gap
