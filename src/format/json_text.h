@@ -1,6 +1,7 @@
 // Private to format: JSON text pieces shared by meta.json's writer and the
-// msgpack -> JSON conversion (msgpack_json.cc): quoting, base64, numbers,
-// and the conversion itself. Pure functions.
+// msgpack -> JSON conversion (msgpack_json.cc): base64, numbers and the
+// conversion itself; quoting and UTF-8 checks are util's (json.h, text.h).
+// Pure functions.
 #pragma once
 
 #include <cstddef>
@@ -10,14 +11,16 @@
 #include <string>
 #include <string_view>
 
+#include "b2ndfs/util/json.h"
+#include "b2ndfs/util/text.h"
+
 namespace b2ndfs::format::internal {
 
 constexpr size_t kMaxMsgpackDepth = 64;
 constexpr size_t kMaxJsonText = size_t{16} << 20;
 
-bool IsValidUtf8(std::string_view text);
-// `text` as a JSON string literal (invalid UTF-8 bytes escaped as U+FFFD).
-void AppendQuoted(std::string_view text, std::string* out);
+using json::AppendQuoted;
+using text::IsValidUtf8;
 // RFC 4648 base64 with padding.
 void AppendBase64(std::span<const uint8_t> bytes, std::string* out);
 // Shortest text that reads back as the same double (or float).

@@ -342,10 +342,4 @@ std::string Base64Encode(std::span<const uint8_t> bytes) {
   return out;
 }
 
-std::string JsonQuote(const std::string& text) {
-  std::string out;
-  AppendQuoted(text, &out);
-  return out;
-}
-
 }  // namespace b2ndfs::format

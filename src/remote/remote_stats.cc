@@ -2,28 +2,9 @@
 
 #include <cstdio>
 
+#include "b2ndfs/util/json.h"
+
 namespace b2ndfs::remote {
-namespace {
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-}  // namespace
-
 std::string RemoteStatsJson(const std::string& root, const HttpStats& s,
                             const DiskCache* disk_cache) {
   auto kv = [](const std::string& indent, const char* key, uint64_t value, bool last = false) {
@@ -31,7 +12,7 @@ std::string RemoteStatsJson(const std::string& root, const HttpStats& s,
   };
   const std::string in = "    ", in2 = "      ";
   std::string out = "  \"remote\": {\n";
-  out += in + "\"source\": " + JsonString(root) + ",\n";
+  out += in + "\"source\": " + json::Quote(root) + ",\n";
   out += kv(in, "requests", s.requests);
   out += kv(in, "retries", s.retries);
   out += kv(in, "peak_requests_in_flight", s.peak_in_flight);

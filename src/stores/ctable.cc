@@ -12,6 +12,7 @@
 #include "b2ndfs/format/npy_header.h"
 #include "b2ndfs/format/vlen.h"
 #include "b2ndfs/util/checked_math.h"
+#include "b2ndfs/util/json.h"
 
 namespace b2ndfs::stores::internal {
 namespace {
@@ -251,7 +252,7 @@ std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::str
 
   CTableFiles files;
   std::string& doc = files.columns_json;
-  doc = "{\n  \"table\": " + format::JsonQuote("/" + dir) + ",\n  \"version\": " + version;
+  doc = "{\n  \"table\": " + json::Quote("/" + dir) + ",\n  \"version\": " + version;
   auto valid_node = index.nodes.find(prefix + "_valid_rows");
   Rows rows{-1, -1, "no _valid_rows", nullptr};
   if (valid_node != index.nodes.end() && valid_node->second.leaf) {
@@ -260,7 +261,7 @@ std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::str
   doc += ",\n  \"rows\": " + (rows.rows >= 0 ? std::to_string(rows.rows) : std::string("null"));
   doc += ",\n  \"valid_rows\": " +
          (rows.valid >= 0 ? std::to_string(rows.valid) : std::string("null"));
-  if (!rows.error.empty()) doc += ",\n  \"valid_rows_error\": " + format::JsonQuote(rows.error);
+  if (!rows.error.empty()) doc += ",\n  \"valid_rows_error\": " + json::Quote(rows.error);
   // valid/ is made only where the table has no entry of that name.
   const bool valid_dir_free = index.nodes.count(prefix + "valid") == 0;
 
@@ -297,7 +298,7 @@ std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::str
       auto info = format::ParseFrame(f->read, f->size);
       if (info.ok()) {
         if (auto nd = ArrayMeta(*info)) {
-          c.dtype = nd->dtype ? format::JsonQuote(*nd->dtype) : "null";
+          c.dtype = nd->dtype ? json::Quote(*nd->dtype) : "null";
           c.shape = ShapeJson(nd->shape);
           c.valid = PlanValidFile(*info, *nd, rows);
         }
@@ -313,11 +314,10 @@ std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::str
     if (c.path.empty()) continue;  // a companion without its column
     doc += first ? "\n    " : ",\n    ";
     first = false;
-    doc += "{\"name\": " + format::JsonQuote(ColumnName(rel)) +
-           ", \"path\": " + format::JsonQuote(c.path) + ", \"dtype\": " + c.dtype +
-           ", \"shape\": " + c.shape;
+    doc += "{\"name\": " + json::Quote(ColumnName(rel)) + ", \"path\": " + json::Quote(c.path) +
+           ", \"dtype\": " + c.dtype + ", \"shape\": " + c.shape;
     for (const auto& [what, path] : c.companions) {
-      doc += ", " + format::JsonQuote(what) + ": " + format::JsonQuote(path);
+      doc += ", " + json::Quote(what) + ": " + json::Quote(path);
     }
     // A UTF-8 column's leaf holds offsets into NAME.utf8; a dictionary
     // column's holds codes into NAME_dict (ctable_storage.py).
@@ -337,10 +337,10 @@ std::optional<CTableFiles> CTableColumns(const StoreIndex& index, const std::str
       names[file] = true;
       c.valid.spec->column = prefix + c.path;
       c.valid.spec->valid_rows = prefix + "_valid_rows";
-      doc += ", \"valid_file\": " + format::JsonQuote("valid/" + file);
+      doc += ", \"valid_file\": " + json::Quote("valid/" + file);
       files.valid_files.emplace_back(file, std::move(c.valid.spec));
     } else {
-      doc += ", \"valid_file\": null, \"valid_file_absent\": " + format::JsonQuote(c.valid.absent);
+      doc += ", \"valid_file\": null, \"valid_file_absent\": " + json::Quote(c.valid.absent);
     }
     doc += "}";
   }

@@ -8,6 +8,7 @@
 #include "b2ndfs/codec/decompressor.h"
 #include "b2ndfs/format/frame.h"
 #include "b2ndfs/format/meta_json.h"
+#include "b2ndfs/util/json.h"
 
 namespace b2ndfs::stores {
 namespace {
@@ -31,7 +32,7 @@ Result<std::vector<uint8_t>> DecompressVlmeta(const std::vector<uint8_t>& conten
 
 std::string ValueJson(std::span<const uint8_t> bytes) {
   if (auto json = format::MsgpackToJson(bytes)) return *json;
-  return "{\"base64\": " + format::JsonQuote(format::Base64Encode(bytes)) + "}";
+  return "{\"base64\": " + json::Quote(format::Base64Encode(bytes)) + "}";
 }
 
 }  // namespace
@@ -60,7 +61,7 @@ Result<std::string> FrameVlmetaJson(const FrameReadAt& read, int64_t frame_size,
     if (std::find(skip.begin(), skip.end(), vl.name) != skip.end()) continue;
     out += first ? "" : ", ";
     first = false;
-    out += format::JsonQuote(vl.name) + ": ";
+    out += json::Quote(vl.name) + ": ";
     auto value = DecompressVlmeta(vl.content, kVlmetaBudget - spent);
     if (!value.ok()) {
       out += "{\"omitted\": true}";

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "b2ndfs/format/meta_json.h"
+#include "b2ndfs/util/json.h"
 #include "ctable.h"
 #include "index_budget.h"
 #include "leaf_sources.h"
@@ -122,11 +123,11 @@ class Builder {
     }
     Node& root = index_->nodes[""];
     if (!root.problem.empty()) return;  // the store itself is broken: its meta.json says why
-    std::string json = "{\n  \"store\": " + format::JsonQuote(kind);
+    std::string json = "{\n  \"store\": " + json::Quote(kind);
     const std::string type = tag == "b2tree"   ? "TreeStore"
                              : tag == "b2dict" ? "DictStore"
                                                : "EmbedStore";
-    json += ",\n  \"type\": " + format::JsonQuote(type);
+    json += ",\n  \"type\": " + json::Quote(type);
     int64_t leaves = 0;
     for (const auto& [path, node] : index_->nodes) leaves += node.leaf.has_value();
     json += ",\n  \"leaves\": " + std::to_string(leaves);
@@ -137,16 +138,15 @@ class Builder {
     if (!references_.empty()) {
       json += ",\n  \"references\": {";
       for (size_t i = 0; i < references_.size(); ++i) {
-        json += (i ? ", " : "") + format::JsonQuote(references_[i].first) + ": " +
-                references_[i].second;
+        json += (i ? ", " : "") + json::Quote(references_[i].first) + ": " + references_[i].second;
       }
       json += "}";
     }
     if (!problems_.empty()) {
       json += ",\n  \"problems\": {";
       for (size_t i = 0; i < problems_.size(); ++i) {
-        json += (i ? ", " : "") + format::JsonQuote(problems_[i].first) + ": " +
-                format::JsonQuote(problems_[i].second);
+        json += (i ? ", " : "") + json::Quote(problems_[i].first) + ": " +
+                json::Quote(problems_[i].second);
       }
       json += "}";
     }
@@ -203,8 +203,8 @@ void AddEmbedded(Builder* builder, const EmbedFrame& frame, const FrameReadAt& f
   for (const auto& e : frame.map().entries) {
     const std::string path = KeyPath(e.key);
     if (e.reference) {
-      builder->Reference(e.key, "{\"urlbase\": " + format::JsonQuote(e.urlbase) +
-                                    ", \"path\": " + format::JsonQuote(e.path) + "}");
+      builder->Reference(e.key, "{\"urlbase\": " + json::Quote(e.urlbase) +
+                                    ", \"path\": " + json::Quote(e.path) + "}");
       continue;
     }
     if (!e.problem.empty()) {

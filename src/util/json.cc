@@ -193,32 +193,8 @@ class Parser {
 
   // One UTF-8 sequence at i_ (its first byte >= 0x80), copied to `out`.
   bool Utf8(std::string* out) {
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s_[i_ + k]); };
-    const unsigned char b0 = byte(0);
-    size_t n;
-    uint32_t cp;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      n = 2;
-      cp = b0 & 0x1F;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      n = 3;
-      cp = b0 & 0x0F;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      n = 4;
-      cp = b0 & 0x07;
-    } else {
-      return Fail("invalid UTF-8");
-    }
-    if (s_.size() - i_ < n) return Fail("invalid UTF-8");
-    for (size_t k = 1; k < n; ++k) {
-      if ((byte(k) & 0xC0) != 0x80) return Fail("invalid UTF-8");
-      cp = (cp << 6) | (byte(k) & 0x3F);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF.
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return Fail("invalid UTF-8");
-    }
+    const size_t n = text::Utf8SequenceLength(s_, i_);
+    if (n == 0) return Fail("invalid UTF-8");
     out->append(s_.substr(i_, n));
     i_ += n;
     return true;
@@ -318,6 +294,63 @@ Result<Value> Parse(std::string_view text, Limits limits) {
   } catch (const std::bad_alloc&) {
     return Status(ENOMEM, "out of memory parsing JSON");
   }
+}
+
+void AppendQuoted(std::string_view text, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          *out += "\\u00";
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 0xf]);
+        } else if (c < 0x80) {
+          out->push_back(static_cast<char>(c));
+        } else {
+          const size_t n = text::Utf8SequenceLength(text, i);
+          if (n == 0) {
+            *out += "\\ufffd";  // not UTF-8: replacement character
+          } else {
+            out->append(text.substr(i, n));
+            i += n;
+            continue;
+          }
+        }
+    }
+    ++i;
+  }
+  out->push_back('"');
+}
+
+std::string Quote(std::string_view text) {
+  std::string out;
+  AppendQuoted(text, &out);
+  return out;
 }
 
 }  // namespace b2ndfs::json

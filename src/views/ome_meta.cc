@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "b2ndfs/util/json.h"
 #include "preview_scale.h"
 #include "zarr_meta.h"
 
@@ -131,7 +132,7 @@ Result<std::vector<OmeAxis>> OmeAxesOf(int ndim, const std::vector<std::string>&
     axis.type = AxisType(axis.name, space_unit, time_unit);
     const int this_rank = axis.type == "time" ? 0 : axis.type == "space" ? 2 : 1;
     if (this_rank < rank) {
-      return InvalidArgument("axes " + JsonQuote(axis.name) +
+      return InvalidArgument("axes " + json::Quote(axis.name) +
                              " come in an order OME-Zarr does not allow (time, then channel, "
                              "then 2 or 3 space axes)");
     }
@@ -174,10 +175,10 @@ std::string OmeAttributes(const OmeImage& image, int64_t channels,
                           const std::vector<OmeWindow>& windows) {
   const size_t n = image.axes.size();
   std::string out = "{\n    \"ome\": {\n      \"version\": \"0.5\",\n      \"multiscales\": [{\n";
-  out += "        \"name\": " + JsonQuote(image.name) + ",\n        \"axes\": [";
+  out += "        \"name\": " + json::Quote(image.name) + ",\n        \"axes\": [";
   for (size_t i = 0; i < n; ++i) {
     const OmeAxis& a = image.axes[i];
-    out += std::string(i ? ", " : "") + "{\"name\": " + JsonQuote(a.name);
+    out += std::string(i ? ", " : "") + "{\"name\": " + json::Quote(a.name);
     if (!a.type.empty()) out += ", \"type\": \"" + a.type + "\"";
     if (!a.unit.empty()) out += ", \"unit\": \"" + a.unit + "\"";
     out += "}";

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "b2ndfs/store/pyramid.h"
+#include "b2ndfs/util/json.h"
 #include "kinds.h"
 #include "ome_meta.h"
 #include "preview_scale.h"
@@ -50,7 +51,7 @@ struct OmePlan {
   std::string DimensionNames() const {
     std::string out = "[";
     for (size_t i = 0; i < image.axes.size(); ++i) {
-      out += (i ? ", " : "") + JsonQuote(image.axes[i].name);
+      out += (i ? ", " : "") + json::Quote(image.axes[i].name);
     }
     return out + "]";
   }

@@ -8,11 +8,13 @@
 // The container's group also holds the coordinate variables of its voxel
 // geometry, and a directory's group shares a table's row dimension among
 // its members (zarr_table.h; README.md, "Tables and coordinates in xarray").
+#include "b2ndfs/views/zarr.h"
+
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-#include "b2ndfs/views/zarr.h"
+#include "b2ndfs/util/json.h"
 #include "kinds.h"
 #include "zarr_files.h"
 #include "zarr_meta.h"
@@ -186,16 +188,16 @@ std::optional<TextPieces> ZmetadataPieces(const store::Container& c, const ZarrD
   const std::string prefix = group ? member + "/" : "";
   std::string head = "{\n\"metadata\": {\n";
   if (group) head += "\".zgroup\": " + std::string(kZgroup) + ",\n";
-  head += JsonQuote(prefix + ".zarray") + ": " +
+  head += json::Quote(prefix + ".zarray") + ": " +
           MakeZarrArray(dtype, c.layout().shape(), c.layout().chunkshape()) + ",\n" +
-          JsonQuote(prefix + ".zattrs") + ": ";
+          json::Quote(prefix + ".zattrs") + ": ";
   TextPieces pieces{Literal(std::move(head))};
   for (TextPiece& piece : *zattrs) pieces.push_back(std::move(piece));
   std::string tail;
   // The group's coordinate variables: the voxel geometry's axes.
   for (const Coordinate& k : group ? ContainerCoordinates(c) : std::vector<Coordinate>()) {
-    tail += ",\n" + JsonQuote(k.name + "/.zarray") + ": " + CoordinateZarray(k) + ",\n" +
-            JsonQuote(k.name + "/.zattrs") + ": " + CoordinateZattrs(k);
+    tail += ",\n" + json::Quote(k.name + "/.zarray") + ": " + CoordinateZarray(k) + ",\n" +
+            json::Quote(k.name + "/.zattrs") + ": " + CoordinateZattrs(k);
   }
   pieces.push_back(Literal(tail + "\n},\n\"zarr_consolidated_format\": 1\n}\n"));
   return pieces;
@@ -416,9 +418,9 @@ Result<std::string> DirZmetadata(const std::vector<DirMember>& members, const Di
     const auto& layout = m.container->layout();
     std::optional<TextPieces> zattrs = ZattrsPieces(*m.container, m.name + "_", plan.dims[i]);
     if (!zattrs) continue;
-    out += ",\n" + JsonQuote(m.name + "/.zarray") + ": " +
+    out += ",\n" + json::Quote(m.name + "/.zarray") + ": " +
            MakeZarrArray(*dtype, layout.shape(), layout.chunkshape()) + ",\n" +
-           JsonQuote(m.name + "/.zattrs") + ": ";
+           json::Quote(m.name + "/.zattrs") + ": ";
     for (const TextPiece& piece : *zattrs) {
       if (piece.from_meta) {
         out.append(m.container->meta_json(), piece.begin, piece.end - piece.begin);

@@ -120,7 +120,7 @@ ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& di
   constexpr const char* kKey = "_ARRAY_DIMENSIONS";
   if (vlmeta.empty() || vlmeta[0] != '{' || FindJsonMember(vlmeta, kKey)) return {};
   std::string prefix = std::string("{\"") + kKey + "\": [";
-  const std::string quoted = JsonQuote(dim_prefix + "dim_");
+  const std::string quoted = json::Quote(dim_prefix + "dim_");
   const std::string open = quoted.substr(0, quoted.size() - 1);  // without the closing quote
   for (int i = 0; i < ndim; ++i) prefix += (i ? ", " : "") + open + std::to_string(i) + "\"";
   prefix += "]";
@@ -128,25 +128,6 @@ ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& di
   SkipSpace(vlmeta, &pos);
   if (pos < vlmeta.size() && vlmeta[pos] != '}') prefix += ", ";
   return {prefix, 1};
-}
-
-std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace b2ndfs::views

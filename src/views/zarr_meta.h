@@ -54,7 +54,4 @@ struct ZattrsPlan {
 };
 ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& dim_prefix = "");
 
-// A JSON string literal of `text` (quotes included, escaped as JSON needs).
-std::string JsonQuote(const std::string& text);
-
 }  // namespace b2ndfs::views

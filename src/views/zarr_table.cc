@@ -5,6 +5,8 @@
 #include <cstring>
 #include <set>
 
+#include "b2ndfs/util/json.h"
+
 namespace b2ndfs::views {
 
 std::string RowDimName(const std::vector<TableMember>& members) {
@@ -58,7 +60,7 @@ ZattrsPlan PlanZattrsDims(const std::string& vlmeta, const std::vector<std::stri
   constexpr const char* kKey = "_ARRAY_DIMENSIONS";
   if (vlmeta.empty() || vlmeta[0] != '{' || FindJsonMember(vlmeta, kKey)) return {};
   std::string prefix = std::string("{\"") + kKey + "\": [";
-  for (size_t i = 0; i < dims.size(); ++i) prefix += (i ? ", " : "") + JsonQuote(dims[i]);
+  for (size_t i = 0; i < dims.size(); ++i) prefix += (i ? ", " : "") + json::Quote(dims[i]);
   prefix += "]";
   size_t pos = 1;
   while (pos < vlmeta.size() && (vlmeta[pos] == ' ' || vlmeta[pos] == '\n' || vlmeta[pos] == '\t' ||
@@ -115,8 +117,8 @@ std::string CoordinateZarray(const Coordinate& c) {
 }
 
 std::string CoordinateZattrs(const Coordinate& c) {
-  std::string out = "{\"_ARRAY_DIMENSIONS\": [" + JsonQuote(c.name) + "]";
-  if (!c.units.empty()) out += ", \"units\": " + JsonQuote(c.units);
+  std::string out = "{\"_ARRAY_DIMENSIONS\": [" + json::Quote(c.name) + "]";
+  if (!c.units.empty()) out += ", \"units\": " + json::Quote(c.units);
   return out + "}";
 }
 

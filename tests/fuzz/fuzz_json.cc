@@ -19,25 +19,6 @@ namespace {
 
 using b2ndfs::json::Value;
 
-std::string Quote(const std::string& text) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 void Check(std::string_view text, const Value& v, size_t begin, size_t end, size_t depth) {
   FUZZ_CHECK(v.begin >= begin && v.end <= end && v.begin < v.end, "a span outside its parent");
   if (depth < 8) {  // re-parsing every level would be quadratic in depth
@@ -51,7 +32,7 @@ void Check(std::string_view text, const Value& v, size_t begin, size_t end, size
     }
   }
   if (v.is_string()) {
-    auto again = b2ndfs::json::Parse(Quote(v.text));
+    auto again = b2ndfs::json::Parse(b2ndfs::json::Quote(v.text));
     FUZZ_CHECK(again.ok() && again->text == v.text, "a decoded string does not round-trip");
   }
   FUZZ_CHECK(v.kind == Value::Kind::kObject ? v.keys.size() == v.items.size() : v.keys.empty(),

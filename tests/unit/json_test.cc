@@ -6,6 +6,7 @@
 #include <string>
 
 using b2ndfs::json::Parse;
+using b2ndfs::json::Quote;
 using b2ndfs::json::Value;
 using Kind = b2ndfs::json::Value::Kind;
 
@@ -148,4 +149,21 @@ TEST_CASE("json keeps duplicate members in order; Find returns the first") {
   REQUIRE(v.ok());
   CHECK(v->keys.size() == 2);
   CHECK(v->Find("a")->Int64() == 1);
+}
+
+TEST_CASE("Quote escapes and keeps UTF-8 safe") {
+  CHECK(Quote("plain") == "\"plain\"");
+  CHECK(Quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(Quote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
+  CHECK(Quote(std::string("\x01\x1f\x7f", 3)) == "\"\\u0001\\u001f\\u007f\"");
+  CHECK(Quote(std::string("nul\0x", 5)) == "\"nul\\u0000x\"");
+  CHECK(Quote("\xc3\xa9t\xc3\xa9") == "\"\xc3\xa9t\xc3\xa9\"");            // été
+  CHECK(Quote("\xe2\x82\xac") == "\"\xe2\x82\xac\"");                      // €
+  CHECK(Quote("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");              // emoji
+  CHECK(Quote("\xff") == "\"\\ufffd\"");                                   // invalid byte
+  CHECK(Quote("a\xc3") == "\"a\\ufffd\"");                                 // truncated
+  CHECK(Quote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");                        // overlong
+  CHECK(Quote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");             // surrogate
+  CHECK(Quote("\xf4\x90\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // > U+10FFFF
+  CHECK(Quote("\xe2\x82x") == "\"\\ufffd\\ufffdx\"");
 }

@@ -19,7 +19,6 @@
 namespace {
 
 using b2ndfs::format::Base64Encode;
-using b2ndfs::format::JsonQuote;
 using b2ndfs::format::MsgpackToJson;
 using b2ndfs::format::testing::Bytes;
 using b2ndfs::format::testing::Pack;
@@ -43,23 +42,6 @@ TEST_CASE("Base64Encode matches RFC 4648 test vectors") {
   CHECK(b64("fooba") == "Zm9vYmE=");
   CHECK(b64("foobar") == "Zm9vYmFy");
   CHECK(Base64Encode(Bytes{0xff, 0xfe, 0xfd}) == "//79");
-}
-
-TEST_CASE("JsonQuote escapes and keeps UTF-8 safe") {
-  CHECK(JsonQuote("plain") == "\"plain\"");
-  CHECK(JsonQuote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-  CHECK(JsonQuote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
-  CHECK(JsonQuote(std::string("\x01\x1f\x7f", 3)) == "\"\\u0001\\u001f\\u007f\"");
-  CHECK(JsonQuote(std::string("nul\0x", 5)) == "\"nul\\u0000x\"");
-  CHECK(JsonQuote("\xc3\xa9t\xc3\xa9") == "\"\xc3\xa9t\xc3\xa9\"");            // été
-  CHECK(JsonQuote("\xe2\x82\xac") == "\"\xe2\x82\xac\"");                      // €
-  CHECK(JsonQuote("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");              // emoji
-  CHECK(JsonQuote("\xff") == "\"\\ufffd\"");                                   // invalid byte
-  CHECK(JsonQuote("a\xc3") == "\"a\\ufffd\"");                                 // truncated
-  CHECK(JsonQuote("\xc0\xaf") == "\"\\ufffd\\ufffd\"");                        // overlong
-  CHECK(JsonQuote("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");             // surrogate
-  CHECK(JsonQuote("\xf4\x90\x80\x80") == "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // > U+10FFFF
-  CHECK(JsonQuote("\xe2\x82x") == "\"\\ufffd\\ufffdx\"");
 }
 
 TEST_CASE("MsgpackToJson goldens") {

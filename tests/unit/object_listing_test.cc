@@ -116,7 +116,7 @@ TEST_CASE("the remote stats object names every counter, each error kind and the 
   const std::string json = RemoteStatsJson("http://host/a \"b\"\tc", s, nullptr);
   CHECK(json.rfind("  \"remote\": {\n", 0) == 0);
   CHECK(json.substr(json.size() - 5) == "  },\n");
-  CHECK(Has(json, "source", "\"http://host/a \\\"b\\\"\\u0009c\""));
+  CHECK(Has(json, "source", "\"http://host/a \\\"b\\\"\\tc\""));
   CHECK(Has(json, "requests", "17,"));
   CHECK(Has(json, "retries", "3,"));
   CHECK(Has(json, "peak_requests_in_flight", "9,"));

@@ -121,6 +121,5 @@ std::string RenderErrorJson(const std::string& message);  // {"error": "..."}
 // base64-encodes them), or exceed the limits above.
 std::optional<std::string> MsgpackToJson(std::span<const uint8_t> bytes);
 std::string Base64Encode(std::span<const uint8_t> bytes);  // RFC 4648, padded
-std::string JsonQuote(const std::string& text);            // a JSON string literal, escaped
 
 }  // namespace b2ndfs::format

@@ -1,4 +1,5 @@
-// util/json: the project's only JSON reader (RFC 8259, strict). Whoever
+// util/json: the project's only JSON reader (RFC 8259, strict), and its
+// one string quoting (Quote) for the documents it writes. Whoever
 // reads JSON parses it here: directory indexes (remote/autoindex), what
 // credentials services answer (remote/aws_credential_parse), members of
 // meta.json's text (views/zarr_meta), and the tests that check rendered
@@ -62,5 +63,11 @@ struct Limits {
 };
 
 Result<Value> Parse(std::string_view text, Limits limits = {});
+
+// The one JSON writer piece every module shares: `text` as a JSON string
+// literal (quotes, backslashes, control characters and DEL escaped; bytes
+// that are not UTF-8 written as U+FFFD, so the result is always valid JSON).
+void AppendQuoted(std::string_view text, std::string* out);
+std::string Quote(std::string_view text);
 
 }  // namespace b2ndfs::json

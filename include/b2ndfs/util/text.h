@@ -3,6 +3,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,5 +22,10 @@ double Now();
 // Appends code point `cp` (at most U+10FFFF) to `out` in UTF-8: JSON's \u
 // escapes and XML's character references.
 void AppendUtf8(uint32_t cp, std::string* out);
+// Length of the well-formed UTF-8 sequence at text[i] (1..4), or 0 when the
+// bytes there are not one (overlong forms, surrogates and code points above
+// U+10FFFF are not well-formed; RFC 3629). i < text.size().
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+bool IsValidUtf8(std::string_view text);
 
 }  // namespace b2ndfs::text
