@@ -216,7 +216,7 @@ void DiskCache::Insert(const Entry& e, uint64_t disk_bytes) {
   fresh.version = e.version_key;
   const auto range = std::make_pair(e.offset, e.length);
   if (e.computed != 0) {
-    fresh.computed.emplace(e.computed, e.length);
+    fresh.computed[e.computed] = e.length;
   } else {
     if (!fresh.ranges.insert(range).second) return;  // stored twice by racing readers
     fresh.max_length = std::max(fresh.max_length, e.length);
