@@ -120,7 +120,7 @@ DiskCache::~DiskCache() { ::close(lock_fd_); }
 
 size_t DiskCache::RangeKeyHash::operator()(const RangeKey& k) const {
   const uint64_t h = k.url_key ^ (static_cast<uint64_t>(k.range.first) * 0x9e3779b97f4a7c15ULL) ^
-                     (static_cast<uint64_t>(k.range.second) * 0xc2b2ae3d27d4eb4fULL);
+                     (static_cast<uint64_t>(k.range.second) * 0xc2b2ae3d27d4eb4fULL) ^ k.computed;
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
@@ -138,9 +138,20 @@ RangeFile RangeOf(uint64_t url_key, uint64_t version_key, int64_t offset, int64_
 }  // namespace
 
 std::string DiskCache::PathOf(const Entry& e) const {
+  const RangeFile range = RangeOf(e.url_key, e.version_key, e.offset, e.length);
   return dir_ + "/ranges/" + HexKey(e.url_key) + "/" +
-         RangeFileName(RangeOf(e.url_key, e.version_key, e.offset, e.length));
+         (e.computed != 0 ? ComputedFileName(range, e.computed) : RangeFileName(range));
 }
+
+namespace {
+
+// The hash of a computed value's key: never 0 (which marks a range).
+uint64_t ComputedKey(std::string_view key) {
+  const uint64_t h = NameKey(std::string(key));
+  return h != 0 ? h : 1;
+}
+
+}  // namespace
 
 // The index is built from file names and sizes alone (contents are checked
 // when read), oldest mtime least recently used. Under a new key, what the
@@ -162,13 +173,15 @@ void DiskCache::Scan(bool forget_all) {
     for (const std::string& name : ListDir(url_dir)) {
       const std::string path = url_dir + "/" + name;
       RangeFile range;
+      uint64_t computed = 0;
       struct stat st;
-      if (forget_all || !ParseRangeFileName(name, &range) || ::stat(path.c_str(), &st) != 0 ||
-          !S_ISREG(st.st_mode)) {
+      if (forget_all ||
+          !(ParseRangeFileName(name, &range) || ParseComputedFileName(name, &range, &computed)) ||
+          ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
         ::unlink(path.c_str());
         continue;
       }
-      Entry e{url_key, range.version_key, range.offset, range.length, st.st_mtim.tv_sec};
+      Entry e{url_key, range.version_key, range.offset, range.length, st.st_mtim.tv_sec, computed};
       found.push_back(Found{st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, e,
                             static_cast<uint64_t>(st.st_size)});
     }
@@ -183,21 +196,41 @@ void DiskCache::Scan(bool forget_all) {
 
 void DiskCache::Insert(const Entry& e, uint64_t disk_bytes) {
   Object& object = objects_[e.url_key];
-  if (!object.ranges.empty() && object.version != e.version_key) {
-    // Another version of the URL: its ranges are never served again.
-    counters_.invalidations += object.ranges.size();
+  if (!object.empty() && object.version != e.version_key) {
+    // Another version of the URL: its ranges and values are never served
+    // again.
+    counters_.invalidations += object.ranges.size() + object.computed.size();
     DropObject(e.url_key);
+  }
+  if (e.computed != 0) {
+    auto& values = objects_[e.url_key].computed;
+    auto held = values.find(e.computed);
+    if (held != values.end()) {
+      if (held->second == e.length) return;  // stored twice by racing readers
+      // The same key with another length (its file has another name): the
+      // older one goes.
+      Drop(RangeKey{e.url_key, {0, held->second}, e.computed});
+    }
   }
   Object& fresh = objects_[e.url_key];
   fresh.version = e.version_key;
   const auto range = std::make_pair(e.offset, e.length);
-  if (!fresh.ranges.insert(range).second) return;  // stored twice by racing readers
-  fresh.max_length = std::max(fresh.max_length, e.length);
+  if (e.computed != 0) {
+    fresh.computed[e.computed] = e.length;
+  } else {
+    if (!fresh.ranges.insert(range).second) return;  // stored twice by racing readers
+    fresh.max_length = std::max(fresh.max_length, e.length);
+  }
   Lru::Entries gone;
   try {
-    counters_.evictions += lru_.Insert(RangeKey{e.url_key, range}, e, disk_bytes, &gone);
+    counters_.evictions += lru_.Insert(KeyOf(e), e, disk_bytes, &gone);
   } catch (...) {
-    fresh.ranges.erase(range);  // not indexed: the file goes
+    // Not indexed: the file goes.
+    if (e.computed != 0) {
+      fresh.computed.erase(e.computed);
+    } else {
+      fresh.ranges.erase(range);
+    }
     ::unlink(PathOf(e).c_str());
   }
   Unlink(gone);
@@ -208,8 +241,12 @@ void DiskCache::Unlink(const Lru::Entries& gone) {
     ::unlink(PathOf(e).c_str());
     auto object = objects_.find(e.url_key);
     if (object == objects_.end()) continue;
-    object->second.ranges.erase(key.range);
-    if (object->second.ranges.empty()) {
+    if (key.computed != 0) {
+      object->second.computed.erase(key.computed);
+    } else {
+      object->second.ranges.erase(key.range);
+    }
+    if (object->second.empty()) {
       ::rmdir((dir_ + "/ranges/" + HexKey(e.url_key)).c_str());
       objects_.erase(object);
     }
@@ -226,7 +263,9 @@ void DiskCache::DropObject(uint64_t url_key) {
   auto object = objects_.find(url_key);
   if (object == objects_.end()) return;
   const std::set<std::pair<int64_t, int64_t>> ranges = object->second.ranges;
+  const std::map<uint64_t, int64_t> computed = object->second.computed;
   for (const auto& range : ranges) Drop(RangeKey{url_key, range});
+  for (const auto& [hash, length] : computed) Drop(RangeKey{url_key, {0, length}, hash});
   objects_.erase(url_key);
 }
 
@@ -241,7 +280,7 @@ void DiskCache::Forget(const std::string& url) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto object = objects_.find(url_key);
   if (object == objects_.end()) return;
-  counters_.invalidations += object->second.ranges.size();
+  counters_.invalidations += object->second.ranges.size() + object->second.computed.size();
   DropObject(url_key);
 }
 
@@ -251,12 +290,10 @@ bool DiskCache::ReadEntry(const Entry& e, const std::string& etag, int64_t offse
                        offset, length, out);
 }
 
-void DiskCache::Store(uint64_t url_key, uint64_t version_key, const std::string& etag,
-                      int64_t offset, const uint8_t* bytes, size_t length) {
-  if (length == 0 || length > capacity_ / 4) return;
-  const RangeFile range = RangeOf(url_key, version_key, offset, static_cast<int64_t>(length));
-  const Entry e{url_key, version_key, offset, static_cast<int64_t>(length),
-                static_cast<int64_t>(::time(nullptr))};
+bool DiskCache::Store(const Entry& e, const std::string& etag, const uint8_t* bytes) {
+  const uint64_t length = static_cast<uint64_t>(e.length);
+  if (length == 0 || length > capacity_ / 4) return false;
+  const RangeFile range = RangeOf(e.url_key, e.version_key, e.offset, e.length);
   std::string temp;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -266,16 +303,32 @@ void DiskCache::Store(uint64_t url_key, uint64_t version_key, const std::string&
   std::lock_guard<std::mutex> lock(mutex_);
   // Renamed under the lock, so that the index and the directory agree (a
   // concurrent Drop of the URL cannot miss this file).
-  if (ok) ok = MakeDir(dir_ + "/ranges/" + HexKey(url_key)).ok();
+  if (ok) ok = MakeDir(dir_ + "/ranges/" + HexKey(e.url_key)).ok();
   if (ok) ok = ::rename(temp.c_str(), PathOf(e).c_str()) == 0;
   if (!ok) {
     ::unlink(temp.c_str());
     counters_.write_errors++;
-    return;
+    return false;
   }
-  counters_.bytes_stored += length;
+  if (e.computed != 0) {
+    counters_.computed_stored++;
+  } else {
+    counters_.bytes_stored += length;
+  }
   Insert(e, RangeFileBytes(range, etag.size()));
   Evict();
+  return true;
+}
+
+void DiskCache::Touch(const std::vector<Entry>& held) {
+  const int64_t now = static_cast<int64_t>(::time(nullptr));
+  for (const Entry& e : held) {
+    if (now - e.touched < kTouchSeconds) continue;
+    Entry* indexed = lru_.Peek(KeyOf(e));
+    if (indexed == nullptr) continue;
+    indexed->touched = now;
+    ::utimensat(AT_FDCWD, PathOf(*indexed).c_str(), nullptr, 0);
+  }
 }
 
 Status DiskCache::Read(const std::string& url, const std::string& etag, int64_t size,
@@ -346,14 +399,9 @@ Status DiskCache::Read(const std::string& url, const std::string& etag, int64_t 
     std::lock_guard<std::mutex> lock(mutex_);
     counters_.hits++;
     counters_.bytes_hit += length;
-    const int64_t now = static_cast<int64_t>(::time(nullptr));
-    for (const Piece& p : pieces) {
-      if (now - p.entry.touched < kTouchSeconds) continue;
-      Entry* held = lru_.Peek(RangeKey{url_key, {p.entry.offset, p.entry.length}});
-      if (held == nullptr) continue;
-      held->touched = now;
-      ::utimensat(AT_FDCWD, PathOf(*held).c_str(), nullptr, 0);
-    }
+    std::vector<Entry> held;
+    for (const Piece& p : pieces) held.push_back(p.entry);
+    Touch(held);
     return Status::Ok();
   }
   const size_t gap_length = static_cast<size_t>(gap_end - gap_begin);
@@ -364,8 +412,59 @@ Status DiskCache::Read(const std::string& url, const std::string& etag, int64_t 
     counters_.bytes_hit += length - gap_length;
     counters_.bytes_missed += gap_length;
   }
-  Store(url_key, version_key, etag, gap_begin, out + (gap_begin - offset), gap_length);
+  Store(Entry{url_key, version_key, gap_begin, static_cast<int64_t>(gap_length),
+              static_cast<int64_t>(::time(nullptr))},
+        etag, out + (gap_begin - offset));
   return Status::Ok();
+}
+
+bool DiskCache::HoldsComputed(const std::string& url, const std::string& etag, int64_t size,
+                              std::string_view key) {
+  if (etag.empty()) return false;
+  const uint64_t url_key = NameKey(RedactUrl(url));
+  const uint64_t version_key = NameKey(etag + "\n" + std::to_string(size));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto object = objects_.find(url_key);
+  return object != objects_.end() && object->second.version == version_key &&
+         object->second.computed.count(ComputedKey(key)) != 0;
+}
+
+bool DiskCache::ReadComputed(const std::string& url, const std::string& etag, int64_t size,
+                             std::string_view key, std::span<uint8_t> out) {
+  if (etag.empty() || out.empty()) return false;
+  const uint64_t url_key = NameKey(RedactUrl(url));
+  const uint64_t version_key = NameKey(etag + "\n" + std::to_string(size));
+  const uint64_t computed = ComputedKey(key);
+  Entry e;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto object = objects_.find(url_key);
+    if (object == objects_.end() || object->second.version != version_key) return false;
+    auto held = object->second.computed.find(computed);
+    if (held == object->second.computed.end() || held->second != static_cast<int64_t>(out.size())) {
+      return false;
+    }
+    e = *lru_.Find(RangeKey{url_key, {0, held->second}, computed});
+  }
+  if (!ReadEntry(e, ComputedEtagField(etag, key), 0, out.size(), out.data())) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counters_.corrupt++;
+    Drop(KeyOf(e));
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.computed_hits++;
+  Touch({e});
+  return true;
+}
+
+void DiskCache::StoreComputed(const std::string& url, const std::string& etag, int64_t size,
+                              std::string_view key, std::span<const uint8_t> bytes) {
+  if (etag.empty() || bytes.empty()) return;
+  Store(Entry{NameKey(RedactUrl(url)), NameKey(etag + "\n" + std::to_string(size)), 0,
+              static_cast<int64_t>(bytes.size()), static_cast<int64_t>(::time(nullptr)),
+              ComputedKey(key)},
+        ComputedEtagField(etag, key), bytes.data());
 }
 
 DiskCacheStats DiskCache::stats() const {

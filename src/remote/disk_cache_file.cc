@@ -154,6 +154,32 @@ bool ParseRangeFileName(const std::string& name, RangeFile* range) {
   return true;
 }
 
+std::string ComputedFileName(const RangeFile& range, uint64_t computed) {
+  return "c-" + HexKey(range.version_key) + "-" + HexKey(computed) + "-" +
+         HexKey(static_cast<uint64_t>(range.length));
+}
+
+bool ParseComputedFileName(const std::string& name, RangeFile* range, uint64_t* computed) {
+  uint64_t length;
+  if (name.size() != 52 || name.compare(0, 2, "c-") != 0 || name[18] != '-' || name[35] != '-' ||
+      !ParseHexKey(name.substr(2, 16), &range->version_key) ||
+      !ParseHexKey(name.substr(19, 16), computed) || !ParseHexKey(name.substr(36, 16), &length) ||
+      *computed == 0) {
+    return false;
+  }
+  range->offset = 0;
+  range->length = static_cast<int64_t>(length);
+  return true;
+}
+
+std::string ComputedEtagField(const std::string& etag, std::string_view key) {
+  // An ETag holds no NUL (an HTTP header value), so the split is unambiguous.
+  std::string field = etag;
+  field += '\0';
+  field.append(key);
+  return field;
+}
+
 uint64_t RangeFileBytes(const RangeFile& range, size_t etag_length) {
   return HeaderSize(etag_length, range.length) + static_cast<uint64_t>(range.length);
 }

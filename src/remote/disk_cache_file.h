@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "disk_cache_trust.h"
 
@@ -42,6 +43,15 @@ bool ParseHexKey(const std::string& text, uint64_t* out);
 // for any other name.
 std::string RangeFileName(const RangeFile& range);
 bool ParseRangeFileName(const std::string& name, RangeFile* range);
+
+// A computed value's file (disk_cache.h): "c-" + the version, the hash of
+// its key and its length in hex; the value is a range at offset 0 whose
+// header names, in place of the ETag, the ETag and the key
+// (ComputedEtagField), so that a value is never read as a range, nor under
+// another key. ParseComputedFileName fills all but url_key.
+std::string ComputedFileName(const RangeFile& range, uint64_t computed);
+bool ParseComputedFileName(const std::string& name, RangeFile* range, uint64_t* computed);
+std::string ComputedEtagField(const std::string& etag, std::string_view key);
 
 // What the file of `range` at version `etag` takes on disk.
 uint64_t RangeFileBytes(const RangeFile& range, size_t etag_length);

@@ -11,6 +11,7 @@
 
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/cache/cache_id.h"
+#include "b2ndfs/source/derived_store.h"
 #include "object_tree.h"
 
 namespace b2ndfs::remote {
@@ -49,6 +50,33 @@ Status FetchRange(HttpClient& client, DiskCache* disk_cache, const std::string& 
   return s;
 }
 
+// Values computed from one version of a remote container, kept in the disk
+// cache under its URL and version (DiskCache::StoreComputed).
+class DiskDerivedStore final : public source::DerivedStore {
+ public:
+  DiskDerivedStore(std::shared_ptr<DiskCache> disk_cache, std::string url, std::string etag,
+                   int64_t size)
+      : disk_cache_(std::move(disk_cache)),
+        url_(std::move(url)),
+        etag_(std::move(etag)),
+        size_(size) {}
+  bool Contains(std::string_view key) const override {
+    return disk_cache_->HoldsComputed(url_, etag_, size_, key);
+  }
+  bool Get(std::string_view key, std::span<uint8_t> out) const override {
+    return disk_cache_->ReadComputed(url_, etag_, size_, key, out);
+  }
+  void Put(std::string_view key, std::span<const uint8_t> bytes) const override {
+    disk_cache_->StoreComputed(url_, etag_, size_, key, bytes);
+  }
+
+ private:
+  const std::shared_ptr<DiskCache> disk_cache_;
+  const std::string url_;
+  const std::string etag_;
+  const int64_t size_;
+};
+
 // One generation of a remote container: an object, or a sparse frame's
 // directory of objects. Every read names the version it expects.
 class ObjectSource final : public source::ByteSource {
@@ -64,11 +92,13 @@ class ObjectSource final : public source::ByteSource {
         sparse_(sparse),
         signature_(std::move(signature)),
         frame_(std::move(frame)),
-        listing_(std::move(listing)) {}
+        listing_(std::move(listing)),
+        derived_(MakeDerivedStore()) {}
 
   const std::string& name() const override { return name_; }
   bool sparse() const override { return sparse_; }
   const source::Signature& signature() const override { return signature_; }
+  const source::DerivedStore* derived_store() const override { return derived_.get(); }
   bool found_stale() const override { return stale_.load(std::memory_order_relaxed); }
   // A request costs a round trip: bytes up to this far apart are fetched in
   // one, within the plan's 25% waste bound (store/read_plan.h).
@@ -213,6 +243,25 @@ class ObjectSource final : public source::ByteSource {
     return Status::Ok();
   }
 
+  // Values computed from this version are kept in the disk cache when the
+  // version is named by ETags alone: a contiguous frame's object's; a sparse
+  // frame's chunks.b2frame's and its listing's, when that lists an ETag for
+  // every object (kept under the directory's URL with a '/', which names no
+  // object; without ETags, a chunk object rewritten with the same size
+  // would not change the version).
+  std::unique_ptr<const source::DerivedStore> MakeDerivedStore() const {
+    if (disk_cache_ == nullptr || !frame_ || frame_->etag.empty()) return nullptr;
+    if (!sparse_)
+      return std::make_unique<DiskDerivedStore>(disk_cache_, url_, frame_->etag, frame_->size);
+    if (listing_ == nullptr) return nullptr;
+    for (const IndexEntry& e : *listing_) {
+      if (!e.directory && e.etag.empty()) return nullptr;
+    }
+    return std::make_unique<DiskDerivedStore>(
+        disk_cache_, url_ + "/", frame_->etag + "|" + std::to_string(signature_.dir_inode),
+        frame_->size);
+  }
+
   std::string PartUrl(int64_t part) const {
     if (part == source::kFramePart) return sparse_ ? url_ + "/" + source::kSparseFrameIndex : url_;
     return url_ + "/" + source::SparseChunkFileName(part);
@@ -282,6 +331,7 @@ class ObjectSource final : public source::ByteSource {
   mutable std::atomic<bool> stale_{false};
   mutable std::mutex mutex_;  // leaf lock; guards chunks_
   mutable std::unordered_map<int64_t, ObjectInfo> chunks_;
+  const std::unique_ptr<const source::DerivedStore> derived_;  // may be null
 };
 
 class ObjectFile final : public source::PlainFile {

@@ -44,6 +44,8 @@ std::string RemoteStatsJson(const std::string& root, const HttpStats& s,
   out += kv(in2, "bytes_stored", d.bytes_stored);
   out += kv(in2, "evictions", d.evictions);
   out += kv(in2, "invalidations", d.invalidations);
+  out += kv(in2, "computed_hits", d.computed_hits);
+  out += kv(in2, "computed_stored", d.computed_stored);
   out += kv(in2, "corrupt", d.corrupt);
   out += kv(in2, "write_errors", d.write_errors, true);
   out += in + "}\n";

@@ -1,10 +1,13 @@
 // The computed levels of store/pyramid.h: blocks made from the level below
-// through the block cache, and Container::Computed, the cache entry they are
-// kept in.
+// through the block cache (or found where an earlier mount kept them), and
+// Container::Computed, the cache entry they are kept in.
 #include "b2ndfs/store/pyramid.h"
 
 #include <cstring>
+#include <span>
+#include <string>
 
+#include "b2ndfs/source/derived_store.h"
 #include "b2ndfs/store/container.h"
 #include "cache_keys.h"
 
@@ -16,6 +19,29 @@ namespace {
 
 cache::Key ComputedKey(uint64_t cache_id, int space, int64_t index) {
   return cache::Key{cache_id, index, kComputedBlock - space, cache::EntryKind::kOther};
+}
+
+// The version of what Downsample and MakeBlock compute, in the keys of
+// blocks kept across mounts: bump it when a block's bytes would change, so
+// that blocks kept by an older b2ndfs are never served.
+constexpr int kBlockFormat = 1;
+
+std::string Joined(const std::vector<int64_t>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out;
+}
+
+// A stable description of block `coords` of `level`: everything its bytes
+// depend on besides the source's version (the store's scope).
+std::string PersistentKey(const PyramidPlan& plan, int level, const std::vector<int64_t>& coords) {
+  std::string axes;
+  for (bool d : plan.downsampled) axes += d ? '1' : '0';
+  return "pyramid-block/" + std::to_string(kBlockFormat) +
+         (plan.method == Downsampling::kMean ? " mean " : " stride ") + plan.item.kind +
+         std::to_string(plan.item.size) + " shape=" + Joined(plan.shapes[0]) +
+         " block=" + Joined(plan.blockshape) + " axes=" + axes + " level=" + std::to_string(level) +
+         " at=" + Joined(coords);
 }
 
 int64_t LinearIndex(const std::vector<int64_t>& coords, const std::vector<int64_t>& grid) {
@@ -69,6 +95,24 @@ Result<cache::Value> MakeBlock(const Container& c, const PyramidPlan& plan, int 
   return cache::Value(std::move(value));
 }
 
+// The block from where an earlier mount kept it, or made and kept there
+// (a block that does not verify is made again; one that cannot be kept
+// only counted by the store).
+Result<cache::Value> LoadBlock(const Container& c, const PyramidPlan& plan, int level,
+                               const std::vector<int64_t>& coords) {
+  const source::DerivedStore* kept = c.derived_store();
+  if (kept == nullptr) return MakeBlock(c, plan, level, coords);
+  const std::string key = PersistentKey(plan, level, coords);
+  auto value = std::make_shared<cache::Bytes>(static_cast<size_t>(plan.BlockBytes()));
+  if (kept->Get(key, std::span<uint8_t>(value->data(), value->size()))) {
+    GlobalReadStats().blocks_computed_from_disk++;
+    return cache::Value(std::move(value));
+  }
+  B2NDFS_ASSIGN_OR_RETURN(cache::Value made, MakeBlock(c, plan, level, coords));
+  kept->Put(key, std::span<const uint8_t>(made->data(), made->size()));
+  return made;
+}
+
 }  // namespace
 
 Result<cache::Value> Container::Computed(int space, int64_t index,
@@ -80,6 +124,10 @@ Result<cache::Value> Container::Computed(int space, int64_t index,
 
 bool Container::ComputedCached(int space, int64_t index) const {
   return ok() && context_->cache->Contains(ComputedKey(cache_id_, space, index));
+}
+
+const source::DerivedStore* Container::derived_store() const {
+  return evaluation_ == nullptr ? source_->derived_store() : nullptr;
 }
 
 Result<PyramidPlan> PlanPyramid(const Container& c, std::vector<bool> downsampled,
@@ -113,13 +161,17 @@ Result<cache::Value> PyramidBlock(const Container& c, const PyramidPlan& plan, i
     return InvalidArgument("no such block of pyramid level " + std::to_string(level));
   }
   return c.Computed(level, LinearIndex(coords, grid),
-                    [&]() { return MakeBlock(c, plan, level, coords); });
+                    [&]() { return LoadBlock(c, plan, level, coords); });
 }
 
 int64_t PrefetchPyramidBlock(const Container& c, const PyramidPlan& plan, int level,
                              const std::vector<int64_t>& coords) {
   if (level < 1 || level >= plan.levels() || !InGrid(coords, plan.BlockGrid(level))) return 0;
   if (PyramidBlockCached(c, plan, level, coords)) return 0;
+  // Kept by an earlier mount: read, not computed (a block that then fails
+  // to verify is computed without this head start).
+  const source::DerivedStore* kept = c.derived_store();
+  if (kept != nullptr && kept->Contains(PersistentKey(plan, level, coords))) return 0;
   Box box = BlockBox(plan, level, coords, true);
   const std::vector<int64_t>& shape = plan.shapes[0];
   for (size_t i = 0; i < coords.size(); ++i) {

@@ -121,6 +121,7 @@ std::string Filesystem::StatsJson() const {
   out += kv("readahead_blocks_queued", r.readahead_blocks_queued.load());
   out += kv("readahead_blocks", r.readahead_blocks_loaded.load());
   out += kv("blocks_computed", r.blocks_computed.load());
+  out += kv("blocks_computed_from_disk", r.blocks_computed_from_disk.load());
   out += kv("pushed_files", read_ahead_->pushed_files());
   out += kv("pushed_bytes", read_ahead_->pushed_bytes());
   out += kv("pinned_bytes", r.pinned_bytes.load(), true);

@@ -23,6 +23,12 @@
 #    blocks under it and decompresses at most the level-0 blocks under it
 #    (.b2ndfs/stats reads.blocks_computed, .blocks_decompressed); reading it
 #    again computes nothing.
+# 6. Through a remote source (.http, .s3, .az) with disk_cache=DIR: a level-2
+#    tile read by zarrita computes its blocks (reads.blocks_computed) and
+#    keeps them in DIR; after an unmount, a second mount on the same DIR
+#    computes none (reads.blocks_computed_from_disk instead), and both equal
+#    NumPy's reference; once the object changes on the server (a new ETag),
+#    the next mount computes the tile again, from the new data.
 # Skips (77) when /dev/fuse is unusable, node, zarrita, ajv-cli or
 # @fideus-labs/ngff-zarr is missing (in .deps/npm), or /usr/bin/python3 lacks
 # numpy.
@@ -388,5 +394,101 @@ ok = 3 <= first["computed"] <= 1 + 4 + 16 and 1 <= first["decompressed"] <= 64
 ok = ok and second == {"computed": 0, "decompressed": 0}
 sys.exit(0 if ok else 1)
 EOF
+
+
+# --- 6. a remote source with disk_cache=: the next mount computes nothing ----
+if [[ -n ${ITEST_THROUGH:-} ]]; then
+  P=$TMP/persist
+  DC=$TMP/dcache
+  MP=$TMP/mnt_persist
+  mkdir -p "$P"
+  # 512 x 512 in 64 x 64 chunks of 16 x 16 blocks: levels 512 .. 64; inner
+  # chunk (1, 2) of level 2 is one block, made from 4 of level 1.
+  write_persisted() {
+    "$FIXTURE" write "$P/p.b2nd" --dtype '<u2' --shape 512,512 --chunks 64,64 --blocks 16,16 \
+      --seed "$1" >/dev/null
+  }
+  write_persisted 11 || fail "b2nd_fixture write p"
+  cat >"$TMP/persist_tile.mjs" <<'EOF'
+import fs from "node:fs";
+const [prefix, mount, outBin, outJson] = process.argv.slice(2);
+const zarr = await import(`${prefix}/node_modules/zarrita/dist/src/index.js`);
+const { FileSystemStore } = await import(`${prefix}/node_modules/@zarrita/storage/dist/src/index.js`);
+const stats = () => JSON.parse(fs.readFileSync(`${mount}/.b2ndfs/stats`, "utf8")).reads;
+const arr = await zarr.open.v3(new FileSystemStore(`${mount}/p.b2nd/ome.zarr/2`), { kind: "array" });
+const before = stats();
+const got = await zarr.get(arr, [zarr.slice(16, 32), zarr.slice(32, 48)]);
+const after = stats();
+fs.writeFileSync(outBin, new Uint8Array(got.data.buffer, got.data.byteOffset, got.data.byteLength));
+fs.writeFileSync(outJson, JSON.stringify({
+  computed: after.blocks_computed - before.blocks_computed,
+  from_disk: after.blocks_computed_from_disk - before.blocks_computed_from_disk }));
+EOF
+  # persisted_tile WHAT COMPUTED FROM_DISK: mounts, reads the tile, checks its
+  # bytes against NumPy's and its counts ("+": more than 0), unmounts and
+  # waits for the daemon to end (the next one takes DIR's lock).
+  persisted_tile() {
+    local what=$1 computed=$2 from_disk=$3 pid
+    if [[ -z ${PSRC:-} ]]; then
+      mount_fs "$P" "$MP" -o "disk_cache=$DC,cache_size=64M" || return 1
+      PSRC=$THROUGH_SOURCE
+      POPTS=("${THROUGH_OPTIONS[@]}")
+    else
+      mount_fs "$PSRC" "$MP" "${POPTS[@]}" -o "disk_cache=$DC,cache_size=64M" || return 1
+    fi
+    pid=$DAEMON_PID
+    check "$what: the level-2 tile read" node "$TMP/persist_tile.mjs" "$NPM_PREFIX" "$MP" \
+      "$TMP/persist.bin" "$TMP/persist.json"
+    check "$what: the tile equals NumPy's; blocks computed $computed, kept $from_disk" \
+      "$PY" - "$MP/p.b2nd/data.npy" "$TMP/persist.bin" "$TMP/persist.json" "$computed" \
+      "$from_disk" <<'EOF'
+import json
+import sys
+
+import numpy as np
+
+npy, tile, counts, computed, from_disk = sys.argv[1:6]
+
+
+def down(a):
+    # 2 x 2 means, edges averaging the items present, rounded half to even.
+    h, w = (a.shape[0] + 1) // 2, (a.shape[1] + 1) // 2
+    total = np.zeros((h, w), dtype=np.int64)
+    count = np.zeros((h, w), dtype=np.int64)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            part = a[dy::2, dx::2]
+            total[: part.shape[0], : part.shape[1]] += part
+            count[: part.shape[0], : part.shape[1]] += 1
+    q = np.floor_divide(total, count)
+    r = total - q * count
+    return (q + ((2 * r > count) | ((2 * r == count) & (q % 2 == 1)))).astype(a.dtype)
+
+
+want = down(down(np.load(npy)))[16:32, 32:48]
+got = np.fromfile(tile, dtype=want.dtype).reshape(want.shape)
+c = json.load(open(counts))
+print(f"computed {c['computed']}, from disk {c['from_disk']}")
+ok = np.array_equal(got, want)
+for key, expect in (("computed", computed), ("from_disk", from_disk)):
+    ok = ok and (c[key] > 0 if expect == "+" else c[key] == int(expect))
+sys.exit(0 if ok else 1)
+EOF
+    [[ $(stats_field "$MP" remote.disk_cache.enabled) == 1 ]] || fail "$what: no disk cache"
+    unmount_fs "$MP" && exits_within 30 "$pid" >/dev/null
+  }
+  PSRC=""
+  persisted_tile "cold" + 0 || fail "the cold mount"
+  persisted_tile "warm (same disk_cache=)" 0 + || fail "the warm mount"
+  # A new version of the object: another ETag (nginx's is mtime-size: the
+  # mtime moves on), so the kept blocks are not its.
+  old_mtime=$(stat -c %Y "$P/p.b2nd")
+  write_persisted 12 && touch -d "@$((old_mtime + 7))" "$P/p.b2nd" || fail "rewrite p"
+  case $ITEST_THROUGH in
+    s3) s3_put_file through "${PSRC#s3://through/}/p.b2nd" "$P/p.b2nd" ;;
+    az) az_put_file through "${PSRC##*/through/}/p.b2nd" "$P/p.b2nd" ;;
+  esac
+  persisted_tile "changed on the server" + 0 || fail "the mount of the changed object"
+fi
 
 finish

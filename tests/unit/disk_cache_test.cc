@@ -1,5 +1,6 @@
 // remote/disk_cache: what is served from disk and what is fetched, versions
-// (ETag), torn and corrupt files, restarts, the lock, the bound.
+// (ETag), torn and corrupt files, restarts, the lock, the bound; computed
+// values (source/derived_store.h) by key, version and size, tampered ones.
 #include "b2ndfs/remote/disk_cache.h"
 
 #include <dirent.h>
@@ -9,7 +10,9 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -364,4 +367,123 @@ TEST_CASE("a directory given a new key drops the ranges it held") {
   CHECK((*cache)->stats().corrupt == 0);
   CHECK(ReadVia(**cache, origin, "\"e\"", 0, 100000) == Slice(origin, 0, 100000));
   CHECK(origin.fetches == 2);
+}
+
+namespace {
+
+std::vector<uint8_t> Value(size_t n, uint8_t salt) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 7 + salt) & 255);
+  return v;
+}
+
+bool Get(DiskCache& cache, const std::string& etag, const std::string& key,
+         std::vector<uint8_t>* out) {
+  return cache.ReadComputed(kUrl, etag, 1000, key, std::span<uint8_t>(out->data(), out->size()));
+}
+
+void Put(DiskCache& cache, const std::string& etag, const std::string& key,
+         const std::vector<uint8_t>& v) {
+  cache.StoreComputed(kUrl, etag, 1000, key, std::span<const uint8_t>(v.data(), v.size()));
+}
+
+}  // namespace
+
+TEST_CASE("computed values: kept across restarts, by key, version and size, never tampered") {
+  TempDir dir;
+  const std::vector<uint8_t> a = Value(100000, 1), b = Value(5000, 2);
+  std::vector<uint8_t> out(100000);
+  {
+    auto cache = DiskCache::Open(dir.path, 64 << 20);
+    REQUIRE(cache.ok());
+    CHECK_FALSE((*cache)->HoldsComputed(kUrl, "\"e\"", 1000, "block a"));
+    CHECK_FALSE(Get(**cache, "\"e\"", "block a", &out));  // never stored: a miss
+    Put(**cache, "\"e\"", "block a", a);
+    Put(**cache, "\"e\"", "block b", b);
+    Put(**cache, "", "block c", b);  // no ETag: nothing kept
+    CHECK((*cache)->stats().computed_stored == 2);
+    CHECK((*cache)->stats().entries == 2);
+  }
+  auto cache = DiskCache::Open(dir.path, 64 << 20);
+  REQUIRE(cache.ok());
+  CHECK((*cache)->stats().entries == 2);
+  CHECK((*cache)->HoldsComputed(kUrl, "\"e\"", 1000, "block a"));
+  REQUIRE(Get(**cache, "\"e\"", "block a", &out));
+  CHECK(out == a);
+  CHECK((*cache)->stats().computed_hits == 1);
+  std::vector<uint8_t> small(5000);
+  REQUIRE(Get(**cache, "\"e\"", "block b", &small));
+  CHECK(small == b);
+  // Another key, another size asked, another ETag or size of the object:
+  // misses, and never another value's bytes.
+  CHECK_FALSE(Get(**cache, "\"e\"", "block c", &out));
+  CHECK_FALSE(Get(**cache, "\"e\"", "block b", &out));
+  CHECK_FALSE((*cache)->HoldsComputed(kUrl, "\"f\"", 1000, "block a"));
+  CHECK_FALSE(Get(**cache, "\"f\"", "block a", &out));
+  CHECK_FALSE((*cache)->ReadComputed(kUrl, "\"e\"", 999, "block a", out));
+  CHECK_FALSE((*cache)->ReadComputed(kUrl + "x", "\"e\"", 1000, "block a", out));
+  // A value is not a range of the object, nor is a range a value.
+  Origin origin(1000);
+  ReadVia(**cache, origin, "\"e\"", 0, 1000);
+  CHECK(origin.fetches == 1);
+  CHECK((*cache)->stats().corrupt == 0);
+
+  SECTION("a tampered value is a miss, deleted; stored again, it is served") {
+    std::vector<std::string> values;
+    for (const auto& f : Files(dir.path + "/ranges")) {
+      if (f.find("/c-") != std::string::npos) values.push_back(f);
+    }
+    REQUIRE(values.size() == 2);
+    for (const auto& f : values) {
+      std::fstream file(f, std::ios::in | std::ios::out | std::ios::binary);
+      file.seekp(-100, std::ios::end);
+      file.put('\x77');
+    }
+    CHECK_FALSE(Get(**cache, "\"e\"", "block a", &out));
+    CHECK((*cache)->stats().corrupt >= 1);
+    CHECK_FALSE((*cache)->HoldsComputed(kUrl, "\"e\"", 1000, "block a"));
+    Put(**cache, "\"e\"", "block a", a);
+    REQUIRE(Get(**cache, "\"e\"", "block a", &out));
+    CHECK(out == a);
+  }
+  SECTION("a value renamed to another key's name is a miss") {
+    std::string fa, fb;
+    for (const auto& f : Files(dir.path + "/ranges")) {
+      if (f.find("/c-") == std::string::npos) continue;
+      (std::filesystem::file_size(f) > 50000 ? fa : fb) = f;
+    }
+    REQUIRE(!fa.empty());
+    REQUIRE(!fb.empty());
+    // b's file under a's name: its header names another key and length.
+    REQUIRE(::rename(fb.c_str(), fa.c_str()) == 0);
+    CHECK_FALSE(Get(**cache, "\"e\"", "block a", &out));
+  }
+  SECTION("the object's next version drops its values") {
+    Origin next(1000, 9);
+    ReadVia(**cache, next, "\"g\"", 0, 100);
+    CHECK_FALSE((*cache)->HoldsComputed(kUrl, "\"e\"", 1000, "block a"));
+    CHECK((*cache)->stats().invalidations >= 2);
+    CHECK((*cache)->stats().entries == 1);
+  }
+  SECTION("Forget drops them too") {
+    (*cache)->Forget(kUrl);
+    CHECK((*cache)->stats().entries == 0);
+    CHECK(Files(dir.path + "/ranges").empty());
+  }
+}
+
+TEST_CASE("computed values count in the bound; a value over a quarter of it is not kept") {
+  TempDir dir;
+  auto cache = DiskCache::Open(dir.path, 400000);
+  REQUIRE(cache.ok());
+  const std::vector<uint8_t> v = Value(90000, 3);
+  for (int i = 0; i < 8; ++i) Put(**cache, "\"e\"", "block " + std::to_string(i), v);
+  const DiskCacheStats s = (*cache)->stats();
+  CHECK(s.bytes_on_disk <= 400000);
+  CHECK(s.evictions >= 4);
+  std::vector<uint8_t> out(v.size());
+  CHECK(Get(**cache, "\"e\"", "block 7", &out));
+  CHECK_FALSE(Get(**cache, "\"e\"", "block 0", &out));
+  Put(**cache, "\"e\"", "big", Value(120000, 4));
+  CHECK_FALSE((*cache)->HoldsComputed(kUrl, "\"e\"", 1000, "big"));
 }

@@ -1,8 +1,9 @@
 // ome.zarr/ over a real container (views and store/pyramid.h without FUSE):
 // a computed level's shard holds the block means NumPy would give, its blocks
 // are computed once (reads.blocks_computed) and then served from the block
-// cache, the group's zarr.json is as long as stat says, and a container
-// without a pyramid says why in meta.json's files.
+// cache, the group's zarr.json is as long as stat says, a container
+// without a pyramid says why in meta.json's files, and blocks kept in a
+// source's derived store (disk_cache=) are read, not computed.
 #include <b2nd.h>
 #include <blosc2.h>
 
@@ -10,11 +11,16 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "b2nd_writer.h"
+#include "b2ndfs/source/derived_store.h"
+#include "b2ndfs/store/pyramid.h"
 #include "b2ndfs/views/view.h"
 #include "temp_dir.h"
 #include "test_store.h"
@@ -209,6 +215,110 @@ TEST_CASE("concurrent readers of a computed level compute each block once", "[vi
   // Level 2's one shard: 16 blocks, from 64 blocks of level 1.
   CHECK(store::GlobalReadStats().blocks_computed.load() - t0 == 16 + 64);
   for (const std::string& g : got) CHECK((!g.empty() && g == got[0]));
+}
+
+// A local container's bytes, with a derived store (source/derived_store.h)
+// that a remote source with disk_cache= would offer: an in-memory map that
+// counts what is asked, and refuses every value when told to (as a store
+// whose values fail to verify).
+class KeptStore final : public source::DerivedStore {
+ public:
+  bool Contains(std::string_view key) const override {
+    std::lock_guard<std::mutex> lock(mutex);
+    return values.count(std::string(key)) != 0;
+  }
+  bool Get(std::string_view key, std::span<uint8_t> out) const override {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = values.find(std::string(key));
+    if (refuse || it == values.end() || it->second.size() != out.size()) return false;
+    std::copy(it->second.begin(), it->second.end(), out.begin());
+    return true;
+  }
+  void Put(std::string_view key, std::span<const uint8_t> bytes) const override {
+    std::lock_guard<std::mutex> lock(mutex);
+    values[std::string(key)].assign(bytes.begin(), bytes.end());
+  }
+  mutable std::mutex mutex;
+  mutable std::map<std::string, std::vector<uint8_t>> values;
+  bool refuse = false;
+};
+
+class KeepingSource final : public source::ByteSource {
+ public:
+  KeepingSource(std::shared_ptr<const source::ByteSource> inner, const KeptStore* kept)
+      : inner_(std::move(inner)), kept_(kept) {}
+  const std::string& name() const override { return inner_->name(); }
+  bool sparse() const override { return inner_->sparse(); }
+  const source::Signature& signature() const override { return inner_->signature(); }
+  Result<int64_t> PartSize(int64_t part) const override { return inner_->PartSize(part); }
+  Status Read(int64_t part, int64_t offset, size_t length, uint8_t* out) const override {
+    return inner_->Read(part, offset, length, out);
+  }
+  bool found_stale() const override { return inner_->found_stale(); }
+  const source::DerivedStore* derived_store() const override { return kept_; }
+
+ private:
+  std::shared_ptr<const source::ByteSource> inner_;
+  const KeptStore* kept_;
+};
+
+// Blocks kept in a source's derived store are read from it by the next
+// "mount" (a fresh block cache and generation), not computed: none is, and
+// no level-0 block is read ahead for them; a store whose values do not
+// verify has them computed again. Local sources offer no store.
+TEST_CASE("computed blocks kept in the source's derived store are not computed again", "[views]") {
+  testing::TempDir dir("b2ndfs_ome_zarr_kept");
+  const auto registry = views::Registry::Default();
+  const std::string path = (dir.path / "k.b2nd").string();
+  KeptStore kept;
+  auto open = [&](testing::TestStore& store) {
+    auto local = source::OpenLocal(path, &store.descriptors);
+    REQUIRE(local.ok());
+    CHECK((*local)->derived_store() == nullptr);
+    auto c = store::Container::Open(std::make_shared<KeepingSource>(*local, &kept), &store.ctx, 1,
+                                    nullptr);
+    REQUIRE(c->ok());
+    return c;
+  };
+  auto& stats = store::GlobalReadStats();
+  std::string first;
+  {
+    testing::TestStore store(64 << 20, 4, 2);
+    Write(store, path, {64, 64}, {16, 16}, {4, 4});  // levels 64, 32, 16
+    const auto c = open(store);
+    const uint64_t t0 = stats.blocks_computed.load(), d0 = stats.blocks_computed_from_disk.load();
+    first = ReadAll(*c, *Find(*c, *registry->Root(), {"ome.zarr", "2", "c", "0", "0"}));
+    CHECK(stats.blocks_computed.load() - t0 == 16 + 64);
+    CHECK(stats.blocks_computed_from_disk.load() - d0 == 0);
+    CHECK(kept.values.size() == 16 + 64);
+  }
+  {
+    testing::TestStore store(64 << 20, 4, 2);
+    const auto c = open(store);
+    const uint64_t t0 = stats.blocks_computed.load(), d0 = stats.blocks_computed_from_disk.load();
+    // Nothing to decompress ahead for a kept block (for one not kept: the
+    // bytes of the level-0 box under it).
+    auto plan = store::PlanPyramid(*c, {true, true}, store::Downsampling::kMean);
+    REQUIRE(plan.ok());
+    CHECK(store::PrefetchPyramidBlock(*c, *plan, 2, {1, 1}) == 0);
+    CHECK(store::PrefetchPyramidBlock(*c, *plan, 1, {7, 7}) == 0);
+    const auto saved = kept.values;
+    kept.values.clear();
+    CHECK(store::PrefetchPyramidBlock(*c, *plan, 1, {6, 6}) == 8 * 8 * 4);
+    kept.values = saved;
+    CHECK(ReadAll(*c, *Find(*c, *registry->Root(), {"ome.zarr", "2", "c", "0", "0"})) == first);
+    CHECK(stats.blocks_computed.load() - t0 == 0);
+    CHECK(stats.blocks_computed_from_disk.load() - d0 == 16);
+  }
+  {
+    kept.refuse = true;
+    testing::TestStore store(64 << 20, 4, 0);
+    const auto c = open(store);
+    const uint64_t t0 = stats.blocks_computed.load(), d0 = stats.blocks_computed_from_disk.load();
+    CHECK(ReadAll(*c, *Find(*c, *registry->Root(), {"ome.zarr", "2", "c", "0", "0"})) == first);
+    CHECK(stats.blocks_computed.load() - t0 == 16 + 64);
+    CHECK(stats.blocks_computed_from_disk.load() - d0 == 0);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,11 @@
 // DIR/ranges/<URL key>/<version key>-<offset>-<length>. Both keys are hashes:
 // the URL's without credentials or query (RedactUrl), and the version's (its
 // ETag and size), so no name, key or secret is ever written to the directory.
+// Computed values (source/derived_store.h: the blocks of a computed pyramid
+// level) are kept beside the ranges, one file each, under
+// DIR/ranges/<URL key>/c-<version key>-<value key>-<length>: scoped, tagged,
+// bounded and dropped like the ranges of the same object and version (the
+// value's key text is kept and checked in its header).
 // Versions: a range is served only for the ETag and size it was fetched at
 // (they are in its key, and again in its header). Storing a range of another
 // version of a URL, or Forget() (a request found the object changed), drops
@@ -41,8 +46,11 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "b2ndfs/util/status.h"
 #include "b2ndfs/util/weighted_lru.h"
@@ -59,9 +67,11 @@ struct DiskCacheStats {
   uint64_t bytes_missed = 0;
   uint64_t bytes_stored = 0;
   uint64_t evictions = 0;
-  uint64_t corrupt = 0;        // files torn, corrupt or not tagged with the key (deleted)
-  uint64_t write_errors = 0;   // ranges that could not be stored
-  uint64_t invalidations = 0;  // ranges dropped as of an old version
+  uint64_t corrupt = 0;          // files torn, corrupt or not tagged with the key (deleted)
+  uint64_t write_errors = 0;     // ranges that could not be stored
+  uint64_t invalidations = 0;    // ranges dropped as of an old version
+  uint64_t computed_hits = 0;    // computed values served from disk
+  uint64_t computed_stored = 0;  // computed values written
 };
 
 class DiskCache {
@@ -98,24 +108,39 @@ class DiskCache {
   // Drops every range of `url` (a request found that it changed).
   void Forget(const std::string& url);
 
+  // Computed values of object `url` at version (`etag`, `size`), under a
+  // key (source/derived_store.h; an empty `etag` holds none). Whether one
+  // is indexed; the value into `out` when it is held with exactly
+  // out.size() bytes and verifies (a file that does not is deleted and
+  // counted in `corrupt`); keeps `bytes` (a write error only counted).
+  bool HoldsComputed(const std::string& url, const std::string& etag, int64_t size,
+                     std::string_view key);
+  bool ReadComputed(const std::string& url, const std::string& etag, int64_t size,
+                    std::string_view key, std::span<uint8_t> out);
+  void StoreComputed(const std::string& url, const std::string& etag, int64_t size,
+                     std::string_view key, std::span<const uint8_t> bytes);
+
   DiskCacheStats stats() const;
   const std::string& dir() const { return dir_; }
 
  private:
   static constexpr size_t kKeyBytes = 32;
   using Key = std::array<uint8_t, kKeyBytes>;
-  // A range file in the index (its name: disk_cache_file.h).
+  // A range file in the index (its name: disk_cache_file.h), or a computed
+  // value's (`computed` != 0, the hash of its key; offset 0).
   struct Entry {
     uint64_t url_key = 0;
     uint64_t version_key = 0;
     int64_t offset = 0;
     int64_t length = 0;
     int64_t touched = 0;  // seconds since the epoch of the mtime we last set
+    uint64_t computed = 0;
   };
-  // (url_key, offset, length): which range of which URL.
+  // (url_key, offset, length, computed): which range or value of which URL.
   struct RangeKey {
     uint64_t url_key = 0;
     std::pair<int64_t, int64_t> range;
+    uint64_t computed = 0;
     bool operator==(const RangeKey&) const = default;
   };
   struct RangeKeyHash {
@@ -123,11 +148,14 @@ class DiskCache {
   };
   // Entries weigh their files' bytes.
   using Lru = util::WeightedLru<RangeKey, Entry, util::HashIndex<RangeKey, RangeKeyHash>>;
-  // A URL's ranges (of one version): by (offset, length).
+  // A URL's ranges (of one version): by (offset, length); its computed
+  // values: their lengths by the hashes of their keys.
   struct Object {
     uint64_t version = 0;
     int64_t max_length = 0;
     std::set<std::pair<int64_t, int64_t>> ranges;
+    std::map<uint64_t, int64_t> computed;
+    bool empty() const { return ranges.empty() && computed.empty(); }
   };
 
   DiskCache(std::string dir, uint64_t capacity, int lock_fd, const Key& key);
@@ -139,10 +167,18 @@ class DiskCache {
   void Drop(const RangeKey& key);         // mutex_ held; unlinks the file
   void Unlink(const Lru::Entries& gone);  // mutex_ held: files of entries gone
   void Evict();                           // mutex_ held
-  void Store(uint64_t url_key, uint64_t version_key, const std::string& etag, int64_t offset,
-             const uint8_t* bytes, size_t length);
+  static RangeKey KeyOf(const Entry& e) {
+    return RangeKey{e.url_key, {e.offset, e.length}, e.computed};
+  }
+  // Writes and indexes the file of `e` (of e.length bytes at `bytes`); its
+  // header names `etag` (a computed value's: the ETag and its key). False
+  // when it is not kept.
+  bool Store(const Entry& e, const std::string& etag, const uint8_t* bytes);
   bool ReadEntry(const Entry& e, const std::string& etag, int64_t offset, size_t length,
                  uint8_t* out) const;
+  // Re-stamps the mtimes of `held` entries not touched for a while (mutex_
+  // held).
+  void Touch(const std::vector<Entry>& held);
 
   const std::string dir_;
   const uint64_t capacity_;

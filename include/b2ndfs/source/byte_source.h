@@ -36,6 +36,8 @@
 
 namespace b2ndfs::source {
 
+class DerivedStore;
+
 // Identifies one version of a source. Local files: device, inode, size and
 // nanosecond mtime/ctime (a rewrite always moves ctime); a sparse frame: those
 // of chunks.b2frame plus its directory's inode and mtime (chunk files
@@ -134,6 +136,11 @@ class ByteSource {
   // ESTALE, as without a hold). A hold never makes bytes rewritten in place
   // readable: they still answer ESTALE.
   virtual std::shared_ptr<const void> HoldVersion() const { return nullptr; }
+  // Where values computed from this version are kept across mounts
+  // (derived_store.h), valid while the source lives; nullptr when there is
+  // no such place (local sources; a remote one without disk_cache=, or
+  // whose version has no ETag).
+  virtual const DerivedStore* derived_store() const { return nullptr; }
 };
 
 class DescriptorCache;

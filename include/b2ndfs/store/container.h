@@ -136,6 +136,10 @@ class Container : public std::enable_shared_from_this<Container> {
                                 const std::function<Result<cache::Value>()>& make) const;
   // Whether Computed(space, index) is cached (no stats).
   bool ComputedCached(int space, int64_t index) const;
+  // Where values computed from this generation are kept across mounts
+  // (source/derived_store.h): its source's, if it offers one; nullptr for
+  // an evaluated carrier, whose values depend on other files as well.
+  const source::DerivedStore* derived_store() const;
 
   int64_t StreamSize(const ArrayStream& stream) const;
   // Reads up to `length` bytes at `offset` of the stream; fewer only at its end.

@@ -16,7 +16,12 @@
 // Memory and sharing: computed blocks are kept in the block cache
 // (Container::Computed: single flight, charged to cache_size), whole (the
 // block shape, zero past the level's edges), and counted in
-// ReadStats::blocks_computed when made.
+// ReadStats::blocks_computed when made. Across mounts: when the container
+// offers a derived store (Container::derived_store(): a remote object with
+// disk_cache=, source/derived_store.h), a block the cache lacks is looked
+// up there first (ReadStats::blocks_computed_from_disk), under a key naming
+// the block format's version, the method, dtype, shapes, axes, level and
+// block; one computed is put there (single flight: the cache's).
 // Ownership: a PyramidPlan is a plain value made from a container's layout;
 // it refers to nothing. Thread-safety: pure functions and const methods; any
 // thread. Errors: PlanPyramid says why there is no pyramid (EINVAL,

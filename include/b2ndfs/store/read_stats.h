@@ -47,6 +47,9 @@ struct ReadStats {
   // Blocks of computed pyramid levels made (store/pyramid.h); cache hits
   // are not counted.
   StatCounter<uint64_t> blocks_computed;
+  // Blocks of computed levels read from where an earlier mount kept them
+  // (source/derived_store.h: disk_cache=) instead of computed.
+  StatCounter<uint64_t> blocks_computed_from_disk;
   // Blocks held by readers outside the cache's accounting right now: a cold
   // read's batch (PinBudget); a warm read holds one cached block at a time
   // by its cache handle and is not counted.
