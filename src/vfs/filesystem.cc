@@ -50,7 +50,9 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   entry_context_->tree = tree_.get();
   entry_context_->services =
       GenerationServices{store_, views_.get(), open_containers_.get(), inodes_->generation_index()};
-  entry_context_->services.operands = MakeMountOperands(tree_.get(), store_);
+  // (The resolver is made below; operands are opened only after.)
+  entry_context_->services.operands = MakeMountOperands(
+      tree_.get(), [this](const std::string& path) { return resolver_->EntryFor(path); });
   entry_context_->inodes = inodes_.get();
   entry_context_->replaced = [this](const ContainerEntry& entry, const Generation& old,
                                     const store::Container* fresh) {
