@@ -16,7 +16,6 @@
 // Thread-safety: any thread; holds nothing but the tree and the entry finder.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,9 +25,6 @@
 #include "generation.h"
 
 namespace b2ndfs::vfs {
-
-// The entry of a container path (Resolver::EntryFor).
-using EntryFinder = std::function<std::shared_ptr<ContainerEntry>(const std::string& path)>;
 
 // `tree` and what `entries` uses outlive the opener and everything it opens.
 std::shared_ptr<const store::OperandOpener> MakeMountOperands(const source::Tree* tree,

@@ -286,4 +286,9 @@ class ContainerEntry : public std::enable_shared_from_this<ContainerEntry> {
   int64_t confirmed_ns_ = 0;  // when a probe last found current_ unchanged
 };
 
+// The entry of a container path (Resolver::EntryFor), for what opens
+// containers of the mount beside its names: carriers' operands
+// (carrier_operands.h) and computed files (computed_file.h).
+using EntryFinder = std::function<std::shared_ptr<ContainerEntry>(const std::string& path)>;
+
 }  // namespace b2ndfs::vfs
