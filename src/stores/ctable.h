@@ -11,7 +11,8 @@
 // column of fixed-width values (numeric, bool, fixed-width strings and
 // bytes), valid/NAME.npy: the column's values at the live rows, in row
 // order (README.md, "python-blosc2 stores"). Its size is known from the
-// live rows counted here; its bytes are read when opened (valid_file.h).
+// live rows counted here; its bytes are computed when the mount opens it
+// (source/declared_file.h).
 #pragma once
 
 #include <functional>
@@ -28,27 +29,13 @@ namespace b2ndfs::stores::internal {
 // Live rows are counted up to this many physical rows (more: "valid_rows"
 // is null and says why).
 constexpr int64_t kMaxCountedRows = int64_t{1} << 28;
-// Live rows are counted per segment of this many physical rows, so that a
-// read of valid/NAME.npy finds where its rows lie by looking at one segment
-// of _valid_rows (at most kMaxCountedRows / kSegmentRows + 1 counts a table).
-constexpr int64_t kSegmentRows = int64_t{1} << 16;
+// Live rows are counted per segment of source::kSegmentRows physical rows
+// (source/declared_file.h), at most kMaxCountedRows / kSegmentRows + 1
+// counts a table.
+using source::kSegmentRows;
 // A valid/NAME.npy row (an item, or a row of a column of more dimensions) is
 // at most this long.
 constexpr int64_t kMaxValidRowBytes = int64_t{1} << 20;
-
-// One valid/NAME.npy file: what its size and reads need.
-struct ValidFileSpec {
-  std::string column;      // the column's leaf, below the store ("t/_cols/x")
-  std::string valid_rows;  // the table's _valid_rows leaf ("t/_valid_rows")
-  std::string header;      // the .npy header: shape (live rows, column's other axes)
-  int64_t rows = 0;        // physical rows (of _valid_rows and of the column)
-  int64_t live = 0;        // live rows
-  int64_t row_bytes = 0;   // bytes of one row of the column
-  // live_before[s]: live rows before physical row s * kSegmentRows (one more
-  // entry than segments; the last is `live`).
-  std::shared_ptr<const std::vector<int64_t>> live_before;
-  int64_t size() const { return static_cast<int64_t>(header.size()) + live * row_bytes; }
-};
 
 struct FrameRef {
   FrameReadAt read;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "b2ndfs/source/byte_source.h"
+#include "b2ndfs/source/declared_file.h"
 #include "b2ndfs/stores/embed_frame.h"
 #include "b2ndfs/stores/zip_directory.h"
 
@@ -33,7 +34,9 @@ struct Leaf {
   int64_t length = 0;  // kMember, kEmbed: bytes
 };
 
-struct ValidFileSpec;  // ctable.h
+// One valid/NAME.npy file: what its size and reads need (declared to the
+// mount: source/declared_file.h).
+using ValidFileSpec = source::RowSelection;
 
 struct Node {
   bool directory = true;

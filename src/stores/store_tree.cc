@@ -6,15 +6,15 @@
 
 #include "b2ndfs/cache/block_cache.h"
 #include "b2ndfs/cache/cache_id.h"
+#include "b2ndfs/source/declared_file.h"
 #include "b2ndfs/source/provenance.h"
-#include "b2ndfs/store/container.h"
+#include "b2ndfs/store/store_context.h"
 #include "b2ndfs/util/log.h"
 #include "ctable.h"
 #include "index_budget.h"
 #include "leaf_sources.h"
 #include "store_entries.h"
 #include "store_index.h"
-#include "valid_file.h"
 
 namespace b2ndfs::stores {
 namespace {
@@ -55,7 +55,6 @@ class StoreTree final : public source::Tree {
  public:
   StoreTree(std::shared_ptr<source::Tree> base, store::StoreContext* context)
       : base_(std::move(base)),
-        context_(context),
         own_cache_(context != nullptr && context->cache != nullptr
                        ? nullptr
                        : std::make_unique<cache::BlockCache>(kOwnCacheBytes, 1)),
@@ -236,7 +235,7 @@ class StoreTree final : public source::Tree {
     if (!at) return base_->OpenFile(path);
     B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const StoreIndex> index, Index(*at));
     if (auto it = index->nodes.find(at->rel); it != index->nodes.end() && it->second.valid_file) {
-      return OpenValidFile(*at, path, it->second.valid_file);
+      return DeclareValidFile(*at, it->second.valid_file);
     }
     B2NDFS_ASSIGN_OR_RETURN(const std::string* meta, MetaJson(*index, at->rel, path));
     // The index's version (a .b2d's includes its directory's times, which
@@ -253,28 +252,17 @@ class StoreTree final : public source::Tree {
     cache::Key key;  // the index's in the block cache
   };
 
-  // A CTable's valid/NAME.npy: its two leaves opened as this tree opens
-  // containers (so holding the store version they read), and a version
-  // that changes with the index's and with both leaves' (a .b2d's leaf
-  // files are versioned on their own).
-  Result<std::shared_ptr<const source::PlainFile>> OpenValidFile(
-      const Located& at, const std::string& path,
-      std::shared_ptr<const internal::ValidFileSpec> spec) const {
-    const std::string store_dir = at.store + "/";
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const source::ByteSource> column,
-                            OpenContainer(store_dir + spec->column, nullptr));
-    B2NDFS_ASSIGN_OR_RETURN(std::shared_ptr<const source::ByteSource> valid_rows,
-                            OpenContainer(store_dir + spec->valid_rows, nullptr));
+  // A CTable's valid/NAME.npy, declared: the mount opens its two leaves as
+  // containers of this tree and computes it (source/declared_file.h); its
+  // version is the index's, to which the mount adds both leaves' (a .b2d's
+  // leaf files are versioned on their own).
+  Result<std::shared_ptr<const source::PlainFile>> DeclareValidFile(
+      const Located& at, std::shared_ptr<const internal::ValidFileSpec> spec) const {
     B2NDFS_ASSIGN_OR_RETURN(source::Signature version, Version(at));
-    for (const source::ByteSource* leaf : {column.get(), valid_rows.get()}) {
-      const source::Signature& s = leaf->signature();
-      version.tag += "|" + std::to_string(s.inode) + ":" + std::to_string(s.size) + ":" +
-                     std::to_string(s.mtime_ns) + ":" + std::to_string(s.ctime_ns) + ":" + s.tag;
-    }
-    auto file = internal::OpenValidFile(std::move(spec), std::move(column), std::move(valid_rows),
-                                        context_, std::move(version));
-    if (!file.ok()) return file.status().WithContext(path);
-    return file;
+    const std::string store_dir = at.store + "/";
+    return std::shared_ptr<const source::PlainFile>(std::make_shared<source::DeclaredFile>(
+        store_dir + spec->column, store_dir + spec->valid_rows, std::move(spec),
+        std::move(version)));
   }
 
   // The index of the store's current version when the cache holds it
@@ -478,7 +466,6 @@ class StoreTree final : public source::Tree {
   static constexpr size_t kOwnCacheBytes = size_t{64} << 20;
 
   const std::shared_ptr<source::Tree> base_;
-  store::StoreContext* const context_;  // may be null: valid/ files then read as EIO
   const std::unique_ptr<cache::BlockCache> own_cache_;  // null when context_ has a cache
   cache::BlockCache* const cache_;                      // indexes and embed units live here
   const std::string identity_;                          // this tree's, begins every key identity

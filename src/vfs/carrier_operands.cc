@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "b2ndfs/cache/cache_id.h"
 #include "mirror.h"
 
 namespace b2ndfs::vfs {
@@ -10,8 +9,8 @@ namespace {
 
 class MountOperands : public store::OperandOpener {
  public:
-  MountOperands(const source::Tree* tree, store::StoreContext* store)
-      : tree_(tree), store_(store) {}
+  MountOperands(const source::Tree* tree, EntryFinder entries)
+      : tree_(tree), entries_(std::move(entries)) {}
 
   store::Operand Open(const store::OperandScope& scope, const std::string& urlpath) const override {
     store::Operand out;
@@ -95,30 +94,25 @@ class MountOperands : public store::OperandOpener {
       if (auto probe = tree_->Probe(path); probe.ok()) out.version = *probe;
       return out;
     }
-    auto source = tree_->OpenContainer(path, nullptr);
-    if (!source.ok()) {
-      out.missing = source::IsGone(source.status());
-      out.error = source.status().message();
-      return out;
-    }
     store::OperandScope inner{this, path, scope.chain, scope.budget, *st};
     inner.chain.push_back(carrier);
-    const uint64_t cache_id = cache::NewCacheId();
-    out.version = (*source)->signature();
-    out.container =
-        store::Container::Open(std::move(source).value(), store_, cache_id, nullptr, &inner);
-    // This version's blocks go with the carrier that read them.
-    struct Erase {
-      Erase(store::StoreContext* s, uint64_t id) : store(s), cache_id(id) {}
-      Erase(const Erase&) = delete;
-      Erase& operator=(const Erase&) = delete;
-      store::StoreContext* store;
-      uint64_t cache_id;
-      ~Erase() {
-        if (store != nullptr && store->cache != nullptr) store->cache->EraseContainer(cache_id);
-      }
-    };
-    out.keep = std::make_shared<const Erase>(store_, cache_id);
+    // The container's generation, as a direct read of it finds it (its
+    // cache_id, its staleness); one whose operands changed meanwhile is
+    // stale, and the next one is asked for once.
+    Result<ContainerEntry::OperandOpen> opened = Status(ESTALE, "unset");
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      opened = entries_(path)->ForOperand(inner);
+      if (opened.ok() || opened.status().error_number() != ESTALE) break;
+    }
+    if (!opened.ok()) {
+      out.missing = source::IsGone(opened.status());
+      out.error = opened.status().message();
+      return out;
+    }
+    out.version = opened->generation->signature();
+    out.container = std::move(opened->container);
+    // The generation's cached blocks stay while the carrier holds it.
+    out.keep = std::move(opened->generation);
     // An operand that is itself computed is read by whoever may read what
     // it is computed from (its readers include its own file's).
     out.readers = out.container->derived_readers().value_or(*st);
@@ -127,14 +121,14 @@ class MountOperands : public store::OperandOpener {
 
  private:
   const source::Tree* const tree_;
-  store::StoreContext* const store_;
+  const EntryFinder entries_;
 };
 
 }  // namespace
 
 std::shared_ptr<const store::OperandOpener> MakeMountOperands(const source::Tree* tree,
-                                                              store::StoreContext* store) {
-  return std::make_shared<const MountOperands>(tree, store);
+                                                              EntryFinder entries) {
+  return std::make_shared<const MountOperands>(tree, std::move(entries));
 }
 
 std::unique_ptr<store::OperandScope> TopScope(const store::OperandOpener* opener,

@@ -4,25 +4,31 @@
 // carrier, lexically ("." and ".." taken apart, never above the mount's
 // root), and must name a container of the mount (mirror.h), reached without
 // a symbolic link out of the mount (Tree::StatBeneath, confined); who may
-// read it is its attributes bound by every directory passed on the way. It is opened from
-// the tree as its own version with its own cache_id, whose cached blocks
-// are erased when the carrier lets it go. Carriers among the operands are
-// opened with the scope's chain grown by one: a path already in the chain is
-// a cycle, and nesting stops at store::kMaxCarrierDepth.
-// Thread-safety: any thread; holds nothing but the tree and the store.
+// read it is its attributes bound by every directory passed on the way.
+// Carriers among the operands are opened with the scope's chain grown by
+// one: a path already in the chain is a cycle, and nesting stops at
+// store::kMaxCarrierDepth. These checks, and the budget's, come before any
+// lock of the operand's is tried. It is then opened as a container of the
+// mount is: through its path's entry and generation
+// (ContainerEntry::ForOperand), whose cache_id and cached blocks a direct
+// read shares and whose version ends by the generations' one rule; the
+// carrier keeps the generation while it lives.
+// Thread-safety: any thread; holds nothing but the tree and the entry finder.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/store/container.h"
 #include "b2ndfs/store/operands.h"
+#include "generation.h"
 
 namespace b2ndfs::vfs {
 
-// `tree` and `store` outlive the opener and everything it opens.
+// `tree` and what `entries` uses outlive the opener and everything it opens.
 std::shared_ptr<const store::OperandOpener> MakeMountOperands(const source::Tree* tree,
-                                                              store::StoreContext* store);
+                                                              EntryFinder entries);
 
 // The scope a container at `path`, whose readers `readers` says (its
 // source's attributes), is opened in (null without an opener).

@@ -9,11 +9,13 @@
 #include <utility>
 
 #include "attributes.h"
+#include "b2ndfs/source/declared_file.h"
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/log.h"
 #include "b2ndfs/util/task_pool.h"
 #include "b2ndfs/views/view.h"
 #include "carrier_operands.h"
+#include "computed_file.h"
 #include "generation.h"
 #include "inode_table.h"
 #include "listings.h"
@@ -50,7 +52,9 @@ Filesystem::Filesystem(Options options, store::StoreContext* store)
   entry_context_->tree = tree_.get();
   entry_context_->services =
       GenerationServices{store_, views_.get(), open_containers_.get(), inodes_->generation_index()};
-  entry_context_->services.operands = MakeMountOperands(tree_.get(), store_);
+  // (The resolver is made below; operands are opened only after.)
+  entry_context_->services.operands = MakeMountOperands(
+      tree_.get(), [this](const std::string& path) { return resolver_->EntryFor(path); });
   entry_context_->inodes = inodes_.get();
   entry_context_->replaced = [this](const ContainerEntry& entry, const Generation& old,
                                     const store::Container* fresh) {
@@ -314,6 +318,14 @@ Result<FileHandle> Filesystem::Open(Ino ino, int flags) {
     case NodeType::kFile: {
       PlainHandle plain;
       B2NDFS_ASSIGN_OR_RETURN(plain.file, tree_->OpenFile(target.path->path));
+      // A file the tree declares is computed here from containers of the
+      // mount (a CTable's valid/NAME.npy: computed_file.h).
+      if (const auto* declared = dynamic_cast<const source::DeclaredFile*>(plain.file.get())) {
+        B2NDFS_ASSIGN_OR_RETURN(plain.file, OpenComputedFile(*declared, target.path->path, store_,
+                                                             [this](const std::string& path) {
+                                                               return resolver_->EntryFor(path);
+                                                             }));
+      }
       // The kernel keeps its cached pages only if the file is the version
       // they came from.
       {

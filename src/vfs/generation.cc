@@ -124,6 +124,52 @@ Result<std::shared_ptr<const store::Container>> Generation::Container() {
   return container;
 }
 
+bool Generation::DiffersFromOperands(const store::Container& container) const {
+  std::lock_guard<std::mutex> lock(operands_mutex_);
+  return operands_known_ && container.operand_versions() != operand_versions_;
+}
+
+Result<std::shared_ptr<const store::Container>> Generation::OperandContainer(
+    const store::OperandScope& scope) {
+  auto is_carrier = [](const store::Container& c) {
+    return c.content_tag().kind == format::ContentKind::kCarrier;
+  };
+  {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      if (auto open = container_.lock(); open && !is_carrier(*open)) {
+        lock.unlock();
+        services_.open->Touch(open);
+        return open;
+      }
+    }
+  }
+  // Blocks are shared by cache_id: a container of its own reads the same.
+  auto container =
+      store::Container::Open(source_, services_.store, cache_id_, services_.views, &scope);
+  if (!container->ok() && container->transient()) {
+    return Status(container->source().found_stale() ? ESTALE : EIO, container->error());
+  }
+  if (is_carrier(*container)) {
+    // Its computed blocks go under this version's cache_id: only when they
+    // are computed from the operand versions this generation's were.
+    if (container->content_kind() == store::ContentKind::kArray &&
+        DiffersFromOperands(*container)) {
+      operands_stale_ = true;
+      return Status(ESTALE, path_ + ": an operand of the carrier changed");
+    }
+    return container;
+  }
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock()) {
+    if (auto open = container_.lock()) return open;
+    container_ = container;
+    lock.unlock();
+    services_.open->Touch(container);
+  }
+  return container;
+}
+
 std::shared_ptr<const void> Generation::Hold() {
   // One hold of the source shared by every open file of this version.
   struct Token {
@@ -185,21 +231,74 @@ Result<std::shared_ptr<Generation>> ContainerEntry::Current() {
   return current;
 }
 
+bool ContainerEntry::Keeps(const Result<source::Signature>& probe,
+                           const std::shared_ptr<Generation>& current) const {
+  if (!current || current->found_stale()) return false;
+  if (probe.ok()) {
+    return *probe == current->signature() && current->OperandsUnchanged(*context_->tree);
+  }
+  if (source::IsGone(probe.status())) return false;
+  // Trouble reaching the source says nothing about the container: the
+  // caller gets the version it had (its cache still serves).
+  context_->transient_errors.fetch_add(1, std::memory_order_relaxed);
+  context_->MarkSuspect();
+  Log(LogLevel::kDebug, path_ + ": " + probe.status().message() + " (serving the version known)");
+  return true;
+}
+
+Result<ContainerEntry::OperandOpen> ContainerEntry::ForOperand(const store::OperandScope& scope) {
+  const source::Tree& tree = *context_->tree;
+  auto probe = tree.Probe(path_);
+  std::shared_ptr<Generation> current = Peek();
+  // Only tried: the thread that holds it may be opening a carrier that
+  // waits for this one's operands (generation.h, lock order).
+  std::unique_lock<std::mutex> settle(settle_mutex_, std::try_to_lock);
+  bool keeps = Keeps(probe, current);
+  if (!keeps && settle.owns_lock()) {
+    current = Peek();
+    probe = tree.Probe(path_);  // another thread may have moved on meanwhile
+    keeps = Keeps(probe, current);
+  }
+  if (keeps) {
+    if (settle.owns_lock()) settle.unlock();
+    B2NDFS_ASSIGN_OR_RETURN(auto container, current->OperandContainer(scope));
+    return OperandOpen{std::move(current), std::move(container)};
+  }
+  if (!probe.ok()) return probe.status();
+  const bool probe_trusted = !(current && current->found_stale());
+  auto source = tree.OpenContainer(path_, probe_trusted ? &*probe : nullptr);
+  if (!source.ok()) return source.status();
+  auto source_stat = tree.Stat(path_);
+  if (!source_stat.ok()) return source_stat.status();
+  const GenerationServices& services = context_->services;
+  const uint64_t cache_id = cache::NewCacheId();
+  auto container =
+      store::Container::Open(*source, services.store, cache_id, services.views, &scope);
+  if (!container->ok() && container->transient()) {
+    return Status(EIO, path_ + ": " + container->error());
+  }
+  // A carrier's evaluation here depends on the chain that led to it, and a
+  // replaced version is the next direct use's to announce: the generation
+  // is then the caller's alone (one number: nothing names inside it).
+  const bool shared = settle.owns_lock() && current == nullptr &&
+                      container->content_tag().kind != format::ContentKind::kCarrier;
+  const uint64_t count = shared ? services.views->OrdinalCount(*container) : 1;
+  auto fresh = Generation::Make(services, weak_from_this(), path_, std::move(source).value(),
+                                *source_stat, cache_id, context_->inodes->Reserve(count), count);
+  fresh->Adopt(container);
+  if (shared) {
+    services.open->Touch(container);
+    std::lock_guard<std::mutex> lock(current_mutex_);
+    current_ = fresh;
+    confirmed_ns_ = EntryContext::NowNs();
+  }
+  return OperandOpen{std::move(fresh), std::move(container)};
+}
+
 Result<std::shared_ptr<Generation>> ContainerEntry::Settle() {
   const source::Tree& tree = *context_->tree;
   auto probe = tree.Probe(path_);
-  // Whether `probe` lets `current` go on serving.
-  auto keeps = [&](const std::shared_ptr<Generation>& current) {
-    if (!current || current->found_stale()) return false;
-    if (probe.ok()) return *probe == current->signature() && current->OperandsUnchanged(tree);
-    if (source::IsGone(probe.status())) return false;
-    // Trouble reaching the source says nothing about the container: the
-    // caller gets the version it had (its cache still serves).
-    context_->transient_errors.fetch_add(1, std::memory_order_relaxed);
-    context_->MarkSuspect();
-    Log(LogLevel::kDebug, path_ + ": " + probe.status().message() + " (serving the version known)");
-    return true;
-  };
+  auto keeps = [&](const std::shared_ptr<Generation>& current) { return Keeps(probe, current); };
   auto confirm = [&](const std::shared_ptr<Generation>& current) {
     std::lock_guard<std::mutex> lock(current_mutex_);
     if (probe.ok() && current_ == current) confirmed_ns_ = EntryContext::NowNs();

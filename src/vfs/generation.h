@@ -23,9 +23,20 @@
 // the cache holds. A carrier served evaluated (store/operands.h) is also
 // ended by a change of any operand it read: each probe of it probes them too
 // (carrier_operands.h), and a reopening that finds other operand versions is stale.
+// A carrier's operands are containers of the mount like any other: each is
+// used through its path's entry and generation (ContainerEntry::ForOperand),
+// so a carrier's read of an operand and a direct read of it share the
+// version's cache_id and cached blocks, and an operand's version ends by the
+// rule above. An operand that is itself a carrier is evaluated again for the
+// carrier that reads it (its evaluation depends on the chain that led to it:
+// store/operands.h), from its generation's source and cache_id.
 // Lock order: ContainerEntry::mutex_ before Generation::mutex_ before
 // OpenContainers::mutex_ and InodeTable's locks; Generation::operands_mutex_
-// is a leaf lock.
+// is a leaf lock. A carrier is evaluated (its operands opened) under its own
+// settle_mutex_ or Generation::mutex_; an operand's are then only tried
+// (try_lock), never waited for, so that two carriers that read each other
+// on two threads cannot wait for each other (a cycle on one thread is
+// refused by the chain before any lock: carrier_operands.h).
 #pragma once
 
 #include <atomic>
@@ -125,6 +136,14 @@ class Generation {
   // A token an open file keeps: while any lives, the source keeps what it
   // needs to read this version (ByteSource::HoldVersion).
   std::shared_ptr<const void> Hold();
+  // This version opened as an operand of a carrier (`scope`: the operand's
+  // own, with the chain that led to it), waiting for none of its locks: the
+  // open container when it is no carrier, else a new Container on this
+  // generation's source and cache_id (adopted when nothing is open and it
+  // is no carrier). A carrier evaluated from other operand versions than
+  // this generation's makes it stale (ESTALE).
+  Result<std::shared_ptr<const store::Container>> OperandContainer(
+      const store::OperandScope& scope);
 
  private:
   Generation(const GenerationServices& services, std::weak_ptr<ContainerEntry> entry,
@@ -150,6 +169,8 @@ class Generation {
   // True when `container` read other operand versions than the first
   // opening (which it records when it is the first).
   bool OtherOperands(const store::Container& container);
+  // The same, recording nothing.
+  bool DiffersFromOperands(const store::Container& container) const;
   std::weak_ptr<const void> hold_;
 };
 
@@ -231,6 +252,18 @@ class ContainerEntry : public std::enable_shared_from_this<ContainerEntry> {
   Result<std::shared_ptr<Generation>> Current();
   // The current generation without asking the source (nullptr when none).
   std::shared_ptr<Generation> Peek() const;
+  // The generation a carrier's operand at this path is read from, on the
+  // caller's thread and without waiting for this entry's locks (the caller
+  // is opening a carrier: see the lock order above): the current one when
+  // the source still holds it; else a new one, made current when the path
+  // had none and it is no carrier, kept by the caller alone otherwise (a
+  // replacement is left to the next direct use, which tells the kernel).
+  // `scope` is the operand's own (store/operands.h).
+  struct OperandOpen {
+    std::shared_ptr<Generation> generation;
+    std::shared_ptr<const store::Container> container;
+  };
+  Result<OperandOpen> ForOperand(const store::OperandScope& scope);
 
  private:
   // Probes the source and settles the current generation (a new one when the
@@ -238,6 +271,10 @@ class ContainerEntry : public std::enable_shared_from_this<ContainerEntry> {
   Result<std::shared_ptr<Generation>> Settle();
   // The generation a caller may use without asking, or nullptr.
   std::shared_ptr<Generation> Usable() const;
+  // Whether `probe` lets `current` go on serving (a source that cannot be
+  // reached does: the error is counted and forgotten).
+  bool Keeps(const Result<source::Signature>& probe,
+             const std::shared_ptr<Generation>& current) const;
 
   const std::string path_;
   EntryContext* const context_;
@@ -248,5 +285,10 @@ class ContainerEntry : public std::enable_shared_from_this<ContainerEntry> {
   std::shared_ptr<Generation> current_;
   int64_t confirmed_ns_ = 0;  // when a probe last found current_ unchanged
 };
+
+// The entry of a container path (Resolver::EntryFor), for what opens
+// containers of the mount beside its names: carriers' operands
+// (carrier_operands.h) and computed files (computed_file.h).
+using EntryFinder = std::function<std::shared_ptr<ContainerEntry>(const std::string& path)>;
 
 }  // namespace b2ndfs::vfs

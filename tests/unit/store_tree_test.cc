@@ -230,6 +230,32 @@ TEST_CASE("a CTable's valid/x.npy holds x at the live rows, over several segment
   }
 }
 
+TEST_CASE("valid/x.npy reads its leaves as the mount's containers: a direct read shares blocks",
+          "[stores]") {
+  const int64_t rows = 100000;
+  Table t = MakeTable(rows, [](int64_t i) { return i % 3 != 0; });
+  StoreMount m;
+  m.fake->PutFile("s.b2z", t.archive);
+  m.Start();
+  auto file = m.Lookup({"s.b2z", "t", "valid", "x.npy"});
+  REQUIRE(file.ok());
+  auto handle = m.fs->Open(file->st.st_ino, O_RDONLY);
+  REQUIRE(handle.ok());
+  CHECK(m.ReadAll(*handle, static_cast<size_t>(file->st.st_size)).size() ==
+        static_cast<size_t>(file->st.st_size));
+  // Every block of the column was read for the file, under the column's
+  // generation: reading the column's data directly decompresses nothing.
+  auto data = m.Lookup({"s.b2z", "t", "_cols", "x", "data"});
+  REQUIRE(data.ok());
+  REQUIRE(data->st.st_size == rows * 4);
+  auto direct = m.fs->Open(data->st.st_ino, O_RDONLY);
+  REQUIRE(direct.ok());
+  const uint64_t before = m.store.cache.stats().bytes_loaded;
+  const Bytes x = m.ReadAll(*direct, static_cast<size_t>(rows * 4));
+  CHECK(x.size() == static_cast<size_t>(rows * 4));
+  CHECK(m.store.cache.stats().bytes_loaded - before == 0);
+}
+
 TEST_CASE("a CTable without live rows has an empty valid/x.npy", "[stores]") {
   Table t = MakeTable(1000, [](int64_t) { return false; });
   StoreMount m;

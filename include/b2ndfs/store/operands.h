@@ -3,9 +3,9 @@
 // carriers and caches").
 //
 // The store knows no paths: the mount (vfs) implements OperandOpener,
-// resolving an operand's saved urlpath against the directory of the carrier,
-// confined to the mount's source, and opening that container as its own
-// generation (own cache_id) for the carrier alone. A carrier's operands can
+// resolving an operand's saved urlpath against the carrier's directory, inside
+// the mount's source, and opening that container as any of the mount's (the
+// version, cache_id and staleness a direct read has). A carrier's operands can
 // be carriers themselves, opened the same way with a longer `chain`: a path
 // already in the chain is a cycle, and at most kMaxCarrierDepth carriers
 // nest; `budget` bounds the containers one evaluation opens in all.
@@ -16,8 +16,8 @@
 // evaluation combines them with the carrier's own (scope `readers`) by
 // source::MostRestrictive(), or is refused when no owner and mode can say it.
 // Lifetime: the opened operands belong to the carrier's Container; an
-// Operand's `keep` is released after its container (the opener may erase
-// the operand's cached blocks then).
+// Operand's `keep` (what holds the operand's version and its cached blocks)
+// is released after its container.
 // Thread-safety: Open() may be called from any thread.
 #pragma once
 

@@ -9,8 +9,11 @@
 // store's (a zip member read in place) or of the embed frame's decompressed
 // stream; a group is a directory; the store (and a group with attributes)
 // has a meta.json; a CTable has columns.json and valid/NAME.npy files (its
-// columns' values at the live rows). What cannot be read (the store, or one member) is a
-// directory holding only a meta.json {"error": ...}.
+// columns' values at the live rows), which the tree only declares
+// (source/declared_file.h: its two leaves and the rows it selects) and the
+// mount computes from the leaves it opens as containers. What cannot be
+// read (the store, or one member) is a directory holding only a meta.json
+// {"error": ...}.
 // Versions: a leaf's signature is its store file's (for a .b2d, its
 // embed.b2e's, or the leaf file's own), so replacing the store ends its
 // leaves' generations, and an open leaf keeps reading the store version it
@@ -41,9 +44,8 @@ namespace b2ndfs::stores {
 // True for names of stores: NAME.b2z, NAME.b2e, NAME.b2d.
 bool HasStoreExtension(const std::string& name);
 
-// `context`: the mount's decoders and block cache, which a CTable's
-// valid/NAME.npy files read their leaves through (null: those files read as
-// EIO). It must outlive the tree.
+// `context`: the mount's block cache, which store indexes and embed units
+// are kept in (null: the tree's own). It must outlive the tree.
 std::shared_ptr<source::Tree> MakeStoreTree(std::shared_ptr<source::Tree> base,
                                             store::StoreContext* context = nullptr);
 

@@ -1,28 +1,30 @@
-#include "valid_file.h"
+#include "computed_file.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
+#include <vector>
 
-#include "b2ndfs/cache/cache_id.h"
 #include "b2ndfs/store/container.h"
 
-namespace b2ndfs::stores::internal {
+namespace b2ndfs::vfs {
 namespace {
 
-// A container opened for a valid file; its cached blocks go with it.
-struct Opened {
+using source::kSegmentRows;
+using source::RowSelection;
+
+// A leaf opened for the file: its generation (which keeps its cached
+// blocks), its container, and the hold an open file of it keeps
+// (Generation::Hold: the source keeps the version read).
+struct Leaf {
+  std::shared_ptr<Generation> generation;
   std::shared_ptr<const store::Container> container;
-  store::StoreContext* context = nullptr;
-  ~Opened() {
-    if (container) context->cache->EraseContainer(container->cache_id());
-  }
+  std::shared_ptr<const void> hold;
 };
 
-class ValidFile final : public source::PlainFile {
+class SelectedRowsFile final : public source::PlainFile {
  public:
-  ValidFile(std::shared_ptr<const ValidFileSpec> spec, std::unique_ptr<Opened> column,
-            std::unique_ptr<Opened> valid_rows, source::Signature version)
+  SelectedRowsFile(std::shared_ptr<const RowSelection> spec, Leaf column, Leaf valid_rows,
+                   source::Signature version)
       : spec_(std::move(spec)),
         column_(std::move(column)),
         valid_rows_(std::move(valid_rows)),
@@ -56,7 +58,7 @@ class ValidFile final : public source::PlainFile {
 
  private:
   Status Inconsistent() const {
-    return Status(EIO, column_->container->name() +
+    return Status(EIO, column_.container->name() +
                            ": its table changed since it was listed (live rows disagree)");
   }
 
@@ -74,7 +76,7 @@ class ValidFile final : public source::PlainFile {
       const int64_t r1 = std::min(spec_->rows, r0 + kSegmentRows);
       flags.resize(static_cast<size_t>(r1 - r0));
       B2NDFS_RETURN_IF_ERROR(
-          valid_rows_->container->ReadArrayBox(geometry::Box{{r0}, {r1}}, flags.data()));
+          valid_rows_.container->ReadArrayBox(geometry::Box{{r0}, {r1}}, flags.data()));
       wanted.clear();
       const int64_t first_k = std::max(k, k0);
       int64_t count = 0;
@@ -97,7 +99,7 @@ class ValidFile final : public source::PlainFile {
   Status ReadRows(const std::vector<int64_t>& rows, uint8_t* dst) const {
     const int64_t rb = spec_->row_bytes;
     const int64_t window = std::max<int64_t>(1, kColumnWindowBytes / rb);
-    const geometry::Shape& shape = column_->container->layout().shape();
+    const geometry::Shape& shape = column_.container->layout().shape();
     std::vector<uint8_t> buffer;
     for (size_t i = 0; i < rows.size();) {
       size_t j = i;
@@ -106,7 +108,7 @@ class ValidFile final : public source::PlainFile {
       box.start[0] = rows[i];
       box.stop[0] = rows[j] + 1;
       buffer.resize(static_cast<size_t>((box.stop[0] - box.start[0]) * rb));
-      B2NDFS_RETURN_IF_ERROR(column_->container->ReadArrayBox(box, buffer.data()));
+      B2NDFS_RETURN_IF_ERROR(column_.container->ReadArrayBox(box, buffer.data()));
       for (size_t t = i; t <= j; ++t) {
         std::memcpy(dst + static_cast<int64_t>(t) * rb, buffer.data() + (rows[t] - rows[i]) * rb,
                     static_cast<size_t>(rb));
@@ -116,45 +118,61 @@ class ValidFile final : public source::PlainFile {
     return Status::Ok();
   }
 
-  const std::shared_ptr<const ValidFileSpec> spec_;
-  const std::unique_ptr<Opened> column_;
-  const std::unique_ptr<Opened> valid_rows_;
+  const std::shared_ptr<const RowSelection> spec_;
+  const Leaf column_;
+  const Leaf valid_rows_;
   const source::Signature version_;
 };
 
-Result<std::unique_ptr<Opened>> OpenLeaf(std::shared_ptr<const source::ByteSource> source,
-                                         store::StoreContext* context, int64_t rows,
-                                         int64_t row_bytes) {
-  auto opened = std::make_unique<Opened>();
-  opened->context = context;
-  opened->container =
-      store::Container::Open(std::move(source), context, cache::NewCacheId(), nullptr);
-  const store::Container& c = *opened->container;
-  if (!c.ok()) return Status(EIO, c.name() + ": " + c.error());
+// The leaf at `path` as the mount opens it (its current generation), and
+// whether it agrees with the declaration (EIO, unwrapped, when not).
+Result<Leaf> OpenLeaf(const EntryFinder& entries, const std::string& path, int64_t rows,
+                      int64_t row_bytes, Status* disagrees) {
+  Leaf leaf;
+  B2NDFS_ASSIGN_OR_RETURN(leaf.generation, entries(path)->Current());
+  B2NDFS_ASSIGN_OR_RETURN(leaf.container, leaf.generation->Container());
+  leaf.hold = leaf.generation->Hold();
+  const store::Container& c = *leaf.container;
+  if (!c.ok()) {
+    *disagrees = Status(EIO, c.name() + ": " + c.error());
+    return leaf;
+  }
   const geometry::Shape& shape = c.layout().shape();
   int64_t bytes = c.layout().itemsize();
   for (size_t a = 1; a < shape.size(); ++a) bytes *= shape[a];
   if (shape.empty() || shape[0] != rows || bytes != row_bytes) {
-    return Status(EIO, c.name() + ": changed since its table was listed");
+    *disagrees = Status(EIO, c.name() + ": changed since its table was listed");
   }
-  return opened;
+  return leaf;
+}
+
+// What the file's version adds of a leaf's (its generation's signature).
+void AddVersion(const source::Signature& s, source::Signature* version) {
+  version->tag += "|" + std::to_string(s.inode) + ":" + std::to_string(s.size) + ":" +
+                  std::to_string(s.mtime_ns) + ":" + std::to_string(s.ctime_ns) + ":" + s.tag;
 }
 
 }  // namespace
 
-Result<std::shared_ptr<const source::PlainFile>> OpenValidFile(
-    std::shared_ptr<const ValidFileSpec> spec, std::shared_ptr<const source::ByteSource> column,
-    std::shared_ptr<const source::ByteSource> valid_rows, store::StoreContext* context,
-    source::Signature version) {
+Result<std::shared_ptr<const source::PlainFile>> OpenComputedFile(
+    const source::DeclaredFile& declared, const std::string& path, store::StoreContext* context,
+    const EntryFinder& entries) {
   if (context == nullptr || context->cache == nullptr) {
-    return Status(EIO, "valid rows files need the mount's decoders");
+    return Status(EIO, "valid rows files need the mount's decoders").WithContext(path);
   }
-  B2NDFS_ASSIGN_OR_RETURN(std::unique_ptr<Opened> c,
-                          OpenLeaf(std::move(column), context, spec->rows, spec->row_bytes));
-  B2NDFS_ASSIGN_OR_RETURN(std::unique_ptr<Opened> v,
-                          OpenLeaf(std::move(valid_rows), context, spec->rows, 1));
-  return std::shared_ptr<const source::PlainFile>(
-      std::make_shared<ValidFile>(std::move(spec), std::move(c), std::move(v), std::move(version)));
+  const std::shared_ptr<const RowSelection>& spec = declared.selection();
+  Status column_disagrees, valid_rows_disagrees;
+  B2NDFS_ASSIGN_OR_RETURN(Leaf column, OpenLeaf(entries, declared.column(), spec->rows,
+                                                spec->row_bytes, &column_disagrees));
+  B2NDFS_ASSIGN_OR_RETURN(Leaf valid_rows, OpenLeaf(entries, declared.valid_rows(), spec->rows, 1,
+                                                    &valid_rows_disagrees));
+  if (!column_disagrees.ok()) return column_disagrees.WithContext(path);
+  if (!valid_rows_disagrees.ok()) return valid_rows_disagrees.WithContext(path);
+  source::Signature version = declared.version();
+  AddVersion(column.generation->signature(), &version);
+  AddVersion(valid_rows.generation->signature(), &version);
+  return std::shared_ptr<const source::PlainFile>(std::make_shared<SelectedRowsFile>(
+      spec, std::move(column), std::move(valid_rows), std::move(version)));
 }
 
-}  // namespace b2ndfs::stores::internal
+}  // namespace b2ndfs::vfs
