@@ -18,6 +18,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
 itest_init az "$1"
 require_fuse
+# Azurite takes seconds to start: it does while the files are made.
+azurite_begin || exit 1
 
 make_fixtures "$TMP"
 S=$TMP/src
@@ -37,7 +39,7 @@ printf 'notes\n' >"$F/data/notes.txt"
 for ((i = 1; i <= 5010; i++)); do printf -v name 'f%04d' "$i" && : >"$F/pages/many/$name"; done
 echo last >"$F/pages/many/f5010"
 
-azurite_start || exit 1
+azurite_wait || exit 1
 log "Azurite on $AZ_URL"
 az_container data || exit 1
 az_container pages || exit 1

@@ -17,20 +17,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/remote_lib.sh"
 itest_init s3 "$1"
 require_fuse
 
-make_fixtures "$TMP"
-S=$TMP/src
-R=$TMP/ref
-X=$TMP/x
-F=$TMP/faults
-mkdir -p "$X" "$F"
-cp "$S/ndim/2d_i4.b2nd" "$F/good.b2nd"
-cp "$S/ndim/2d_i4.b2nd" "$F/gone.b2nd"
-cp "$S/ndim/2d_i4.b2nd" "$F/replaced.b2nd"
-cp "$S/medium/image_u2.b2nd" "$F/large.b2nd"
-cp "$S/ndim/2d_i4.b2nd" "$F/cold.b2nd"  # never read before the faults
-cp "$S/ndim/2d_i4.b2nd" "$F/cold2.b2nd"
-printf 'notes\n' >"$F/notes.txt"
-
 # More keys under one prefix than one ListObjectsV2 page holds (1000),
 # written into s3rver's store before it starts (its object file and the
 # MD5 it answers as the ETag, as fuse_remote_costs.sh does): 1,100 PUTs took
@@ -45,8 +31,24 @@ for i in range(1, 1101):
     with open("%s/f%04d.txt._S3rver_object.md5" % (d, i), "w") as f:
         f.write(hashlib.md5(body).hexdigest())' "$TMP/s3rver/data/pages/many" ||
   fail "writing the keys of s3://pages/many"
+# s3rver takes seconds to start: it does while the files are made.
+s3rver_begin fixtures faults || exit 1
 
-s3rver_start fixtures faults || exit 1
+make_fixtures "$TMP"
+S=$TMP/src
+R=$TMP/ref
+X=$TMP/x
+F=$TMP/faults
+mkdir -p "$X" "$F"
+cp "$S/ndim/2d_i4.b2nd" "$F/good.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/gone.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/replaced.b2nd"
+cp "$S/medium/image_u2.b2nd" "$F/large.b2nd"
+cp "$S/ndim/2d_i4.b2nd" "$F/cold.b2nd"  # never read before the faults
+cp "$S/ndim/2d_i4.b2nd" "$F/cold2.b2nd"
+printf 'notes\n' >"$F/notes.txt"
+
+s3rver_wait || exit 1
 log "s3rver on $S3_URL"
 s3_put fixtures "$S" || exit 1
 s3_put faults "$F" || exit 1
