@@ -53,6 +53,7 @@ itest_init() {
   trap itest_cleanup EXIT
   trap 'exit 130' INT TERM
   itest_watchdog
+  [[ -z $ITEST_THROUGH ]] || through_begin
 }
 
 # ctest kills a test that runs out of time with SIGKILL, which no trap

@@ -25,6 +25,7 @@
 # s3rver 3.x (npm, installed by scripts/setup.sh into .deps/npm):
 #   s3rver_start BUCKET...                 serves buckets (created empty) from
 #       a private directory; sets S3_PORT and S3_URL (http://127.0.0.1:PORT)
+#       (s3rver_begin: the same without waiting until it answers; s3rver_wait)
 #   s3_put BUCKET DIR [PREFIX]             uploads every file below DIR as a
 #       key (PREFIX + its path relative to DIR), signed with curl --aws-sigv4
 #       and s3rver's default key S3RVER
@@ -34,11 +35,13 @@
 #   s3rver_stop / s3rver_restart           the same data and port again
 # Skips the test (exit 77) when s3rver is not installed; fails it without curl.
 #
-# through_source DIR (lib.sh's mount_fs, with ITEST_THROUGH=http or s3): DIR
-#   served by this test's nginx (started on first use; DIR is linked below
-#   its root, so later changes to DIR are served too) or uploaded to its
-#   s3rver (a snapshot: changes after the upload are not); sets
-#   THROUGH_SOURCE (the URL to mount) and THROUGH_OPTIONS (b2ndfs options).
+# through_source DIR (lib.sh's mount_fs, with ITEST_THROUGH=http, s3 or az):
+#   DIR served by this test's nginx (started on first use; DIR is linked
+#   below its root, so later changes to DIR are served too) or uploaded to
+#   its s3rver or Azurite (started by lib.sh's itest_init, through_begin,
+#   and waited for on first use; a snapshot: changes after the upload are
+#   not); sets THROUGH_SOURCE (the URL to mount) and THROUGH_OPTIONS (b2ndfs
+#   options).
 
 NGINX_PID=""
 NGINX_PORT=""
@@ -199,7 +202,7 @@ s3rver_answers() {
   [[ $(curl -s -o /dev/null -w '%{http_code}' "$S3_URL/" 2>/dev/null) != 000 ]]
 }
 
-s3rver_launch() {
+s3rver_spawn() {
   local args=(-d "$S3_DIR/data" -a 127.0.0.1 -p "$S3_PORT" --silent) b
   for b in "${S3_BUCKETS[@]}"; do args+=(--configure-bucket "$b"); done
   # s3rver makes its continuation tokens with DES, which Node's OpenSSL 3
@@ -208,13 +211,22 @@ s3rver_launch() {
     "$S3RVER_BIN" "${args[@]}" >>"$S3_DIR/s3rver.log" 2>&1 &
   S3RVER_PID=$!
   ITEST_PIDS+=("$S3RVER_PID")
+}
+
+s3rver_wait() {
   if ! wait_until 20 s3rver_answers; then
     fail "s3rver did not answer on $S3_URL: $(cat "$S3_DIR/s3rver.log")"
     return 1
   fi
 }
 
-s3rver_start() {
+s3rver_launch() { s3rver_spawn && s3rver_wait; }
+
+s3rver_start() { s3rver_begin "$@" && s3rver_wait; }
+
+# s3rver_begin BUCKET...: s3rver_start without waiting until it answers
+# (s3rver_wait does).
+s3rver_begin() {
   S3RVER_BIN=$(s3rver_binary) || {
     log "SKIP: s3rver is not installed (scripts/setup.sh installs it into .deps/npm)"
     exit 77
@@ -232,7 +244,7 @@ s3rver_start() {
   S3_URL=http://127.0.0.1:$S3_PORT
   # The EXIT trap stops s3rver before lib.sh unmounts and removes $TMP.
   trap 'ITEST_RC=$?; s3rver_stop; (exit $ITEST_RC); itest_cleanup' EXIT
-  s3rver_launch
+  s3rver_spawn
 }
 
 s3rver_freeze() { kill -STOP "$S3RVER_PID"; }
@@ -310,6 +322,19 @@ s3_put() {
 # --- the same scripts through a remote source -----------------------------------
 
 THROUGH_COUNT=0
+THROUGH_READY=""
+
+# through_begin (lib.sh's itest_init, with ITEST_THROUGH=s3 or az): starts
+# this test's s3rver or Azurite at once, without waiting for it: node takes
+# seconds to start one, which it does while the script makes its files.
+# through_source waits for it when it is first needed.
+through_begin() {
+  case $ITEST_THROUGH in
+    s3) s3rver_begin through ;;
+    az) azurite_begin ;;
+  esac
+}
+
 through_source() {
   local dir=$1 name
   THROUGH_COUNT=$((THROUGH_COUNT + 1))
@@ -325,8 +350,10 @@ through_source() {
       THROUGH_OPTIONS=()
       ;;
     s3)
-      if [[ -z $S3RVER_PID ]]; then
-        s3rver_start through || return 1
+      if [[ -z $THROUGH_READY ]]; then
+        if [[ -z $S3RVER_PID ]]; then s3rver_begin through || return 1; fi
+        s3rver_wait || return 1
+        THROUGH_READY=1
         # s3rver's key, and nothing of the user's own AWS set-up.
         export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
         export AWS_SHARED_CREDENTIALS_FILE=$TMP/no-such-credentials AWS_CONFIG_FILE=$TMP/no-such-config
@@ -349,6 +376,7 @@ through_source() {
 #   azurite_start                          serves a private directory of this
 #       test's own on a free loopback port; sets AZ_PORT and AZ_URL (the
 #       account's blob service, http://127.0.0.1:PORT/devstoreaccount1)
+#       (azurite_begin: the same without waiting until it answers; azurite_wait)
 #   az_container NAME [public]             creates a container (public: anonymous
 #       reads and listings)
 #   az_put CONTAINER DIR [PREFIX]          uploads every file below DIR as a blob
@@ -380,19 +408,28 @@ azurite_answers() {
   [[ $(curl -s -o /dev/null -w '%{http_code}' "$AZ_URL/" 2>/dev/null) != 000 ]]
 }
 
-azurite_launch() {
+azurite_spawn() {
   "$AZURITE_BIN" --loose --skipApiVersionCheck --disableTelemetry --silent \
     --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --location "$AZ_DIR/data" \
     >>"$AZ_DIR/azurite.log" 2>&1 &
   AZURITE_PID=$!
   ITEST_PIDS+=("$AZURITE_PID")
+}
+
+azurite_wait() {
   if ! wait_until 20 azurite_answers; then
     fail "Azurite did not answer on $AZ_URL: $(cat "$AZ_DIR/azurite.log")"
     return 1
   fi
 }
 
-azurite_start() {
+azurite_launch() { azurite_spawn && azurite_wait; }
+
+azurite_start() { azurite_begin && azurite_wait; }
+
+# azurite_begin: azurite_start without waiting until it answers
+# (azurite_wait does).
+azurite_begin() {
   AZURITE_BIN=$(azurite_binary) || {
     log "SKIP: Azurite is not installed (scripts/setup.sh installs it into .deps/npm)"
     exit 77
@@ -407,7 +444,7 @@ azurite_start() {
   AZ_URL=http://127.0.0.1:$AZ_PORT/$AZ_ACCOUNT
   # The EXIT trap stops Azurite before lib.sh unmounts and removes $TMP.
   trap 'ITEST_RC=$?; azurite_stop; (exit $ITEST_RC); itest_cleanup' EXIT
-  azurite_launch
+  azurite_spawn
 }
 
 azurite_stop() {
@@ -445,9 +482,11 @@ az_put() {
 # mounted with SharedKey from AZURE_STORAGE_KEY.
 through_azure() {
   local dir=$1 name=$2
-  if [[ -z $AZURITE_PID ]]; then
-    azurite_start || return 1
+  if [[ -z $THROUGH_READY ]]; then
+    if [[ -z $AZURITE_PID ]]; then azurite_begin || return 1; fi
+    azurite_wait || return 1
     az_container through || return 1
+    THROUGH_READY=1
     # Azurite's key, and nothing of the user's own Azure set-up.
     export AZURE_STORAGE_KEY=$AZ_KEY AZURE_STORAGE_ACCOUNT=$AZ_ACCOUNT
     unset AZURE_STORAGE_SAS_TOKEN AZURE_STORAGE_CONNECTION_STRING
