@@ -91,7 +91,10 @@ PID_M=$DAEMON_PID
 check "fuse_compare bytes, warm disk cache" "$FUSE_COMPARE" bytes "$M" "$R"
 again=$(($(ranges_served) - before))
 log "cold mount: $before Range requests; warm mount: $again"
-((again * 50 <= before)) || fail "the warm mount sent $again Range requests (the cold one $before)"
+# Not zero: a read the warm mount's timing coalesces across a gap that the
+# cold mount's reads left (two plans there, one here) fetches the gap's bytes
+# once (seen: up to 1 in 47 under a load of 12 on two cores).
+((again * 20 <= before)) || fail "the warm mount sent $again Range requests (the cold one $before)"
 hits=$(stats_field "$M" remote.disk_cache.hits)
 ((${hits:-0} > 0)) || fail "no disk cache hits on the warm mount"
 check "unmount warm" unmount_and_wait "$M" "$PID_M"
