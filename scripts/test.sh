@@ -12,8 +12,10 @@
 #            (as root only: elsewhere the test skips and nothing is built);
 #   asan     the tests of BUILD-asan, built with AddressSanitizer + UBSan
 #            (LeakSanitizer included), but those labelled remote-variant (each
-#            remote backend's own test, label remote, runs once) and scale
-#            (RSS and request-count reports over thousands of containers):
+#            remote backend's own test, label remote, runs once), scale
+#            (RSS and request-count reports over thousands of containers),
+#            docs (what the documents say) and client (a browser, mount(8),
+#            NumPy, xarray: clients of files other tests read byte by byte):
 #            B2NDFS_ASAN_EXCLUDE, a ctest -LE regex (empty: none excluded);
 #   tsan     the tests labelled tsan, in BUILD-tsan, a ThreadSanitizer build
 #            (-DB2NDFS_TSAN=ON) of only the programs they run; a TSan report
@@ -77,7 +79,7 @@ if [[ $MINBASE == 1 ]]; then
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
-ASAN_EXCLUDE=${B2NDFS_ASAN_EXCLUDE-^(remote-variant|scale)$}
+ASAN_EXCLUDE=${B2NDFS_ASAN_EXCLUDE-^(remote-variant|scale|docs|client)$}
 MAIN_ONLY=${B2NDFS_MAIN_ONLY:-0}
 # The TSan tree builds only what its label's tests run: the daemon and the
 # helpers that tests/integration/lib.sh and tests/stress/stress_lib.sh start,
