@@ -8,7 +8,8 @@
 #            but package.deb:
 #   package  package.deb, on the Debian package that scripts/build_deb.sh
 #            builds once, in the background at the lowest CPU priority while
-#            the main pass runs; the test starts when the package is there
+#            the main pass runs, with DEB_BUILD_OPTIONS=nocheck (the main
+#            pass runs the same unit tests); the test starts when it is there
 #            (as root only: elsewhere the test skips and nothing is built);
 #   asan     the tests of BUILD-asan, built with AddressSanitizer + UBSan
 #            (LeakSanitizer included), but those labelled remote-variant (each
@@ -28,6 +29,8 @@
 # background from the start, at the lowest CPU priority (nice 19); each pass
 # waits for its build, raising the builds' priority meanwhile. Their output
 # goes to LOGS/build-{asan,tsan,fuzz}.log; a failed build fails its pass.
+# Every tree is a unity build (B2NDFS_UNITY in CMakeLists.txt: sources
+# compiled in batches, the unit tests with one precompiled header).
 # Every compile goes through ccache when it is installed (scripts/setup.sh
 # installs it), with a cache outside the clone (scripts/lib/ccache.sh:
 # /var/cache/b2ndfs-ccache as root, else ~/.cache/b2ndfs-ccache; CCACHE_DIR
