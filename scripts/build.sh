@@ -4,7 +4,9 @@
 # B2NDFS_BUILD_TARGETS="t1 t2": build only these targets, after installing only
 # what building needs (scripts/setup.sh --build); the demo does this.
 # Compiles go through ccache when it is installed (setup.sh installs it), with
-# a cache outside the clone (scripts/lib/ccache.sh; B2NDFS_CCACHE=0: none).
+# a cache outside the clone (scripts/lib/ccache.sh; B2NDFS_CCACHE=0: none),
+# and in unity batches (B2NDFS_UNITY in CMakeLists.txt; -DB2NDFS_UNITY=OFF as
+# an argument compiles file by file).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
@@ -22,7 +24,7 @@ GEN=()
 if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" "${CCACHE_LAUNCHER[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DB2NDFS_WERROR=ON "$@" >/dev/null
+    -DB2NDFS_WERROR=ON -DB2NDFS_UNITY=ON "$@" >/dev/null
 fi
 if [ "${#TARGETS[@]}" -gt 0 ]; then
   cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}"

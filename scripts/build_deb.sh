@@ -44,12 +44,15 @@ log "dpkg-buildpackage in $SRC ($CCACHE_STATE)"
 # As any Debian builder runs it: dh_auto_test builds and runs the unit tests
 # (debian/rules). noddebs: no b2ndfs-dbgsym package (20 MB of debug info,
 # xz-compressed; it was never copied out of WORK). DEB_BUILD_OPTIONS=nocheck
-# in the environment skips the unit tests.
+# in the environment skips the unit tests (scripts/test.sh does: its main
+# pass runs them); the log's first line says the options.
 # Nor debug information (dpkg-buildflags' -g, stripped out here): noddebs
 # would throw it away, and GCC spends a third of its time on it.
-(cd "$SRC" && DEB_BUILD_OPTIONS="parallel=${B2NDFS_JOBS:-2} noddebs ${DEB_BUILD_OPTIONS:-}" \
+deb_options="parallel=${B2NDFS_JOBS:-2} noddebs ${DEB_BUILD_OPTIONS:-}"
+echo "build_deb.sh: DEB_BUILD_OPTIONS=${deb_options% }" >"$WORK/build.log"
+(cd "$SRC" && DEB_BUILD_OPTIONS="$deb_options" \
   DEB_CFLAGS_STRIP="-g ${DEB_CFLAGS_STRIP:-}" DEB_CXXFLAGS_STRIP="-g ${DEB_CXXFLAGS_STRIP:-}" \
-  dpkg-buildpackage -us -uc -b >"$WORK/build.log" 2>&1) || {
+  dpkg-buildpackage -us -uc -b >>"$WORK/build.log" 2>&1) || {
   tail -n 40 "$WORK/build.log" >&2
   log "dpkg-buildpackage failed; the whole log: $WORK/build.log"
   exit 1

@@ -8,7 +8,8 @@
 #            but package.deb:
 #   package  package.deb, on the Debian package that scripts/build_deb.sh
 #            builds once, in the background at the lowest CPU priority while
-#            the main pass runs; the test starts when the package is there
+#            the main pass runs, with DEB_BUILD_OPTIONS=nocheck (the main
+#            pass runs the same unit tests); the test starts when it is there
 #            (as root only: elsewhere the test skips and nothing is built);
 #   asan     the tests of BUILD-asan, built with AddressSanitizer + UBSan
 #            (LeakSanitizer included), but those labelled remote-variant (each
@@ -30,6 +31,8 @@
 # background from the start, at the lowest CPU priority (nice 19); each pass
 # waits for its build, raising the builds' priority meanwhile. Their output
 # goes to LOGS/build-{asan,tsan,fuzz}.log; a failed build fails its pass.
+# Every tree is a unity build (B2NDFS_UNITY in CMakeLists.txt: sources
+# compiled in batches, the unit tests with one precompiled header).
 # Every compile goes through ccache when it is installed (scripts/setup.sh
 # installs it), with a cache outside the clone (scripts/lib/ccache.sh:
 # /var/cache/b2ndfs-ccache as root, else ~/.cache/b2ndfs-ccache; CCACHE_DIR
@@ -176,7 +179,9 @@ package_start() {
   fi
 }
 package_job() {
-  bg_step package env B2NDFS_JOBS="$JOBS" \
+  # nocheck: the package's unit tests (dh_auto_test) are the main pass's
+  # unit tests, from the same sources; it has run them (debian/rules).
+  bg_step package env B2NDFS_JOBS="$JOBS" DEB_BUILD_OPTIONS="nocheck ${DEB_BUILD_OPTIONS:-}" \
     bash -c 'bash "$1" "$2" >"$3"' _ "$ROOT/scripts/build_deb.sh" "$BUILD/deb" "$LOGS/package-deb.path"
   local rc deb e0
   read -r rc _ <"$LOGS/build-package.rc"
@@ -264,8 +269,9 @@ root_finish() {
 # every report, no variables): what the sanitizers' own documentation
 # recommends, and GCC compiles them in half the time of -O2 -g (ASan+UBSan
 # 25 s -> 10 s for src/store/container.cc). Reports name the same lines.
+# In unity batches, as every tree the scripts configure (CMakeLists.txt).
 SANITIZER_FLAGS=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DB2NDFS_UNITY=ON)
 # build_pass NAME: configures and builds the tree of pass NAME (asan, tsan,
 # fuzz); status 0 when built.
 build_pass() {

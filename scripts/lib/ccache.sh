@@ -15,6 +15,11 @@
 #                                        tree and a clone elsewhere hits;
 #                        CCACHE_NOHASHDIR=1 (with -g, ccache would otherwise hash
 #                                        the build directory's path);
+#                        CCACHE_SLOPPINESS unless set: pch_defines,time_macros,
+#                                        what ccache needs to cache compiles
+#                                        that use a precompiled header (the
+#                                        unit tests' in unity trees,
+#                                        tests/CMakeLists.txt);
 #                      and sets CCACHE_LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache
 #                      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) for cmake's first
 #                      configuration of a tree; otherwise CCACHE_LAUNCHER=().
@@ -22,10 +27,6 @@
 #   ccache_count LOG   "N hits, M misses" of the compiles ccache logged in
 #                      LOG (a build run with CCACHE_STATSLOG=LOG); empty
 #                      without ccache or compiles.
-CCACHE_LAUNCHER=().
-#                      CCACHE_STATE says which, in words, for logs.
-#   ccache_stats       one line: the cache's hits and misses so far (empty
-#                      without ccache).
 CCACHE_LAUNCHER=()
 CCACHE_STATE="no compiler cache"
 ccache_setup() {
@@ -53,6 +54,7 @@ ccache_setup() {
   export CCACHE_DIR
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
   export CCACHE_NOHASHDIR=1
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}
   CCACHE_LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   CCACHE_STATE="compiler cache $CCACHE_DIR"
 }

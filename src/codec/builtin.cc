@@ -41,14 +41,15 @@ static_assert(BLOSC_EXTENDED_HEADER_LENGTH == 32 && BLOSC_MIN_HEADER_LENGTH == 1
 
 // Chunk header bytes (README_CHUNK_FORMAT.rst; blosc_header in blosc2.c).
 constexpr size_t kVersionByte = 0;
-constexpr size_t kFlagsByte = 2;
-constexpr size_t kFiltersByte = 16;
-constexpr size_t kUdcodecByte = 22;  // right after the six filter ids
-static_assert(BLOSC2_CHUNK_VERSION == kVersionByte && BLOSC2_CHUNK_FLAGS == kFlagsByte &&
-              BLOSC2_CHUNK_FILTER_CODES == kFiltersByte &&
-              static_cast<int>(BLOSC2_CHUNK_FILTER_CODES) + BLOSC2_MAX_FILTERS == kUdcodecByte &&
-              BLOSC2_CHUNK_FILTER_META == kUdcodecByte + 2);
-constexpr uint8_t kAlphaFormat = 3;  // BLOSC2_VERSION_FORMAT_ALPHA: 5 filters
+constexpr size_t kChunkFlagsByte = 2;
+constexpr size_t kChunkFiltersByte = 16;
+constexpr size_t kChunkUdcodecByte = 22;  // right after the six filter ids
+static_assert(BLOSC2_CHUNK_VERSION == kVersionByte && BLOSC2_CHUNK_FLAGS == kChunkFlagsByte &&
+              BLOSC2_CHUNK_FILTER_CODES == kChunkFiltersByte &&
+              static_cast<int>(BLOSC2_CHUNK_FILTER_CODES) + BLOSC2_MAX_FILTERS ==
+                  kChunkUdcodecByte &&
+              BLOSC2_CHUNK_FILTER_META == kChunkUdcodecByte + 2);
+constexpr uint8_t kChunkAlphaFormat = 3;  // BLOSC2_VERSION_FORMAT_ALPHA: 5 filters
 
 constexpr const char* kChunk = "the chunk";
 constexpr const char* kFrameHeader = "the frame header";
@@ -177,7 +178,7 @@ Status CheckChunkPipeline(std::span<const uint8_t> header) {
   // read_chunk_header(): the extended header exists exactly when both shuffle
   // flags are set; otherwise the filters come from the flags (shuffle,
   // bitshuffle, delta: all built in) and the user-defined codec byte is 0.
-  const uint8_t flags = header[kFlagsByte];
+  const uint8_t flags = header[kChunkFlagsByte];
   const bool extended = (flags & BLOSC_DOSHUFFLE) && (flags & BLOSC_DOBITSHUFFLE);
   std::array<uint8_t, BLOSC2_MAX_FILTERS> filters{};
   uint8_t udcodec = 0;
@@ -186,9 +187,9 @@ Status CheckChunkPipeline(std::span<const uint8_t> header) {
       return InvalidData("chunk's extended header is truncated (" + std::to_string(header.size()) +
                          " bytes), so the codec it needs is unknown");
     }
-    for (size_t i = 0; i < filters.size(); ++i) filters[i] = header[kFiltersByte + i];
-    udcodec = header[kUdcodecByte];
-    if (header[kVersionByte] == kAlphaFormat) filters[5] = 0;  // as c-blosc2 does
+    for (size_t i = 0; i < filters.size(); ++i) filters[i] = header[kChunkFiltersByte + i];
+    udcodec = header[kChunkUdcodecByte];
+    if (header[kVersionByte] == kChunkAlphaFormat) filters[5] = 0;  // as c-blosc2 does
   }
   Findings findings;
   // blosc_d() picks the codec from the compformat bits alone; only format 6

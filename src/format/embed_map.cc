@@ -8,7 +8,7 @@ namespace {
 using internal::AsInt64;
 using internal::TypeName;
 
-Status Bad(const std::string& what) { return InvalidData("estore_metadata: " + what); }
+Status BadEstore(const std::string& what) { return InvalidData("estore_metadata: " + what); }
 
 // A str (or bin, which older msgpack writers use for text) as a string.
 bool AsText(const msgpack::object& o, std::string* out) {
@@ -71,26 +71,27 @@ void DecodeEntry(const msgpack::object& value, EmbedEntry* e) {
 Result<EmbedMap> DecodeEmbedMap(std::span<const uint8_t> bytes) {
   auto unpacked = internal::UnpackBounded(bytes, 0, 8, "estore_metadata");
   if (!unpacked.ok()) return unpacked.status();
-  if (unpacked->end != bytes.size()) return Bad("bytes after the msgpack map");
+  if (unpacked->end != bytes.size()) return BadEstore("bytes after the msgpack map");
   const msgpack::object& root = unpacked->get();
-  if (root.type != msgpack::type::MAP) return Bad("is " + TypeName(root) + ", not a map");
+  if (root.type != msgpack::type::MAP) return BadEstore("is " + TypeName(root) + ", not a map");
   EmbedMap out;
   out.current_offset = -1;
   if (const msgpack::object* current = Field(root, "current_offset")) {
     if (auto v = AsInt64(*current); v && *v >= 0) out.current_offset = *v;
   }
   const msgpack::object* map = Field(root, "embed_map");
-  if (map == nullptr) return Bad("no embed_map");
-  if (map->type != msgpack::type::MAP) return Bad("embed_map is " + TypeName(*map) + ", not a map");
+  if (map == nullptr) return BadEstore("no embed_map");
+  if (map->type != msgpack::type::MAP)
+    return BadEstore("embed_map is " + TypeName(*map) + ", not a map");
   if (map->via.map.size > kMaxEmbedKeys) {
-    return Bad(std::to_string(map->via.map.size) + " keys (at most " +
-               std::to_string(kMaxEmbedKeys) + " are read)");
+    return BadEstore(std::to_string(map->via.map.size) + " keys (at most " +
+                     std::to_string(kMaxEmbedKeys) + " are read)");
   }
   out.entries.reserve(map->via.map.size);
   for (uint32_t i = 0; i < map->via.map.size; ++i) {
     EmbedEntry e;
     if (!AsText(map->via.map.ptr[i].key, &e.key) || e.key.size() > kMaxEmbedKeyLength) {
-      return Bad("embed_map key " + std::to_string(i) + " is not a string (or too long)");
+      return BadEstore("embed_map key " + std::to_string(i) + " is not a string (or too long)");
     }
     DecodeEntry(map->via.map.ptr[i].val, &e);
     out.entries.push_back(std::move(e));

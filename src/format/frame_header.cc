@@ -49,7 +49,7 @@ constexpr Marker kHeaderMarkers[] = {
     {69, 0xd8, "filter pipeline (fixext16)"},
 };
 
-Status Bad(std::string message) { return InvalidData(std::move(message)); }
+Status BadHeader(std::string message) { return InvalidData(std::move(message)); }
 
 int32_t LoadBigInt32(const uint8_t* p) {
   return static_cast<int32_t>(static_cast<uint32_t>(LoadBigEndian(p, 4)));
@@ -59,16 +59,17 @@ int64_t LoadBigInt64(const uint8_t* p) { return static_cast<int64_t>(LoadBigEndi
 
 // The magic, and the msgpack marker before each field.
 Status CheckMarkers(std::span<const uint8_t> fixed) {
-  if (!LooksLikeFrame(fixed)) return Bad("not a Blosc2 frame (no \"b2frame\" magic at byte 0)");
+  if (!LooksLikeFrame(fixed))
+    return BadHeader("not a Blosc2 frame (no \"b2frame\" magic at byte 0)");
   for (const Marker& m : kHeaderMarkers) {
     if (fixed[m.position] != m.byte) {
-      return Bad("frame header byte " + std::to_string(m.position) + " is " +
-                 Hex(fixed[m.position]) + ", expected " + Hex(m.byte) + " before " + m.field);
+      return BadHeader("frame header byte " + std::to_string(m.position) + " is " +
+                       Hex(fixed[m.position]) + ", expected " + Hex(m.byte) + " before " + m.field);
     }
   }
   if (fixed[kPosHasVlmeta] != 0xc2 && fixed[kPosHasVlmeta] != 0xc3) {
-    return Bad("frame header byte " + std::to_string(kPosHasVlmeta) + " is " +
-               Hex(fixed[kPosHasVlmeta]) + ", expected a msgpack boolean (has_vlmetalayers)");
+    return BadHeader("frame header byte " + std::to_string(kPosHasVlmeta) + " is " +
+                     Hex(fixed[kPosHasVlmeta]) + ", expected a msgpack boolean (has_vlmetalayers)");
   }
   return Status::Ok();
 }
@@ -78,26 +79,27 @@ Status DecodeSizes(std::span<const uint8_t> fixed, int64_t file_size, FrameInfo&
   const int64_t header_size = LoadBigInt32(fixed.data() + kPosHeaderSize);
   const uint64_t frame_size_u = LoadBigEndian(fixed.data() + kPosFrameSize, 8);
   if (header_size < kFrameHeaderMinSize) {
-    return Bad("frame header says header_size " + std::to_string(header_size) +
-               ", less than the minimal " + std::to_string(kFrameHeaderMinSize));
+    return BadHeader("frame header says header_size " + std::to_string(header_size) +
+                     ", less than the minimal " + std::to_string(kFrameHeaderMinSize));
   }
   if (header_size > file_size) {
-    return Bad("frame header says header_size " + std::to_string(header_size) +
-               " but the file has " + std::to_string(file_size) + " bytes");
+    return BadHeader("frame header says header_size " + std::to_string(header_size) +
+                     " but the file has " + std::to_string(file_size) + " bytes");
   }
   if (header_size > kMaxFrameHeaderSize) {
-    return Bad("frame header says header_size " + std::to_string(header_size) +
-               ", more than this reader's limit of " + std::to_string(kMaxFrameHeaderSize));
+    return BadHeader("frame header says header_size " + std::to_string(header_size) +
+                     ", more than this reader's limit of " + std::to_string(kMaxFrameHeaderSize));
   }
   if (frame_size_u > static_cast<uint64_t>(file_size)) {
-    return Bad("frame header says frame_size " + std::to_string(frame_size_u) +
-               " but the file has " + std::to_string(file_size) + " bytes");
+    return BadHeader("frame header says frame_size " + std::to_string(frame_size_u) +
+                     " but the file has " + std::to_string(file_size) + " bytes");
   }
   const int64_t frame_size = static_cast<int64_t>(frame_size_u);
   if (frame_size < header_size + kFrameTrailerMinSize) {
-    return Bad("frame header says frame_size " + std::to_string(frame_size) +
-               ", too small for its " + std::to_string(header_size) +
-               "-byte header and a trailer of at least " + std::to_string(kFrameTrailerMinSize));
+    return BadHeader("frame header says frame_size " + std::to_string(frame_size) +
+                     ", too small for its " + std::to_string(header_size) +
+                     "-byte header and a trailer of at least " +
+                     std::to_string(kFrameTrailerMinSize));
   }
   info.header_size = header_size;
   info.frame_size = frame_size;
@@ -110,24 +112,24 @@ Result<bool> DecodeFlags(std::span<const uint8_t> fixed, FrameInfo& info) {
   const uint8_t general_flags = fixed[kPosFlags];
   info.format_version = general_flags & 0x0f;
   if (info.format_version > kMaxFrameFormatVersion) {
-    return Bad("frame format version " + std::to_string(info.format_version) +
-               " is newer than this reader understands (at most " +
-               std::to_string(kMaxFrameFormatVersion) + ")");
+    return BadHeader("frame format version " + std::to_string(info.format_version) +
+                     " is newer than this reader understands (at most " +
+                     std::to_string(kMaxFrameFormatVersion) + ")");
   }
   const bool variable_flag = (general_flags & kFrameFlagVariableChunks) != 0;
   info.vl_blocks = (general_flags & kFrameFlagVlBlocks) != 0;
   // Bit 7 was reserved before version 3; bit 6 was documented since 2.0 and is
   // only checked against chunksize (DecodeCounts).
   if (info.vl_blocks && info.format_version < 3) {
-    return Bad("frame format version " + std::to_string(info.format_version) +
-               " sets general_flags bit 7 (variable-length blocks), which needs version 3");
+    return BadHeader("frame format version " + std::to_string(info.format_version) +
+                     " sets general_flags bit 7 (variable-length blocks), which needs version 3");
   }
   // general_flags bits 4..5 say 64-bit offsets (the only kind c-blosc2 writes
   // or reads; it never checks them, neither do we).
   const uint8_t frame_type = fixed[kPosFrameType];
   if (frame_type != 0 && frame_type != 1) {
-    return Bad("frame_type is " + std::to_string(frame_type) +
-               ", neither 0 (contiguous) nor 1 (sparse directory)");
+    return BadHeader("frame_type is " + std::to_string(frame_type) +
+                     ", neither 0 (contiguous) nor 1 (sparse directory)");
   }
   info.sparse = frame_type == 1;
   info.codec = fixed[kPosCodecs] & 0x0f;
@@ -145,20 +147,21 @@ Status DecodeCounts(std::span<const uint8_t> fixed, bool variable_flag, FrameInf
   info.blocksize = LoadBigInt32(fixed.data() + kPosBlocksize);
   const int32_t chunksize = LoadBigInt32(fixed.data() + kPosChunksize);
   info.has_vlmetalayers = fixed[kPosHasVlmeta] == 0xc3;
-  if (info.nbytes < 0) return Bad("frame header says nbytes " + std::to_string(info.nbytes));
-  if (info.cbytes < 0) return Bad("frame header says cbytes " + std::to_string(info.cbytes));
+  if (info.nbytes < 0) return BadHeader("frame header says nbytes " + std::to_string(info.nbytes));
+  if (info.cbytes < 0) return BadHeader("frame header says cbytes " + std::to_string(info.cbytes));
   if (info.typesize <= 0) {
-    return Bad("frame header says typesize " + std::to_string(info.typesize) + " (must be > 0)");
+    return BadHeader("frame header says typesize " + std::to_string(info.typesize) +
+                     " (must be > 0)");
   }
   if (info.blocksize < 0) {
-    return Bad("frame header says blocksize " + std::to_string(info.blocksize));
+    return BadHeader("frame header says blocksize " + std::to_string(info.blocksize));
   }
   if (chunksize < 0) {
     // c-blosc2 writes chunksize -1 into frames made from a super-chunk that
     // has no chunk yet, and ignores it while nbytes is 0.
     if (info.nbytes > 0) {
-      return Bad("frame header says chunksize " + std::to_string(chunksize) + " for " +
-                 std::to_string(info.nbytes) + " bytes of data");
+      return BadHeader("frame header says chunksize " + std::to_string(chunksize) + " for " +
+                       std::to_string(info.nbytes) + " bytes of data");
     }
     info.chunksize = 0;
   } else {
@@ -168,17 +171,18 @@ Status DecodeCounts(std::span<const uint8_t> fixed, bool variable_flag, FrameInf
   // c-blosc2 3.3 sets bit 6 exactly when it writes chunksize 0 (also for an
   // empty array whose chunk shape has a 0); older writers may leave it clear.
   if (variable_flag && info.chunksize != 0) {
-    return Bad("frame general_flags say variable-size chunks but the header's chunksize is " +
-               std::to_string(info.chunksize));
+    return BadHeader("frame general_flags say variable-size chunks but the header's chunksize is " +
+                     std::to_string(info.chunksize));
   }
   if (info.format_version >= 3 && info.variable_chunks && !variable_flag) {
-    return Bad("frame format version " + std::to_string(info.format_version) +
-               " has chunksize 0 but general_flags bit 6 (variable-size chunks) is clear");
+    return BadHeader("frame format version " + std::to_string(info.format_version) +
+                     " has chunksize 0 but general_flags bit 6 (variable-size chunks) is clear");
   }
   // A VL-block frame has no common block size: its chunks' headers count blocks.
   if (info.vl_blocks && info.blocksize != 0) {
-    return Bad("frame general_flags say variable-length blocks but the header's blocksize is " +
-               std::to_string(info.blocksize));
+    return BadHeader(
+        "frame general_flags say variable-length blocks but the header's blocksize is " +
+        std::to_string(info.blocksize));
   }
   return Status::Ok();
 }
@@ -186,8 +190,8 @@ Status DecodeCounts(std::span<const uint8_t> fixed, bool variable_flag, FrameInf
 Status DecodeFilters(std::span<const uint8_t> fixed, FrameInfo& info) {
   const int nfilters = fixed[kPosFilterCount];
   if (nfilters > kMaxFilters) {
-    return Bad("frame header lists " + std::to_string(nfilters) + " filters, more than " +
-               std::to_string(kMaxFilters));
+    return BadHeader("frame header lists " + std::to_string(nfilters) + " filters, more than " +
+                     std::to_string(kMaxFilters));
   }
   for (int i = 0; i < nfilters; ++i) {
     info.filters[i] = fixed[kPosFilters + i];

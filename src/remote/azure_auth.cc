@@ -45,7 +45,7 @@ Result<std::string> CheckKey(const std::string& key, const std::string& origin) 
   return decoded;
 }
 
-std::string HmacSha256(const std::string& key, const std::string& data) {
+std::string HmacSha256Raw(const std::string& key, const std::string& data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
@@ -208,8 +208,8 @@ std::vector<std::string> AzureSignedHeaders(const AzureRequest& request,
   std::vector<std::string> out = {"x-ms-date: " + request.date,
                                   std::string("x-ms-version: ") + kAzureApiVersion};
   if (!credentials.key.empty()) {
-    const std::string signature =
-        EncodeBase64(HmacSha256(credentials.key, AzureStringToSign(request, credentials.account)));
+    const std::string signature = EncodeBase64(
+        HmacSha256Raw(credentials.key, AzureStringToSign(request, credentials.account)));
     out.push_back("Authorization: SharedKey " + credentials.account + ":" + signature);
   }
   return out;

@@ -17,7 +17,7 @@ namespace {
 using ::b2ndfs::text::Lower;
 
 // Each '/'-separated segment percent-encoded, the slashes kept.
-std::string EncodeKey(const std::string& key) { return PercentEncode(key, true); }
+std::string EncodeBlobKey(const std::string& key) { return PercentEncode(key, true); }
 
 // The blob service hosts of the Azure clouds: ACCOUNT + one of these.
 constexpr const char* kServiceSuffixes[] = {".blob.core.windows.net", ".blob.core.chinacloudapi.cn",
@@ -178,7 +178,7 @@ Result<std::string> AzureContainerUrl(const AzureUrl& url, const std::string& en
   } else {
     service = "https://" + url.account + ".blob.core.windows.net";
   }
-  return service + "/" + EncodeKey(url.container);
+  return service + "/" + EncodeBlobKey(url.container);
 }
 
 std::string AzureListUrl(const std::string& container_url, const std::string& prefix,
@@ -222,7 +222,7 @@ Result<std::shared_ptr<source::Tree>> OpenAzureTree(const std::string& url,
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   ObjectTreeConfig config;
   config.root = shown + (prefix.empty() ? "" : "/" + prefix);
-  config.base = container_url + (prefix.empty() ? "" : "/" + EncodeKey(prefix));
+  config.base = container_url + (prefix.empty() ? "" : "/" + EncodeBlobKey(prefix));
   config.root_is_dir = true;
   config.disk_cache = OpenConfiguredDiskCache(options.remote);
   config.cache = options.remote.cache;

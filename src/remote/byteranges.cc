@@ -18,14 +18,15 @@ constexpr size_t kMaxEpilogueBytes = 1024;
 
 using ::b2ndfs::text::Lower;
 // A view: the part headers' values are copied only where kept.
-std::string_view Trim(std::string_view s) { return ::b2ndfs::text::TrimView(s); }
+std::string_view TrimField(std::string_view s) { return ::b2ndfs::text::TrimView(s); }
 
 }  // namespace
 
 std::optional<std::string> ByterangesBoundary(const std::string& content_type) {
   const std::string lower = Lower(content_type);
   const size_t semi = lower.find(';');
-  if (Trim(std::string_view(lower).substr(0, semi)) != "multipart/byteranges") return std::nullopt;
+  if (TrimField(std::string_view(lower).substr(0, semi)) != "multipart/byteranges")
+    return std::nullopt;
   if (semi == std::string::npos) return std::nullopt;
   size_t at = lower.find("boundary=", semi);
   if (at == std::string::npos) return std::nullopt;
@@ -33,7 +34,7 @@ std::optional<std::string> ByterangesBoundary(const std::string& content_type) {
   std::string_view value(content_type);
   value = value.substr(at);
   value = value.substr(0, value.find(';'));
-  value = Trim(value);
+  value = TrimField(value);
   if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
     value = value.substr(1, value.size() - 2);
   }
@@ -110,10 +111,10 @@ bool ByterangesParser::ParseHeaders() {
     headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    if (Lower(Trim(line.substr(0, colon))) != "content-range") continue;
+    if (Lower(TrimField(line.substr(0, colon))) != "content-range") continue;
     if (found) return Fail("a part with two Content-Range headers");
     found = true;
-    content_range = std::string(Trim(line.substr(colon + 1)));
+    content_range = std::string(TrimField(line.substr(colon + 1)));
   }
   if (!found) return Fail("a part without Content-Range");
   return BeginPart(content_range);

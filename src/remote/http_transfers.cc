@@ -32,7 +32,7 @@
 namespace b2ndfs::remote {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 using ::b2ndfs::text::Now;
 
@@ -59,7 +59,7 @@ struct Transfer {
   double not_before = 0;  // of its next attempt (a retry's backoff)
   CURL* easy = nullptr;   // while an attempt runs
   curl_slist* headers = nullptr;
-  Clock::time_point started;
+  SteadyClock::time_point started;
   Status last;
   ErrorKind kind = ErrorKind::kTimeout;
 };
@@ -241,7 +241,7 @@ class HttpClient::Loop {
     ConfigureAttempt(easy, *t->request, client_->options_, left, &t->headers);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, t);
     t->easy = easy;
-    t->started = Clock::now();
+    t->started = SteadyClock::now();
     if (curl_multi_add_handle(multi_, easy) != CURLM_OK) {
       Detach(t);
       t->last = Status(EIO, t->request->What() + ": libcurl refused the request");
@@ -283,7 +283,8 @@ class HttpClient::Loop {
 
   void Finished(Transfer* t, CURLcode code, std::vector<Transfer*>* waiting) {
     client_->latency_.Record(static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t->started).count()));
+        std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t->started)
+            .count()));
     client_->requests_++;
     PostCompleted(t);
     bool transient = false;

@@ -214,11 +214,11 @@ Result<std::pair<PngLayout, PreviewType>> Applies(const store::Container& c,
   return std::make_pair(std::move(png), type);
 }
 
-int IndexWidth(int64_t extent) { return DecimalWidth(extent > 0 ? extent - 1 : 0); }
+int PreviewIndexWidth(int64_t extent) { return DecimalWidth(extent > 0 ? extent - 1 : 0); }
 
 // Ordinals from the entry's base: preview.png, then (3-D arrays) preview/,
 // its three axis directories, and one per index of axis 0, 1, 2.
-uint64_t FirstFileOrdinal(const geometry::ArrayLayout& layout, uint64_t base, int axis) {
+uint64_t PreviewFirstOrdinal(const geometry::ArrayLayout& layout, uint64_t base, int axis) {
   uint64_t ordinal = base + 5;
   for (int a = 0; a < axis; ++a) ordinal += static_cast<uint64_t>(layout.shape()[a]);
   return ordinal;
@@ -242,15 +242,15 @@ class PreviewAxisDir : public Node {
     auto applies = Applies(c, image);
     if (!applies.ok()) return NotFound(name);
     return std::shared_ptr<const Node>(std::make_shared<PreviewFile>(
-        Padded(*index, IndexWidth(extent)) + ".png",
-        FirstFileOrdinal(c.layout(), base_, axis_) + static_cast<uint64_t>(*index),
+        Padded(*index, PreviewIndexWidth(extent)) + ".png",
+        PreviewFirstOrdinal(c.layout(), base_, axis_) + static_cast<uint64_t>(*index),
         std::move(applies->first), applies->second, std::move(image)));
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
     const int64_t extent = c.layout().shape()[axis_];
-    const int width = IndexWidth(extent);
-    const uint64_t first = FirstFileOrdinal(c.layout(), base_, axis_);
+    const int width = PreviewIndexWidth(extent);
+    const uint64_t first = PreviewFirstOrdinal(c.layout(), base_, axis_);
     // A slice is empty exactly when another axis is: then none is listed.
     const bool some = Applies(c, SliceImage(c, axis_, 0)).ok();
     return MakeListing(some ? static_cast<size_t>(extent) : 0, [width, first](size_t i) {
@@ -316,7 +316,7 @@ class PreviewEntry : public RootEntry {
   uint64_t OrdinalCount(const store::Container& c) const override {
     if (!c.ok() || c.layout().ndim() < 2) return 0;
     if (c.layout().ndim() != 3) return 1;
-    return FirstFileOrdinal(c.layout(), 0, 3);
+    return PreviewFirstOrdinal(c.layout(), 0, 3);
   }
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c, const std::string& name,
                                              uint64_t base) const override {

@@ -28,7 +28,7 @@ bool IsTimeUnit(const std::string& unit) {
   return true;
 }
 
-void SkipSpace(const std::string& s, size_t* pos) {
+void SkipJsonSpace(const std::string& s, size_t* pos) {
   while (*pos < s.size() &&
          (s[*pos] == ' ' || s[*pos] == '\n' || s[*pos] == '\t' || s[*pos] == '\r')) {
     ++*pos;
@@ -125,7 +125,7 @@ ZattrsPlan PlanZattrs(const std::string& vlmeta, int ndim, const std::string& di
   for (int i = 0; i < ndim; ++i) prefix += (i ? ", " : "") + open + std::to_string(i) + "\"";
   prefix += "]";
   size_t pos = 1;
-  SkipSpace(vlmeta, &pos);
+  SkipJsonSpace(vlmeta, &pos);
   if (pos < vlmeta.size() && vlmeta[pos] != '}') prefix += ", ";
   return {prefix, 1};
 }

@@ -27,9 +27,9 @@ namespace {
 
 // Beyond this many blocks per chunk the store is unsharded: each shard's
 // index (16 bytes per inner chunk) stays within 1 MiB, and its CRC cheap.
-constexpr int64_t kMaxInnerChunks = int64_t{1} << 16;
+constexpr int64_t kMaxV3InnerChunks = int64_t{1} << 16;
 
-// What data.zarr/ of a container is; Plan() says why it is absent.
+// What data.zarr/ of a container is; PlanV3() says why it is absent.
 struct V3Plan {
   ZarrV3Dtype dtype;
   std::vector<int64_t> inner;       // the inner chunk shape; empty: unsharded
@@ -43,7 +43,7 @@ struct V3Plan {
   }
 };
 
-Result<V3Plan> Plan(const store::Container& c) {
+Result<V3Plan> PlanV3(const store::Container& c) {
   if (!c.ok()) return Status(ENOENT, "the container cannot be decoded");
   const geometry::ArrayLayout& layout = c.layout();
   if (!layout.regular())
@@ -56,8 +56,8 @@ Result<V3Plan> Plan(const store::Container& c) {
   int64_t count = 1;
   for (size_t i = 0; i < chunks.size(); ++i) {
     whole = whole && chunks[i] % blocks[i] == 0;
-    if (whole) count = CheckedMul(count, chunks[i] / blocks[i]).value_or(kMaxInnerChunks + 1);
-    count = std::min(count, kMaxInnerChunks + 1);
+    if (whole) count = CheckedMul(count, chunks[i] / blocks[i]).value_or(kMaxV3InnerChunks + 1);
+    count = std::min(count, kMaxV3InnerChunks + 1);
   }
   const int64_t block_bytes = geometry::Box::FromShape(blocks).NumItems() * layout.itemsize();
   if (layout.ndim() == 0) {
@@ -65,8 +65,8 @@ Result<V3Plan> Plan(const store::Container& c) {
   } else if (!whole) {
     plan.unsharded = "unsharded: the chunk shape " + JsonInts(chunks) +
                      " is not a whole number of blocks " + JsonInts(blocks);
-  } else if (count > kMaxInnerChunks) {
-    plan.unsharded = "unsharded: a chunk holds more than " + std::to_string(kMaxInnerChunks) +
+  } else if (count > kMaxV3InnerChunks) {
+    plan.unsharded = "unsharded: a chunk holds more than " + std::to_string(kMaxV3InnerChunks) +
                      " blocks " + JsonInts(blocks);
   } else {
     plan.shard = MakeShardIndex(count, block_bytes);
@@ -175,7 +175,7 @@ class KeyDir : public Node {
 
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
                                              const std::string& name) const override {
-    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, Plan(c));
+    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, PlanV3(c));
     if (!plan.tree) return NotFound(name);
     const KeyTree& tree = *plan.tree;
     std::optional<std::vector<int64_t>> coords = KeyCoords(tree, coords_, name);
@@ -189,7 +189,7 @@ class KeyDir : public Node {
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
-    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, Plan(c));
+    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, PlanV3(c));
     if (!plan.tree) return NotFound(name());
     return ListKeyDir(*plan.tree, coords_.size(), ordinal() + 1);
   }
@@ -228,7 +228,7 @@ class V3Dir : public Node {
 
   Result<std::shared_ptr<const Node>> Lookup(const store::Container& c,
                                              const std::string& name) const override {
-    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, Plan(c));
+    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, PlanV3(c));
     if (name == "zarr.json") return ZarrJson(c, plan, ordinal() + 1);
     if (name != "c" || !plan.has_chunks) return NotFound(name);
     if (!plan.tree) return ChunkFile(c, plan, name, ordinal() + 2, 0);  // 0-D
@@ -237,7 +237,7 @@ class V3Dir : public Node {
   }
 
   Result<std::shared_ptr<const Listing>> List(const store::Container& c) const override {
-    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, Plan(c));
+    B2NDFS_ASSIGN_OR_RETURN(V3Plan plan, PlanV3(c));
     std::vector<ListEntry> names{{"zarr.json", false, ordinal() + 1}};
     if (plan.has_chunks) names.push_back({"c", plan.tree.has_value(), ordinal() + 2});
     const size_t count = names.size();
@@ -245,14 +245,14 @@ class V3Dir : public Node {
   }
 };
 
-class ZarrV3Entry : public PlannedDirEntry<&Plan, V3Dir> {
+class ZarrV3Entry : public PlannedDirEntry<&PlanV3, V3Dir> {
  public:
   ZarrV3Entry() : PlannedDirEntry("data.zarr") {}
   void Describe(const store::Container& c,
                 std::vector<store::FileDescription>* out) const override {
     if (!c.ok()) return;
     store::FileDescription d{"data.zarr", c.layout().chunkshape(), 0, {}, {}};
-    Result<V3Plan> plan = Plan(c);
+    Result<V3Plan> plan = PlanV3(c);
     if (!plan.ok()) {
       d.absent = plan.status().message();
       out->push_back(std::move(d));
