@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t kMaxEmbedChunks = int64_t{1} << 20;
 
-Status Bad(const std::string& what) { return InvalidData("embed store frame: " + what); }
+Status BadEmbedFrame(const std::string& what) { return InvalidData("embed store frame: " + what); }
 
 // A vlmetalayer's content: a Blosc2 chunk (blosc2_vlmeta_add compresses it),
 // decompressed; the raw bytes when it is not one.
@@ -23,7 +23,7 @@ Result<std::vector<uint8_t>> DecompressVlmeta(const std::vector<uint8_t>& conten
   auto info = codec::InspectChunk(content);
   if (!info.ok()) return content;
   if (info->nbytes > budget)
-    return Bad("a vlmetalayer of " + std::to_string(info->nbytes) + " bytes");
+    return BadEmbedFrame("a vlmetalayer of " + std::to_string(info->nbytes) + " bytes");
   std::vector<uint8_t> out(static_cast<size_t>(info->nbytes));
   codec::Decompressor d;
   B2NDFS_RETURN_IF_ERROR(d.DecompressAll(content, out));
@@ -92,7 +92,7 @@ Result<std::shared_ptr<const EmbedFrame>> EmbedFrame::Open(const FrameReadAt& re
     if (vl.name == "estore_metadata") estore = &vl;
   }
   if (estore == nullptr && frame->tag_.empty()) {
-    return Bad(
+    return BadEmbedFrame(
         "neither a b2embed, b2dict or b2tree metalayer nor estore_metadata: not an EmbedStore");
   }
   if (estore != nullptr) {
@@ -102,24 +102,26 @@ Result<std::shared_ptr<const EmbedFrame>> EmbedFrame::Open(const FrameReadAt& re
   }
   B2NDFS_ASSIGN_OR_RETURN(frame->vlmeta_json_,
                           FrameVlmetaJson(read, frame_size, {"estore_metadata"}));
-  if (info.sparse) return Bad("a sparse frame");
+  if (info.sparse) return BadEmbedFrame("a sparse frame");
   frame->frame_size_ = frame_size;
   frame->stream_size_ = info.nbytes;
   frame->chunksize_ = info.chunksize;
   if (info.nchunks == 0) return std::shared_ptr<const EmbedFrame>(std::move(frame));
-  if (info.typesize != 1) return Bad("items of " + std::to_string(info.typesize) + " bytes, not 1");
-  if (info.variable_chunks || info.chunksize <= 0) return Bad("chunks of variable size");
+  if (info.typesize != 1)
+    return BadEmbedFrame("items of " + std::to_string(info.typesize) + " bytes, not 1");
+  if (info.variable_chunks || info.chunksize <= 0) return BadEmbedFrame("chunks of variable size");
   if (info.chunksize > kMaxEmbedChunkSize)
-    return Bad("chunks of " + std::to_string(info.chunksize) + " bytes");
+    return BadEmbedFrame("chunks of " + std::to_string(info.chunksize) + " bytes");
   if (info.nchunks > kMaxEmbedChunks ||
       info.nchunks != (info.nbytes + info.chunksize - 1) / info.chunksize) {
-    return Bad(std::to_string(info.nchunks) + " chunks for " + std::to_string(info.nbytes) +
-               " bytes in chunks of " + std::to_string(info.chunksize));
+    return BadEmbedFrame(std::to_string(info.nchunks) + " chunks for " +
+                         std::to_string(info.nbytes) + " bytes in chunks of " +
+                         std::to_string(info.chunksize));
   }
   B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> index_chunk,
                           read(info.offsets_chunk_position, info.offsets_chunk_size));
   B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunk(index_chunk));
-  if (ci.nbytes != info.nchunks * 8) return Bad("chunk index of the wrong size");
+  if (ci.nbytes != info.nchunks * 8) return BadEmbedFrame("chunk index of the wrong size");
   std::vector<uint8_t> raw(static_cast<size_t>(ci.nbytes));
   codec::Decompressor d;
   B2NDFS_RETURN_IF_ERROR(d.DecompressAll(index_chunk, raw));
@@ -133,7 +135,7 @@ Result<std::shared_ptr<const EmbedFrame>> EmbedFrame::Open(const FrameReadAt& re
     } else if (at.kind == format::ChunkKind::kStored) {
       frame->chunk_positions_[i] = at.offset;
     } else {
-      return Bad("chunk " + std::to_string(i) + " is uninitialised or NaN");
+      return BadEmbedFrame("chunk " + std::to_string(i) + " is uninitialised or NaN");
     }
   }
   return std::shared_ptr<const EmbedFrame>(std::move(frame));
@@ -181,9 +183,9 @@ Result<cache::Value> EmbedFrame::DecodeUnit(const FrameReadAt& read, int64_t chu
   B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> header, read(position, codec::kChunkHeaderSize));
   B2NDFS_ASSIGN_OR_RETURN(codec::ChunkInfo ci, codec::InspectChunkHeader(header));
   if (ci.nbytes != nbytes)
-    return Bad(what + " holds " + std::to_string(ci.nbytes) + " bytes, not " +
-               std::to_string(nbytes));
-  if (ci.cbytes > frame_size_ - position) return Bad(what + " runs past the frame");
+    return BadEmbedFrame(what + " holds " + std::to_string(ci.nbytes) + " bytes, not " +
+                         std::to_string(nbytes));
+  if (ci.cbytes > frame_size_ - position) return BadEmbedFrame(what + " runs past the frame");
   codec::Decompressor d;
   if (ci.needs_whole_chunk || ci.vl_blocks || ci.memcpyed || ci.special || length == nbytes) {
     B2NDFS_ASSIGN_OR_RETURN(std::vector<uint8_t> whole, read(position, ci.cbytes));
@@ -205,8 +207,8 @@ Result<cache::Value> EmbedFrame::DecodeUnit(const FrameReadAt& read, int64_t chu
 Status EmbedFrame::ReadStream(const FrameReadAt& read, int64_t offset, size_t length,
                               uint8_t* out) const {
   if (offset < 0 || offset > stream_size_ || static_cast<int64_t>(length) > stream_size_ - offset) {
-    return Bad("bytes " + std::to_string(offset) + "+" + std::to_string(length) +
-               " outside the stream of " + std::to_string(stream_size_));
+    return BadEmbedFrame("bytes " + std::to_string(offset) + "+" + std::to_string(length) +
+                         " outside the stream of " + std::to_string(stream_size_));
   }
   size_t done = 0;
   while (done < length) {

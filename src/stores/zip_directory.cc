@@ -39,7 +39,7 @@ uint64_t U64(std::span<const uint8_t> b, size_t at) {
   return static_cast<uint64_t>(U32(b, at)) | (static_cast<uint64_t>(U32(b, at + 4)) << 32);
 }
 
-Status Bad(const std::string& what) { return InvalidData("zip archive: " + what); }
+Status BadZip(const std::string& what) { return InvalidData("zip archive: " + what); }
 
 // A member name that can be a path below the store: relative, no empty, "."
 // or ".." components, no NUL or backslash ("dir/" names a directory).
@@ -68,23 +68,23 @@ struct EndRecord {
 // starting at `tail_offset`): the last signature whose comment ends the file.
 Result<EndRecord> FindEndRecord(std::span<const uint8_t> tail, int64_t tail_offset,
                                 int64_t file_size) {
-  if (tail.size() < static_cast<size_t>(kZipEndRecordSize)) return Bad("shorter than 22 bytes");
+  if (tail.size() < static_cast<size_t>(kZipEndRecordSize)) return BadZip("shorter than 22 bytes");
   for (size_t at = tail.size() - kZipEndRecordSize + 1; at-- > 0;) {
     if (U32(tail, at) != kEndSignature) continue;
     const int64_t comment = U16(tail, at + 20);
     if (tail_offset + static_cast<int64_t>(at) + kZipEndRecordSize + comment != file_size) {
       continue;
     }
-    if (U16(tail, at + 4) != 0 || U16(tail, at + 6) != 0) return Bad("spans several disks");
+    if (U16(tail, at + 4) != 0 || U16(tail, at + 6) != 0) return BadZip("spans several disks");
     EndRecord end;
     end.entries = U16(tail, at + 10);
-    if (U16(tail, at + 8) != end.entries) return Bad("entry counts disagree");
+    if (U16(tail, at + 8) != end.entries) return BadZip("entry counts disagree");
     end.cd_size = U32(tail, at + 12);
     end.cd_offset = U32(tail, at + 16);
     end.position = tail_offset + static_cast<int64_t>(at);
     return end;
   }
-  return Bad("no end of central directory record (not a zip file)");
+  return BadZip("no end of central directory record (not a zip file)");
 }
 
 // Replaces the end record's fields with the ZIP64 record's, when a locator
@@ -95,26 +95,26 @@ Status ApplyZip64(const ZipReadAt& read, int64_t file_size, EndRecord* end) {
   if (!locator.ok()) return locator.status();
   if (U32(*locator, 0) != kZip64LocatorSignature) return Status::Ok();
   const uint64_t record_offset = U64(*locator, 8);
-  if (U32(*locator, 4) != 0 || U32(*locator, 16) > 1) return Bad("ZIP64 spans several disks");
+  if (U32(*locator, 4) != 0 || U32(*locator, 16) > 1) return BadZip("ZIP64 spans several disks");
   if (record_offset > static_cast<uint64_t>(end->position - kZip64LocatorSize - kZip64EndSize)) {
-    return Bad("ZIP64 end record offset " + std::to_string(record_offset) + " out of the file");
+    return BadZip("ZIP64 end record offset " + std::to_string(record_offset) + " out of the file");
   }
   const int64_t at = static_cast<int64_t>(record_offset);
   auto record = read(at, kZip64EndSize);
   if (!record.ok()) return record.status();
   if (U32(*record, 0) != kZip64EndSignature)
-    return Bad("no ZIP64 end record where its locator says");
-  if (U32(*record, 16) != 0 || U32(*record, 20) != 0) return Bad("ZIP64 spans several disks");
+    return BadZip("no ZIP64 end record where its locator says");
+  if (U32(*record, 16) != 0 || U32(*record, 20) != 0) return BadZip("ZIP64 spans several disks");
   const uint64_t entries = U64(*record, 32);
   const uint64_t cd_size = U64(*record, 40);
   const uint64_t cd_offset = U64(*record, 48);
-  if (entries != U64(*record, 24)) return Bad("ZIP64 entry counts disagree");
+  if (entries != U64(*record, 24)) return BadZip("ZIP64 entry counts disagree");
   if (entries > static_cast<uint64_t>(kMaxZipMembers)) {
-    return Bad(std::to_string(entries) + " members (at most " + std::to_string(kMaxZipMembers) +
-               " are read)");
+    return BadZip(std::to_string(entries) + " members (at most " + std::to_string(kMaxZipMembers) +
+                  " are read)");
   }
   if (cd_size > static_cast<uint64_t>(file_size) || cd_offset > static_cast<uint64_t>(file_size)) {
-    return Bad("ZIP64 central directory out of the file");
+    return BadZip("ZIP64 central directory out of the file");
   }
   end->entries = static_cast<int64_t>(entries);
   end->cd_size = static_cast<int64_t>(cd_size);
@@ -130,7 +130,8 @@ Status ReadZip64Extra(std::span<const uint8_t> extra, ZipMember* m, bool size_ma
   while (at + 4 <= extra.size()) {
     const uint16_t id = U16(extra, at);
     const size_t length = U16(extra, at + 2);
-    if (at + 4 + length > extra.size()) return Bad(m->name + ": extra field overruns its header");
+    if (at + 4 + length > extra.size())
+      return BadZip(m->name + ": extra field overruns its header");
     if (id == 0x0001) {
       std::span<const uint8_t> field = extra.subspan(at + 4, length);
       size_t pos = 0;
@@ -144,13 +145,13 @@ Status ReadZip64Extra(std::span<const uint8_t> extra, ZipMember* m, bool size_ma
       };
       if ((size_max && !next(&m->size)) || (csize_max && !next(&m->compressed_size)) ||
           (offset_max && !next(&m->header_offset))) {
-        return Bad(m->name + ": ZIP64 extra field too short");
+        return BadZip(m->name + ": ZIP64 extra field too short");
       }
       return Status::Ok();
     }
     at += 4 + length;
   }
-  if (size_max || csize_max || offset_max) return Bad(m->name + ": no ZIP64 extra field");
+  if (size_max || csize_max || offset_max) return BadZip(m->name + ": no ZIP64 extra field");
   return Status::Ok();
 }
 
@@ -158,15 +159,15 @@ Result<ZipDirectory> ParseCentralDirectory(std::span<const uint8_t> cd, const En
   ZipDirectory dir;
   dir.central_directory_offset = end.cd_offset;
   if (end.entries * kCentralHeaderSize > static_cast<int64_t>(cd.size())) {
-    return Bad(std::to_string(end.entries) + " members cannot fit a central directory of " +
-               std::to_string(cd.size()) + " bytes");
+    return BadZip(std::to_string(end.entries) + " members cannot fit a central directory of " +
+                  std::to_string(cd.size()) + " bytes");
   }
   dir.members.reserve(static_cast<size_t>(end.entries));
   size_t at = 0;
   for (int64_t i = 0; i < end.entries; ++i) {
-    if (at + kCentralHeaderSize > cd.size()) return Bad("central directory truncated");
+    if (at + kCentralHeaderSize > cd.size()) return BadZip("central directory truncated");
     if (U32(cd, at) != kCentralSignature) {
-      return Bad("central directory entry " + std::to_string(i) + " has no signature");
+      return BadZip("central directory entry " + std::to_string(i) + " has no signature");
     }
     ZipMember m;
     m.flags = U16(cd, at + 8);
@@ -178,7 +179,8 @@ Result<ZipDirectory> ParseCentralDirectory(std::span<const uint8_t> cd, const En
     const size_t comment_length = U16(cd, at + 32);
     const uint32_t offset = U32(cd, at + 42);
     const size_t next = at + kCentralHeaderSize + name_length + extra_length + comment_length;
-    if (next > cd.size()) return Bad("central directory entry " + std::to_string(i) + " truncated");
+    if (next > cd.size())
+      return BadZip("central directory entry " + std::to_string(i) + " truncated");
     m.name.assign(reinterpret_cast<const char*>(cd.data() + at + kCentralHeaderSize), name_length);
     m.size = usize;
     m.compressed_size = csize;
@@ -238,7 +240,7 @@ Result<ZipDirectory> ParseCentralDirectory(std::span<const uint8_t> cd, const En
 }  // namespace
 
 Result<ZipDirectory> ReadZipDirectory(const ZipReadAt& read, int64_t file_size) {
-  if (file_size < kZipEndRecordSize) return Bad("shorter than 22 bytes (not a zip file)");
+  if (file_size < kZipEndRecordSize) return BadZip("shorter than 22 bytes (not a zip file)");
   const int64_t tail_length = std::min(file_size, kZipEndRecordSize + kZipMaxCommentSize);
   const int64_t tail_offset = file_size - tail_length;
   auto tail = read(tail_offset, tail_length);
@@ -246,17 +248,17 @@ Result<ZipDirectory> ReadZipDirectory(const ZipReadAt& read, int64_t file_size) 
   auto end = FindEndRecord(*tail, tail_offset, file_size);
   if (!end.ok()) return end.status();
   if (Status s = ApplyZip64(read, file_size, &*end); !s.ok()) return s;
-  if (end->entries > kMaxZipMembers) return Bad("too many members");
+  if (end->entries > kMaxZipMembers) return BadZip("too many members");
   if (end->cd_size > kMaxCentralDirectorySize) {
-    return Bad("central directory of " + std::to_string(end->cd_size) + " bytes (at most " +
-               std::to_string(kMaxCentralDirectorySize) + " are read)");
+    return BadZip("central directory of " + std::to_string(end->cd_size) + " bytes (at most " +
+                  std::to_string(kMaxCentralDirectorySize) + " are read)");
   }
   // python-blosc2's archives start at byte 0: the central directory ends
   // where the end records begin.
   if (end->cd_offset + end->cd_size != end->position) {
-    return Bad("central directory (" + std::to_string(end->cd_size) + " bytes at " +
-               std::to_string(end->cd_offset) + ") does not end where the end record begins (" +
-               std::to_string(end->position) + ")");
+    return BadZip("central directory (" + std::to_string(end->cd_size) + " bytes at " +
+                  std::to_string(end->cd_offset) + ") does not end where the end record begins (" +
+                  std::to_string(end->position) + ")");
   }
   std::vector<uint8_t> cd;
   if (end->cd_size > 0) {
@@ -272,7 +274,7 @@ Result<ZipDirectory> ParseZipArchive(std::span<const uint8_t> archive) {
   return ReadZipDirectory(
       [&](int64_t offset, int64_t length) -> Result<std::vector<uint8_t>> {
         if (offset < 0 || length < 0 || offset > size || length > size - offset) {
-          return Bad("read past the end");
+          return BadZip("read past the end");
         }
         return std::vector<uint8_t>(archive.begin() + offset, archive.begin() + offset + length);
       },
