@@ -75,9 +75,10 @@ function(_b2ndfs_unity_target target)
     file(CONFIGURE OUTPUT "${dir}/batch_${index}.cc" CONTENT "${content}" @ONLY)
     list(APPEND batch_files "${dir}/batch_${index}.cc")
   endif()
-  # The sources stay in the target as headers do (listed, not compiled).
-  set_property(SOURCE ${batched} TARGET_DIRECTORY ${target} PROPERTY HEADER_FILE_ONLY ON)
-  set_property(TARGET ${target} PROPERTY SOURCES ${kept} ${batched} ${batch_files})
+  # The batched sources leave the target's list (the compiler's dependency
+  # files track them). Not HEADER_FILE_ONLY: a source's properties belong to
+  # its directory, and another target there may compile the same file alone.
+  set_property(TARGET ${target} PROPERTY SOURCES ${kept} ${batch_files})
 endfunction()
 
 function(b2ndfs_unity_batches)

@@ -7,8 +7,8 @@
 
 #include "b2ndfs/source/tree.h"
 #include "b2ndfs/util/log.h"
-#include "b2ndfs/views/zarr.h"
 #include "b2ndfs/views/view.h"
+#include "b2ndfs/views/zarr.h"
 #include "mirror.h"
 
 namespace b2ndfs::vfs {

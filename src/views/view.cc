@@ -1,10 +1,11 @@
 // Node defaults, stream files, and the container directory built from the
 // registered entry kinds.
+#include "b2ndfs/views/view.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "b2ndfs/format/meta_json.h"
-#include "b2ndfs/views/view.h"
 #include "kinds.h"
 
 namespace b2ndfs::views {

@@ -2,13 +2,16 @@
 SharedKey signed here, independently of the code under test (the StringToSign
 of "Authorize with Shared Key", Python's hmac).
 
-  azurite_put.py SERVICE ACCOUNT KEY container NAME [public]
-  azurite_put.py SERVICE ACCOUNT KEY put CONTAINER PREFIX DIR
-  azurite_put.py SERVICE ACCOUNT KEY put-file CONTAINER BLOB FILE
-  azurite_put.py SERVICE ACCOUNT KEY delete CONTAINER BLOB
-  azurite_put.py SERVICE ACCOUNT KEY sas PERMISSIONS      (an account SAS token)
+  azurite_put.py SERVICE ACCOUNT container NAME [public]
+  azurite_put.py SERVICE ACCOUNT put CONTAINER PREFIX DIR
+  azurite_put.py SERVICE ACCOUNT put-file CONTAINER BLOB FILE
+  azurite_put.py SERVICE ACCOUNT delete CONTAINER BLOB
+  azurite_put.py SERVICE ACCOUNT sas PERMISSIONS      (an account SAS token)
 
 SERVICE is the account's blob service URL (http://127.0.0.1:PORT/ACCOUNT).
+The account key comes from the environment (AZURITE_KEY), never the command
+line: fuse.az checks that no secret shows in any process's arguments, and
+other tests' uploads run beside it.
 `put` uploads every file below DIR as PREFIX + its relative path, and each
 empty directory as a zero-byte "PATH/" blob (a folder marker), on one
 kept-alive connection.
@@ -74,7 +77,8 @@ def account_sas(account, key, permissions):
 
 
 def main():
-    service, account, key, command, *args = sys.argv[1:]
+    service, account, command, *args = sys.argv[1:]
+    key = os.environ["AZURITE_KEY"]
     if command == "sas":
         print(account_sas(account, key, args[0]))
         return

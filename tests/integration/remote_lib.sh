@@ -464,7 +464,7 @@ azurite_restart() {
 }
 
 az_tool() {
-  "$PY" "$(dirname "${BASH_SOURCE[0]}")/azurite_put.py" "$AZ_URL" "$AZ_ACCOUNT" "$AZ_KEY" "$@"
+  AZURITE_KEY=$AZ_KEY "$PY" "$(dirname "${BASH_SOURCE[0]}")/azurite_put.py" "$AZ_URL" "$AZ_ACCOUNT" "$@"
 }
 
 az_container() { az_tool container "$@" >/dev/null || { fail "creating container $1"; return 1; }; }
