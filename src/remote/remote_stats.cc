@@ -1,6 +1,8 @@
 #include "remote_stats.h"
 
 #include <cstdio>
+#include <iterator>
+#include <utility>
 
 #include "b2ndfs/util/json.h"
 
@@ -33,21 +35,26 @@ std::string RemoteStatsJson(const std::string& root, const HttpStats& s,
   out += in + "},\n";
   out += in + "\"disk_cache\": {\n";
   const DiskCacheStats d = disk_cache ? disk_cache->stats() : DiskCacheStats{};
-  out += kv(in2, "enabled", disk_cache ? 1 : 0);
-  out += kv(in2, "capacity_bytes", d.capacity_bytes);
-  out += kv(in2, "bytes_on_disk", d.bytes_on_disk);
-  out += kv(in2, "entries", d.entries);
-  out += kv(in2, "hits", d.hits);
-  out += kv(in2, "misses", d.misses);
-  out += kv(in2, "bytes_hit", d.bytes_hit);
-  out += kv(in2, "bytes_missed", d.bytes_missed);
-  out += kv(in2, "bytes_stored", d.bytes_stored);
-  out += kv(in2, "evictions", d.evictions);
-  out += kv(in2, "invalidations", d.invalidations);
-  out += kv(in2, "computed_hits", d.computed_hits);
-  out += kv(in2, "computed_stored", d.computed_stored);
-  out += kv(in2, "corrupt", d.corrupt);
-  out += kv(in2, "write_errors", d.write_errors, true);
+  const std::pair<const char*, uint64_t> counters[] = {
+      {"enabled", disk_cache ? 1 : 0},
+      {"capacity_bytes", d.capacity_bytes},
+      {"bytes_on_disk", d.bytes_on_disk},
+      {"entries", d.entries},
+      {"hits", d.hits},
+      {"misses", d.misses},
+      {"bytes_hit", d.bytes_hit},
+      {"bytes_missed", d.bytes_missed},
+      {"bytes_stored", d.bytes_stored},
+      {"evictions", d.evictions},
+      {"invalidations", d.invalidations},
+      {"computed_hits", d.computed_hits},
+      {"computed_stored", d.computed_stored},
+      {"corrupt", d.corrupt},
+      {"write_errors", d.write_errors},
+  };
+  for (const auto& [name, value] : counters) {
+    out += kv(in2, name, value, name == counters[std::size(counters) - 1].first);
+  }
   out += in + "}\n";
   out += "  },\n";
   return out;
