@@ -23,7 +23,8 @@
 #              there and those of the caller here take turns.
 # The compiler cache (scripts/lib/ccache.sh) is bound into the root at the
 # same path, so that the builds there share it with this machine's and with
-# earlier runs; the apt package cache too (scripts/lib/minbase.sh).
+# earlier runs; the apt package cache too (scripts/lib/minbase.sh), and the
+# installed npm packages (scripts/setup.sh, B2NDFS_NPM_CACHE).
 # The demo runs first, on the fresh root (it installs only what building
 # needs; once it has, the tests' packages are installed alongside the rest of
 # the demo); the test command then reuses its build tree, and the package test
@@ -110,6 +111,12 @@ if [[ -n ${CCACHE_DIR:-} ]]; then
   else
     log "cannot bind $CCACHE_DIR into the root: it compiles without a cache"
   fi
+fi
+NPM_CACHE=${B2NDFS_NPM_CACHE:-/var/cache/b2ndfs-npm}
+if [[ $NPM_CACHE != 0 ]] && mkdir -p "$NPM_CACHE" && minbase_share "$NPM_CACHE" "$R"; then
+  shared_settings+=(B2NDFS_NPM_CACHE="$NPM_CACHE")
+else
+  shared_settings+=(B2NDFS_NPM_CACHE=0)
 fi
 if [[ -n $SLOT ]]; then
   if minbase_share "$(dirname "$SLOT")" "$R" /run/b2ndfs-slot; then

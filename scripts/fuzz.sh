@@ -4,7 +4,7 @@
 #
 #   scripts/fuzz.sh TARGET [SECONDS] [-- LIBFUZZER_ARGS...]
 #       TARGET: metalayer | frame | container | s3_xml | azure_xml | autoindex; SECONDS defaults to 60.
-#   scripts/fuzz.sh --smoke       every target for 20 s (CI)
+#   scripts/fuzz.sh --smoke       every target for 20 s, one after the other
 #   scripts/fuzz.sh --build-only  just configure and build
 #   scripts/fuzz.sh --list        the targets
 #

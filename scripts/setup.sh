@@ -2,6 +2,9 @@
 # Installs everything b2ndfs needs to build and test on Debian 12 (bookworm) or newer.
 #   bash scripts/setup.sh           what building and every test need
 #   bash scripts/setup.sh --build   only what building b2ndfs and the demo need
+#   bash scripts/setup.sh --no-npm  all but the npm packages the tests run
+#   bash scripts/setup.sh --npm     only those (after the rest; scripts/test.sh
+#                                   installs them while it builds)
 # B2NDFS_SETUP_FUZZ=0 leaves out clang and LLVM, which only the fuzz smoke run
 # needs (scripts/test.sh sets it when that pass does not run here).
 # Idempotent: a second run only checks. c-blosc2 (>= 3.3) comes from the system when
@@ -26,8 +29,10 @@ MODE=all
 case "${1:-}" in
   "") ;;
   --build) MODE=build ;;
+  --no-npm) MODE=no-npm ;;
+  --npm) MODE=npm ;;
   -h | --help)
-    sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -80,8 +85,11 @@ TEST_PACKAGES=(
 # the lines in its reports.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev llvm-14)
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
-if [ "$MODE" = all ]; then APT_PACKAGES+=("${TEST_PACKAGES[@]}"); fi
-if [ "$MODE" = all ] && [ "${B2NDFS_SETUP_FUZZ:-1}" != 0 ]; then APT_PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
+if [ "$MODE" = all ] || [ "$MODE" = no-npm ]; then
+  APT_PACKAGES+=("${TEST_PACKAGES[@]}")
+  if [ "${B2NDFS_SETUP_FUZZ:-1}" != 0 ]; then APT_PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
+fi
+[ "$MODE" != npm ] || APT_PACKAGES=()
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -89,7 +97,7 @@ for p in "${APT_PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-if [ "$MODE" = all ] && ! command -v npm >/dev/null; then missing+=(npm); fi
+if [ "$MODE" != build ] && ! command -v npm >/dev/null; then missing+=(npm); fi
 if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=()
   if [ "$(id -u)" != 0 ]; then
@@ -132,20 +140,55 @@ npm_missing() {
     [ "$(npm_version "${pin%@*}")" = "${pin##*@}" ] || printf '%s\n' "$pin"
   done
 }
-if [ "$MODE" != all ]; then
-  :  # the demo runs no npm package
-else
-  mapfile -t npm_wanted < <(npm_missing)
-  if [ "${#npm_wanted[@]}" -eq 0 ]; then
-    log "npm packages present in $NPM_PREFIX"
-  else
-    log "installing ${npm_wanted[*]} from npm into $NPM_PREFIX"
-    mkdir -p "$NPM_PREFIX"
-    npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error "${npm_wanted[@]}" >/dev/null
-    mapfile -t npm_wanted < <(npm_missing)
-    [ "${#npm_wanted[@]}" -eq 0 ] || { log "did not install: ${npm_wanted[*]}"; exit 1; }
+# The installed tree is kept outside the clone, one copy per set of pins and
+# node version (B2NDFS_NPM_CACHE: /var/cache/b2ndfs-npm as root, else
+# ${XDG_CACHE_HOME:-~/.cache}/b2ndfs-npm; 0: none), and .deps/npm links to it:
+# npm takes most of a minute to install these even from its own download
+# cache, so a fresh clone (and check_minbase.sh's root, which binds the cache
+# in at the same path) would pay that on every run. The copies are only read.
+npm_cache_dir() {
+  local dir=${B2NDFS_NPM_CACHE:-}
+  [ "$dir" = 0 ] && return 1
+  if [ -z "$dir" ]; then
+    if [ "$(id -u)" = 0 ]; then dir=/var/cache/b2ndfs-npm; else dir=${XDG_CACHE_HOME:-$HOME/.cache}/b2ndfs-npm; fi
   fi
+  mkdir -p "$dir" 2>/dev/null && [ -w "$dir" ] && echo "$dir"
+}
+npm_install_into() {
+  mkdir -p "$1"
+  npm install --prefix "$1" --no-audit --no-fund --loglevel=error "${NPM_PINS[@]}" >/dev/null
+}
+if [ "$MODE" = build ] || [ "$MODE" = no-npm ]; then
+  :  # the demo runs no npm package
+elif [ -z "$(npm_missing)" ]; then
+  log "npm packages present in $NPM_PREFIX"
+else
+  if npm_cache=$(npm_cache_dir); then
+    key=$(printf '%s\n' "${NPM_PINS[@]}" "$(node --version)" "$(uname -m)" | sha256sum | cut -c1-16)
+    kept=$npm_cache/$key
+    if [ -f "$kept/.complete" ]; then
+      log "npm packages ${NPM_PINS[*]} from $kept"
+    else
+      log "installing ${NPM_PINS[*]} from npm into $kept (kept for later clones)"
+      tmp=$(mktemp -d "$npm_cache/.install.XXXXXX")
+      npm_install_into "$tmp" || { rm -rf "$tmp"; exit 1; }
+      touch "$tmp/.complete"
+      # Another setup may have kept the same pins meanwhile: its copy stays.
+      mv -T "$tmp" "$kept" 2>/dev/null || rm -rf "$tmp"
+    fi
+    rm -rf "$NPM_PREFIX"
+    mkdir -p "$DEPS"
+    ln -s "$kept" "$NPM_PREFIX"
+  else
+    log "installing ${NPM_PINS[*]} from npm into $NPM_PREFIX"
+    rm -rf "$NPM_PREFIX"
+    npm_install_into "$NPM_PREFIX"
+  fi
+  mapfile -t npm_wanted < <(npm_missing)
+  [ "${#npm_wanted[@]}" -eq 0 ] || { log "did not install: ${npm_wanted[*]}"; exit 1; }
 fi
+
+[ "$MODE" != npm ] || exit 0
 
 # --- c-blosc2 -----------------------------------------------------------------
 if pkg-config --exists "blosc2 >= $BLOSC2_MIN" 2>/dev/null; then

@@ -12,16 +12,16 @@
 #            pass runs the same unit tests); the test starts when it is there
 #            (as root only: elsewhere the test skips and nothing is built);
 #   asan     the tests of BUILD-asan, built with AddressSanitizer + UBSan
-#            (LeakSanitizer included), but those labelled remote-variant (each
-#            remote backend's own test, label remote, runs once), scale
-#            (RSS and request-count reports over thousands of containers),
-#            docs (what the documents say) and client (a browser, mount(8),
-#            NumPy, xarray: clients of files other tests read byte by byte):
-#            B2NDFS_ASAN_EXCLUDE, a ctest -LE regex (empty: none excluded);
+#            (LeakSanitizer included), labelled unit, core, fuzz-replay,
+#            stress, tools or asan (the mounts that reach daemon code the
+#            others do not, and each remote protocol once; not the remote
+#            variants, scale reports, documents, clients, nor tests whose
+#            subject is what a client makes of files other tests read byte by
+#            byte): B2NDFS_ASAN_LABELS, a ctest -L regex (empty: every test);
 #   tsan     the tests labelled tsan, in BUILD-tsan, a ThreadSanitizer build
 #            (-DB2NDFS_TSAN=ON) of only the programs they run; a TSan report
 #            from any process (the daemons too) fails the pass;
-#   fuzz     a 20 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh,
+#   fuzz     a 10 s libFuzzer smoke run of every fuzz target (scripts/fuzz.sh,
 #            in build-fuzz/), JOBS targets at a time (each one process).
 # In the sanitizer builds the tests' own oracles and clients are not
 # instrumented (b2ndfs_uninstrumented in CMakeLists.txt); they are built at
@@ -82,7 +82,11 @@ if [[ $MINBASE == 1 ]]; then
 fi
 BUILD="${B2NDFS_BUILD_DIR:-$ROOT/build}"
 JOBS="${B2NDFS_JOBS:-$(($(nproc) < 2 ? $(nproc) : 2))}"
-ASAN_EXCLUDE=${B2NDFS_ASAN_EXCLUDE-^(remote-variant|scale|docs|client)$}
+# The fuzz smoke run's seconds per target: a smoke test of each target's
+# harness and of the inputs it reaches first (scripts/fuzz.sh TARGET SECONDS
+# fuzzes for longer).
+FUZZ_SMOKE_SECONDS=10
+ASAN_LABELS=${B2NDFS_ASAN_LABELS-^(unit|core|fuzz-replay|stress|tools|asan)$}
 MAIN_ONLY=${B2NDFS_MAIN_ONLY:-0}
 # The TSan tree builds only what its label's tests run: the daemon and the
 # helpers that tests/integration/lib.sh and tests/stress/stress_lib.sh start,
@@ -134,6 +138,23 @@ configure() {
     }
 }
 
+# npm_wait: before a pass's tests, the npm packages' install (bg_start npm
+# above) has ended; when it failed, its log is shown (the tests that need
+# them then fail or skip, saying what is missing).
+npm_wait() {
+  [[ -n ${BG_PIDS[npm]:-} ]] || return 0
+  local w0=$EPOCHSECONDS rc=1 start=$EPOCHSECONDS end=$EPOCHSECONDS
+  bg_wait npm
+  unset 'BG_PIDS[npm]'
+  [[ -f $LOGS/build-npm.rc ]] && read -r rc start end <"$LOGS/build-npm.rc"
+  phase_add "npm packages" "$start" "$end" "background: scripts/setup.sh --npm$([[ $rc == 0 ]] || echo "; FAILED")"
+  ((EPOCHSECONDS - w0 > 1)) && phase_since "wait for npm packages" "$w0"
+  if [[ $rc != 0 ]]; then
+    echo "== scripts/setup.sh --npm failed (log: $LOGS/build-npm.log):"
+    tail -n 20 "$LOGS/build-npm.log"
+  fi
+}
+
 # --- the main pass and the package ------------------------------------------
 # main_here NOTE [ctest args]: the main pass in this machine's build tree;
 # NOTE (may be empty) ends its summary line: why not in a minimal root. The
@@ -152,6 +173,7 @@ main_here() {
   cc=$(ccache_count "$LOGS/ccache-main.log")
   phase_since "build main" "$e0" "${cc:+ccache: $cc}"
   package_start "$@"
+  npm_wait
   slot_take "the main pass"
   echo "== tests ($BUILD)"
   run_ctest main "$BUILD" -- --timeout 900 -LE '^package$' "$@"
@@ -356,9 +378,10 @@ asan_pass() {
     return
   fi
   local select=()
-  [[ -n $ASAN_EXCLUDE ]] && select=(-LE "$ASAN_EXCLUDE")
+  [[ -n $ASAN_LABELS ]] && select=(-L "$ASAN_LABELS")
+  npm_wait
   slot_take "the asan pass"
-  echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD}): all but labels ${ASAN_EXCLUDE:-(none)}"
+  echo "== tests under AddressSanitizer + UBSan (${ASAN_BUILD}): labels ${ASAN_LABELS:-(any)}"
   run_ctest asan "$ASAN_BUILD" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1 -- --timeout 1800 "${select[@]}" "$@"
   slot_release
@@ -369,6 +392,7 @@ tsan_pass() {
     record tsan 0 1 0 "(build failed after $STEP_SECONDS s; $LOGS/build-tsan.log)"
     return
   fi
+  npm_wait
   slot_take "the tsan pass"
   echo "== tests under ThreadSanitizer (${TSAN_BUILD}): ${TSAN_SELECT[*]:-$*}"
   # TSan maps its shadow at fixed addresses; with a randomised layout
@@ -408,7 +432,7 @@ fuzz_pass() {
     batch=("${targets[@]:i:JOBS}")
     pids=()
     for target in "${batch[@]}"; do
-      FUZZ_NO_BUILD=1 bash "$ROOT/scripts/fuzz.sh" "$target" 20 >"$LOGS/fuzz-$target.log" 2>&1 &
+      FUZZ_NO_BUILD=1 bash "$ROOT/scripts/fuzz.sh" "$target" "$FUZZ_SMOKE_SECONDS" >"$LOGS/fuzz-$target.log" 2>&1 &
       pids+=($!)
     done
     for j in "${!batch[@]}"; do
@@ -425,18 +449,20 @@ fuzz_pass() {
     done
   done
   slot_release
-  phase_since "fuzz smoke" "$e0" "${#targets[@]} targets, 20 s each, $JOBS at a time"
+  phase_since "fuzz smoke" "$e0" "${#targets[@]} targets, $FUZZ_SMOKE_SECONDS s each, $JOBS at a time"
   local detail="($((EPOCHSECONDS - e0)) s)"
   [[ -n $failed_names ]] && detail="findings in: ${failed_names% } $detail"
   record fuzz "$passed" "$failed" 0 "$detail"
 }
 
 # --- the run --------------------------------------------------------------------
-# Everything the other passes need (and debootstrap, and ccache) is installed
-# here first.
+# Everything the builds and the other passes need (and debootstrap, and
+# ccache) is installed here first; the npm packages, which only tests run,
+# in the background while the builds start (npm_wait).
 e0=$EPOCHSECONDS
-if bash "$ROOT/scripts/setup.sh"; then
+if bash "$ROOT/scripts/setup.sh" --no-npm; then
   phase_since setup "$e0"
+  bg_start npm "$MY_NICE" bg_step npm bash "$ROOT/scripts/setup.sh" --npm
 else
   phase_since setup "$e0" "FAILED"
   echo "== scripts/setup.sh failed: the passes below will say what is missing"

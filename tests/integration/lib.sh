@@ -328,8 +328,26 @@ finish() {
 }
 
 # make_fixtures DIR: the container set in DIR/src, references in DIR/ref.
+# b2nd_fixture writes the same bytes on every run (its data is seeded), so
+# the first test of a build tree that needs the set makes it once, under a
+# lock, into BUILD/tests/fixtures/set (again when b2nd_fixture is rebuilt),
+# and each test copies that (with new times, as if just made): some forty
+# tests a pass each made the same set.
 make_fixtures() {
-  "$FIXTURE" make "$1/src" "$1/ref" >/dev/null || { fail "b2nd_fixture make failed"; exit 1; }
+  local kept=$BUILD/tests/fixtures/set
+  if ! (
+    flock 9 || exit 1
+    if [[ ! -f $kept/.made || $FIXTURE -nt $kept/.made ]]; then
+      rm -rf "$kept" "$kept.new" &&
+        "$FIXTURE" make "$kept.new/src" "$kept.new/ref" >/dev/null &&
+        touch "$kept.new/.made" && mv "$kept.new" "$kept"
+    fi
+  ) 9>"$kept.lock"; then
+    fail "b2nd_fixture make failed"
+    exit 1
+  fi
+  mkdir -p "$1" && cp -R "$kept/src" "$1/src" && cp -R "$kept/ref" "$1/ref" ||
+    { fail "copying the fixture set from $kept"; exit 1; }
 }
 
 # ref_slice REF BOX OUT [--itemsize N]: the reference bytes of a box.
