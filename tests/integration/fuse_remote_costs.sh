@@ -205,20 +205,29 @@ http_first() {
   HTTP_LAST=$(now)
 }
 
-# The re-read after revalidate=, on the second mount (/e/, its own log).
-http_after() {
-  local mb=$TMP/mnt_http_short
-  mount_fs "$NGINX_URL/e/" "$mb" -o "${REVAL_SHORT_OPT}cache_size=64M" || exit 1
+# after_revalidate PROTO SOURCE LOG [OPTIONS,]: the re-read after
+# revalidate=, on a second mount of SOURCE (PROTO http or s3) that took the
+# same first steps with revalidate=1, its requests in a log of its own (LOG:
+# nginx's location /e/, or the second proxy in front of s3rver).
+after_revalidate() {
+  local proto=$1 src=$2 log=$3 opts=${4:-} mb=$TMP/mnt_${1}_short
+  mount_fs "$src" "$mb" -o "${opts}${REVAL_SHORT_OPT}cache_size=64M" || exit 1
   first_reads "$mb" || fail "the first reads on $mb"
-  log_settled "$ALOG_E"
+  log_settled "$log"
   sleep $((REVAL_SHORT + 1))
-  ALOG=$ALOG_E
-  mark_http
-  cat "$mb/many/c00011.b2nd/meta.json" "$mb/big.b2nd/slices/2/37" >/dev/null || fail "re-read after revalidate="
-  cost_http "re-read after revalidate="
-  ALOG=$ALOG_D
+  case $proto in
+    http) ALOG=$log && mark_http ;;
+    s3) SLOG=$log && mark_s3 ;;
+  esac
+  cat "$mb/many/c00011.b2nd/meta.json" "$mb/big.b2nd/slices/2/37" >/dev/null ||
+    fail "re-read after revalidate= ($proto)"
+  "cost_$proto" "re-read after revalidate="
+  case $proto in
+    http) ALOG=$ALOG_D ;;
+    s3) SLOG=$SLOG_D ;;
+  esac
   ((C_GET == 0 && C_LIST == 0 && C_HEAD <= 2 && C_DIR <= 1)) ||
-    costs_fail "a re-read after revalidate= made $C_HEAD HEADs, $C_GET GETs, $C_LIST listings and $C_DIR directory checks (want a HEAD of each, and of many/)"
+    costs_fail "a re-read after revalidate= ($proto) made $C_HEAD HEADs, $C_GET GETs, $C_LIST listings of many/ and $C_DIR directory checks (want a HEAD of each, and of many/)"
   unmount_fs "$mb"
 }
 
@@ -342,22 +351,6 @@ s3_first() {
   S3_LAST=$(now)
 }
 
-# The re-read after revalidate=, on the second mount (its own proxy and log).
-s3_after() {
-  local mb=$TMP/mnt_s3_short
-  mount_fs s3://costs/ "$mb" -o "endpoint=http://127.0.0.1:$PROXY_PORT_E,${REVAL_SHORT_OPT}cache_size=64M" || exit 1
-  first_reads "$mb" || fail "the first reads on $mb"
-  log_settled "$SLOG_E"
-  sleep $((REVAL_SHORT + 1))
-  SLOG=$SLOG_E
-  mark_s3
-  cat "$mb/many/c00011.b2nd/meta.json" "$mb/big.b2nd/slices/2/37" >/dev/null || fail "re-read after revalidate= (s3)"
-  cost_s3 "re-read after revalidate="
-  SLOG=$SLOG_D
-  ((C_GET == 0 && C_LIST == 0 && C_HEAD <= 2 && C_DIR <= 1)) ||
-    costs_fail "a re-read after revalidate= made $C_HEAD HEADs, $C_GET GETs, $C_LIST LISTs of many/ and $C_DIR directory checks (want a HEAD of each, and of many/)"
-  unmount_fs "$mb"
-}
 
 s3_pipeline() {
   wait_past "$S3_LAST" $((REVAL + 1))
@@ -376,11 +369,11 @@ s3_pipeline() {
 # The steps of each protocol in their order; the other protocol's run while
 # one's answers age past revalidate=.
 http_first
-http_after
+after_revalidate http "$NGINX_URL/e/" "$ALOG_E"
 if s3_start; then
   s3_first
   http_pipeline
-  s3_after
+  after_revalidate s3 s3://costs/ "$SLOG_E" "endpoint=http://127.0.0.1:$PROXY_PORT_E,"
   s3_pipeline
 else
   http_pipeline

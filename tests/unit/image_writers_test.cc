@@ -277,8 +277,11 @@ std::string WholePng(const PngLayout& png, int* adler_calls) {
 }
 
 TEST_CASE("PNG of stored deflate blocks: size from width and height, zlib inflates it", "[png]") {
-  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{
+  for (const auto& size : std::vector<std::pair<int64_t, int64_t>>{
            {1, 1}, {3, 5}, {300, 400}, {2, 65534}, {1, 65535}, {1, 70000}, {200, 1000}}) {
+    // Not a structured binding: the lambdas below capture w (C++20 allows
+    // that; clang 14, which builds the fuzz tree, does not).
+    const int64_t h = size.first, w = size.second;
     CAPTURE(h, w);
     auto png = PngLayout::Make(h, w);
     REQUIRE(png.ok());
