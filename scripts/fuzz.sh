@@ -3,7 +3,8 @@
 # and UBSan, and runs one of them.
 #
 #   scripts/fuzz.sh TARGET [SECONDS] [-- LIBFUZZER_ARGS...]
-#       TARGET: metalayer | frame | container | s3_xml | azure_xml | autoindex; SECONDS defaults to 60.
+#       TARGET: metalayer | frame | container | s3_xml | azure_xml | autoindex | vlen |
+#       zip_directory | embed_map | json; SECONDS defaults to 60.
 #   scripts/fuzz.sh --smoke       every target for 20 s, one after the other
 #   scripts/fuzz.sh --build-only  just configure and build
 #   scripts/fuzz.sh --list        the targets
@@ -29,7 +30,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
-TARGETS=(metalayer frame container s3_xml azure_xml autoindex)
+TARGETS=(metalayer frame container s3_xml azure_xml autoindex vlen zip_directory embed_map json)
 
 # usage [STATUS]: the comment above, then exit (2 unless told).
 usage() {

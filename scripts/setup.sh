@@ -171,6 +171,7 @@ else
     else
       log "installing ${NPM_PINS[*]} from npm into $kept (kept for later clones)"
       tmp=$(mktemp -d "$npm_cache/.install.XXXXXX")
+      chmod 755 "$tmp" # (mktemp's 700) others read it too: nginx's workers serve zarrita
       npm_install_into "$tmp" || { rm -rf "$tmp"; exit 1; }
       touch "$tmp/.complete"
       # Another setup may have kept the same pins meanwhile: its copy stays.
