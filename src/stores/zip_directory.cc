@@ -201,8 +201,10 @@ Result<ZipDirectory> ParseCentralDirectory(std::span<const uint8_t> cd, const En
     dir.members.push_back(std::move(m));
     at = next;
   }
-  // Each member's bytes end where the next local header (or the central
-  // directory) begins; members that share bytes are refused.
+  // Each member's bytes end where the next local header or the central
+  // directory begins, whichever comes first (a next header past the
+  // directory is refused below, but must not move this member's end past
+  // it); members that share bytes are refused.
   std::vector<size_t> order(dir.members.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -211,7 +213,9 @@ Result<ZipDirectory> ParseCentralDirectory(std::span<const uint8_t> cd, const En
   std::map<std::string, size_t> names;
   for (size_t k = 0; k < order.size(); ++k) {
     ZipMember& m = dir.members[order[k]];
-    m.limit = k + 1 < order.size() ? dir.members[order[k + 1]].header_offset : end.cd_offset;
+    m.limit = k + 1 < order.size()
+                  ? std::min(dir.members[order[k + 1]].header_offset, end.cd_offset)
+                  : end.cd_offset;
     const auto need =
         CheckedAdd(m.header_offset, kZipLocalHeaderSize + static_cast<int64_t>(m.name.size()));
     const auto data_end = need ? CheckedAdd(*need, m.compressed_size) : std::nullopt;

@@ -235,11 +235,20 @@ unmount_fs() {
   return 1
 }
 
-# is_b2ndfs PID: the process is (still) a b2ndfs, not a reused pid.
+# is_b2ndfs PID: the process is (still) a b2ndfs of this test (one of its
+# arguments, the mount point, lies below $TMP), not a reused pid: with
+# pid_max at 32768, pids wrap within a minute of a busy CI run, and a pid
+# this test's daemon left may be another test's daemon by the time it is
+# cleaned up (seen: fuse.http's cleanup stopped fuse.s3's no_sign mount).
 is_b2ndfs() {
   local -a args
+  local a
   mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
-  ((${#args[@]} > 0)) && [[ ${args[0]} == *b2ndfs ]]
+  ((${#args[@]} > 0)) && [[ ${args[0]} == *b2ndfs ]] || return 1
+  for a in "${args[@]:1}"; do
+    [[ $a == "$TMP"/* ]] && return 0
+  done
+  return 1
 }
 
 # exits_within SECONDS PID: waits for PID to end; if it does not, prints
@@ -258,7 +267,7 @@ exits_within() {
 # (only while PID is still a b2ndfs process).
 stop_pid() {
   local pid=$1
-  pid_alive "$pid" || return 0
+  is_b2ndfs "$pid" || return 0
   wait_until 5 eval "! kill -0 $pid 2>/dev/null" && return 0
   is_b2ndfs "$pid" || return 0
   kill -TERM "$pid" 2>/dev/null

@@ -72,13 +72,24 @@ daemon_log_clean() {
   return 0
 }
 
+# is_child PID: PID is (still) a child of this shell.
+is_child() {
+  local stat ppid
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  read -r _ ppid _ <<<"$stat"
+  [[ $ppid == "$$" ]]
+}
+
 # Kills the readers first (they may hold the mount busy) and unsticks
 # connections of dead daemons, then lib.sh's cleanup unmounts and removes.
 stress_cleanup() {
   local rc=$? pid mnt
   set +e
+  # Only while still this shell's children: a pid that ended may be another
+  # test's process by now (pids wrap quickly on a busy machine).
   for pid in "${STRESS_CHILDREN[@]}"; do
-    pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null
+    is_child "$pid" && kill -KILL "$pid" 2>/dev/null
   done
   for mnt in "${ITEST_MOUNTS[@]}"; do
     is_mounted "$mnt" && force_unmount "$mnt"

@@ -129,6 +129,23 @@ TEST_CASE("a local extra field that pushes the data past the next member is refu
   CHECK(data.status().message().find("overlap") != std::string::npos);
 }
 
+TEST_CASE("a member's room ends at the central directory even when the next header lies past it") {
+  // b's header offset points past the members (b is refused); a's room must
+  // still end where the central directory begins, so a local extra field
+  // that moves a's data into it is refused (found by fuzz_zip_directory).
+  TestArchive a = MakeTestArchive({{"a.b2nd", "aaaa"}, {"b.b2nd", "bbbb"}});
+  const int64_t cd_offset = a.central_entries[0];
+  Set32(a.bytes, a.central_entries[1] + 42, static_cast<uint32_t>(cd_offset + 8));
+  Set16(a.bytes, a.header_offsets[0] + 28, 50);  // a's data 50 bytes later: in the directory
+  auto dir = ParseZipArchive(a.bytes);
+  REQUIRE(dir.ok());
+  CHECK(dir->members[1].problem.find("lies past the members") != std::string::npos);
+  CHECK(dir->members[0].limit <= dir->central_directory_offset);
+  auto data = MemberDataOffset(dir->members[0], LocalOf(a, dir->members[0]));
+  REQUIRE_FALSE(data.ok());
+  CHECK(data.status().message().find("overlap") != std::string::npos);
+}
+
 TEST_CASE("huge member counts and inconsistent directories are refused") {
   TestArchive a = MakeTestArchive({{"a.b2nd", "aaaa"}});
   SECTION("65535 members claimed") {
