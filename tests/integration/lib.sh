@@ -251,6 +251,29 @@ is_b2ndfs() {
   return 1
 }
 
+# is_child PID: PID is (still) a child of this shell.
+is_child() {
+  local stat ppid
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  read -r _ ppid _ <<<"$stat"
+  [[ $ppid == "$$" ]]
+}
+
+# is_own_helper PID: PID is still a helper this test started (a child of
+# this shell, or a process with this test's dir in its arguments), not a
+# reused pid (see is_b2ndfs).
+is_own_helper() {
+  is_child "$1" && return 0
+  local -a args
+  local a
+  mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
+  for a in "${args[@]}"; do
+    [[ $a == *"$TMP"* ]] && return 0
+  done
+  return 1
+}
+
 # exits_within SECONDS PID: waits for PID to end; if it does not, prints
 # what each of its threads is blocked in (for the failure message).
 exits_within() {
@@ -305,10 +328,14 @@ itest_cleanup() {
   for pid in "${ITEST_PIDS[@]}"; do
     stop_pid "$pid"
   done
+  local helpers=()
   for pid in "${ITEST_HELPERS[@]}"; do
+    is_own_helper "$pid" && helpers+=("$pid")
+  done
+  for pid in "${helpers[@]}"; do
     kill -TERM "$pid" 2>/dev/null
   done
-  for pid in "${ITEST_HELPERS[@]}"; do
+  for pid in "${helpers[@]}"; do
     wait_until 3 eval "! kill -0 $pid 2>/dev/null" || kill -KILL "$pid" 2>/dev/null
   done
   if [[ -n ${TMP:-} && -d $TMP ]]; then

@@ -72,15 +72,6 @@ daemon_log_clean() {
   return 0
 }
 
-# is_child PID: PID is (still) a child of this shell.
-is_child() {
-  local stat ppid
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  read -r _ ppid _ <<<"$stat"
-  [[ $ppid == "$$" ]]
-}
-
 # Kills the readers first (they may hold the mount busy) and unsticks
 # connections of dead daemons, then lib.sh's cleanup unmounts and removes.
 stress_cleanup() {
