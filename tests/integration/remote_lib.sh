@@ -155,7 +155,7 @@ nginx_start() {
 
 nginx_stop() {
   [[ -n $NGINX_PID ]] || return 0
-  if kill -0 "$NGINX_PID" 2>/dev/null; then
+  if is_own_helper "$NGINX_PID"; then
     kill -TERM "$NGINX_PID" 2>/dev/null  # fast shutdown, workers included
     wait_until 10 eval "! kill -0 $NGINX_PID 2>/dev/null" || kill -KILL "$NGINX_PID" 2>/dev/null
   fi
@@ -252,7 +252,7 @@ s3rver_thaw() { kill -CONT "$S3RVER_PID" 2>/dev/null; }
 
 s3rver_stop() {
   [[ -n $S3RVER_PID ]] || return 0
-  if kill -0 "$S3RVER_PID" 2>/dev/null; then
+  if is_own_helper "$S3RVER_PID"; then
     kill -TERM "$S3RVER_PID" 2>/dev/null
     kill -CONT "$S3RVER_PID" 2>/dev/null  # a frozen server must see the TERM
     wait_until 10 eval "! kill -0 $S3RVER_PID 2>/dev/null" || kill -KILL "$S3RVER_PID" 2>/dev/null
@@ -449,7 +449,7 @@ azurite_begin() {
 
 azurite_stop() {
   [[ -n $AZURITE_PID ]] || return 0
-  if kill -0 "$AZURITE_PID" 2>/dev/null; then
+  if is_own_helper "$AZURITE_PID"; then
     kill -TERM "$AZURITE_PID" 2>/dev/null
     kill -CONT "$AZURITE_PID" 2>/dev/null
     wait_until 10 eval "! kill -0 $AZURITE_PID 2>/dev/null" || kill -KILL "$AZURITE_PID" 2>/dev/null
