@@ -112,7 +112,7 @@ if [[ -n ${CCACHE_DIR:-} ]]; then
     log "cannot bind $CCACHE_DIR into the root: it compiles without a cache"
   fi
 fi
-NPM_CACHE=${B2NDFS_NPM_CACHE:-/var/cache/b2ndfs-npm}
+NPM_CACHE=${B2NDFS_NPM_CACHE:-$(kept_cache_dir npm)}
 if [[ $NPM_CACHE != 0 ]] && mkdir -p "$NPM_CACHE" && minbase_share "$NPM_CACHE" "$R"; then
   shared_settings+=(B2NDFS_NPM_CACHE="$NPM_CACHE")
 else

@@ -146,12 +146,11 @@ npm_missing() {
 # npm takes most of a minute to install these even from its own download
 # cache, so a fresh clone (and check_minbase.sh's root, which binds the cache
 # in at the same path) would pay that on every run. The copies are only read.
+# shellcheck source=lib/kept_cache.sh
+source "$ROOT/scripts/lib/kept_cache.sh"
 npm_cache_dir() {
-  local dir=${B2NDFS_NPM_CACHE:-}
+  local dir=${B2NDFS_NPM_CACHE:-$(kept_cache_dir npm)}
   [ "$dir" = 0 ] && return 1
-  if [ -z "$dir" ]; then
-    if [ "$(id -u)" = 0 ]; then dir=/var/cache/b2ndfs-npm; else dir=${XDG_CACHE_HOME:-$HOME/.cache}/b2ndfs-npm; fi
-  fi
   mkdir -p "$dir" 2>/dev/null && [ -w "$dir" ] && echo "$dir"
 }
 npm_install_into() {

@@ -139,20 +139,13 @@ configure() {
 }
 
 # npm_wait: before a pass's tests, the npm packages' install (bg_start npm
-# above) has ended; when it failed, its log is shown (the tests that need
-# them then fail or skip, saying what is missing).
+# below, a step of its own: LOGS/build-npm.log) has ended, waited for and
+# recorded once; when it failed, wait_step shows its log (the tests that
+# need the packages then fail or skip, saying what is missing).
 npm_wait() {
   [[ -n ${BG_PIDS[npm]:-} ]] || return 0
-  local w0=$EPOCHSECONDS rc=1 start=$EPOCHSECONDS end=$EPOCHSECONDS
-  bg_wait npm
+  wait_step npm npm
   unset 'BG_PIDS[npm]'
-  [[ -f $LOGS/build-npm.rc ]] && read -r rc start end <"$LOGS/build-npm.rc"
-  phase_add "npm packages" "$start" "$end" "background: scripts/setup.sh --npm$([[ $rc == 0 ]] || echo "; FAILED")"
-  ((EPOCHSECONDS - w0 > 1)) && phase_since "wait for npm packages" "$w0"
-  if [[ $rc != 0 ]]; then
-    echo "== scripts/setup.sh --npm failed (log: $LOGS/build-npm.log):"
-    tail -n 20 "$LOGS/build-npm.log"
-  fi
 }
 
 # --- the main pass and the package ------------------------------------------

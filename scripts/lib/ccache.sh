@@ -27,6 +27,9 @@
 #   ccache_count LOG   "N hits, M misses" of the compiles ccache logged in
 #                      LOG (a build run with CCACHE_STATSLOG=LOG); empty
 #                      without ccache or compiles.
+# shellcheck source=kept_cache.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kept_cache.sh"
+
 CCACHE_LAUNCHER=()
 CCACHE_STATE="no compiler cache"
 ccache_setup() {
@@ -39,13 +42,7 @@ ccache_setup() {
     CCACHE_STATE="no compiler cache (ccache is not installed)"
     return 0
   fi
-  if [[ -z ${CCACHE_DIR:-} ]]; then
-    if [[ $(id -u) == 0 ]]; then
-      CCACHE_DIR=/var/cache/b2ndfs-ccache
-    else
-      CCACHE_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/b2ndfs-ccache
-    fi
-  fi
+  [[ -n ${CCACHE_DIR:-} ]] || CCACHE_DIR=$(kept_cache_dir ccache)
   if ! mkdir -p "$CCACHE_DIR" 2>/dev/null || [[ ! -w $CCACHE_DIR ]]; then
     CCACHE_STATE="no compiler cache ($CCACHE_DIR is not writable)"
     unset CCACHE_DIR

@@ -52,8 +52,8 @@ std::string RemoteStatsJson(const std::string& root, const HttpStats& s,
       {"corrupt", d.corrupt},
       {"write_errors", d.write_errors},
   };
-  for (const auto& [name, value] : counters) {
-    out += kv(in2, name, value, name == counters[std::size(counters) - 1].first);
+  for (size_t i = 0; i < std::size(counters); ++i) {
+    out += kv(in2, counters[i].first, counters[i].second, i + 1 == std::size(counters));
   }
   out += in + "}\n";
   out += "  },\n";

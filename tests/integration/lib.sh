@@ -235,20 +235,26 @@ unmount_fs() {
   return 1
 }
 
-# is_b2ndfs PID: the process is (still) a b2ndfs of this test (one of its
-# arguments, the mount point, lies below $TMP), not a reused pid: with
-# pid_max at 32768, pids wrap within a minute of a busy CI run, and a pid
-# this test's daemon left may be another test's daemon by the time it is
-# cleaned up (seen: fuse.http's cleanup stopped fuse.s3's no_sign mount).
-is_b2ndfs() {
+# names_tmp PID: an argument of process PID names this test's dir ($TMP):
+# the process is this test's, not another's that reuses a pid this test
+# remembers (pid_max is 32768: pids wrap within a minute of a busy CI run;
+# seen: fuse.http's cleanup stopped fuse.s3's no_sign mount).
+names_tmp() {
   local -a args
   local a
   mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
-  ((${#args[@]} > 0)) && [[ ${args[0]} == *b2ndfs ]] || return 1
-  for a in "${args[@]:1}"; do
-    [[ $a == "$TMP"/* ]] && return 0
+  for a in "${args[@]}"; do
+    [[ $a == *"$TMP"* ]] && return 0
   done
   return 1
+}
+
+# is_b2ndfs PID: the process is (still) a b2ndfs of this test (its mount
+# point lies below $TMP), not a reused pid.
+is_b2ndfs() {
+  local -a args
+  mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
+  [[ ${args[0]:-} == *b2ndfs ]] && names_tmp "$1"
 }
 
 # is_child PID: PID is (still) a child of this shell.
@@ -261,18 +267,8 @@ is_child() {
 }
 
 # is_own_helper PID: PID is still a helper this test started (a child of
-# this shell, or a process with this test's dir in its arguments), not a
-# reused pid (see is_b2ndfs).
-is_own_helper() {
-  is_child "$1" && return 0
-  local -a args
-  local a
-  mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
-  for a in "${args[@]}"; do
-    [[ $a == *"$TMP"* ]] && return 0
-  done
-  return 1
-}
+# this shell, or naming this test's dir), not a reused pid.
+is_own_helper() { is_child "$1" || names_tmp "$1"; }
 
 # exits_within SECONDS PID: waits for PID to end; if it does not, prints
 # what each of its threads is blocked in (for the failure message).

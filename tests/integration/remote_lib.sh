@@ -153,13 +153,21 @@ nginx_start() {
   nginx_launch
 }
 
+# server_stop PID: stops a server this test started (TERM, and CONT for one
+# frozen by SIGSTOP; KILL after 10 s), only while it is still the test's own
+# (lib.sh's is_own_helper), and reaps it.
+server_stop() {
+  if is_own_helper "$1"; then
+    kill -TERM "$1" 2>/dev/null
+    kill -CONT "$1" 2>/dev/null
+    wait_until 10 eval "! kill -0 $1 2>/dev/null" || kill -KILL "$1" 2>/dev/null
+  fi
+  wait "$1" 2>/dev/null
+}
+
 nginx_stop() {
   [[ -n $NGINX_PID ]] || return 0
-  if is_own_helper "$NGINX_PID"; then
-    kill -TERM "$NGINX_PID" 2>/dev/null  # fast shutdown, workers included
-    wait_until 10 eval "! kill -0 $NGINX_PID 2>/dev/null" || kill -KILL "$NGINX_PID" 2>/dev/null
-  fi
-  wait "$NGINX_PID" 2>/dev/null
+  server_stop "$NGINX_PID" # a fast shutdown, workers included
   NGINX_PID=""
 }
 
@@ -252,12 +260,7 @@ s3rver_thaw() { kill -CONT "$S3RVER_PID" 2>/dev/null; }
 
 s3rver_stop() {
   [[ -n $S3RVER_PID ]] || return 0
-  if is_own_helper "$S3RVER_PID"; then
-    kill -TERM "$S3RVER_PID" 2>/dev/null
-    kill -CONT "$S3RVER_PID" 2>/dev/null  # a frozen server must see the TERM
-    wait_until 10 eval "! kill -0 $S3RVER_PID 2>/dev/null" || kill -KILL "$S3RVER_PID" 2>/dev/null
-  fi
-  wait "$S3RVER_PID" 2>/dev/null
+  server_stop "$S3RVER_PID"
   S3RVER_PID=""
 }
 
@@ -449,12 +452,7 @@ azurite_begin() {
 
 azurite_stop() {
   [[ -n $AZURITE_PID ]] || return 0
-  if is_own_helper "$AZURITE_PID"; then
-    kill -TERM "$AZURITE_PID" 2>/dev/null
-    kill -CONT "$AZURITE_PID" 2>/dev/null
-    wait_until 10 eval "! kill -0 $AZURITE_PID 2>/dev/null" || kill -KILL "$AZURITE_PID" 2>/dev/null
-  fi
-  wait "$AZURITE_PID" 2>/dev/null
+  server_stop "$AZURITE_PID"
   AZURITE_PID=""
 }
 
